@@ -1,0 +1,232 @@
+"""The pipeline, end to end: load → graph → order → shapes → program → plans → result.
+
+:func:`analyze` is the library call behind ``graphmem peak``; the CLI only renders its result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from graphmem.dtypes import dtype_name
+from graphmem.errors import ShapeInferenceError, UnboundDimError, UnknownDimError, UsageError
+from graphmem.graph import OpGraph, build_graph
+from graphmem.loading import Model, load_model
+from graphmem.memory import build_program, tensor_size
+from graphmem.order import ort_order
+from graphmem.ort_rules import sharing
+from graphmem.planner.greedy import plan_greedy
+from graphmem.planner.liveness import analyze_liveness
+from graphmem.planner.ortplan import plan_ort
+from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
+from graphmem.shapes.types import TensorType, is_concrete
+
+__all__ = [
+    "Analysis",
+    "ModelInfo",
+    "WeightsInfo",
+    "ActivationsInfo",
+    "IOInfo",
+    "ShapesInfo",
+    "analyze",
+    "analyze_model",
+    "MAX_DIM",
+]
+
+#: Largest value a ``--dim`` may take; larger ones are rejected as absurd.
+MAX_DIM = 1 << 40
+#: Tensors larger than this (1 EiB) mean absurd dims, not a model.
+MAX_TENSOR_BYTES = 1 << 60
+
+KNOWN_DOMAINS = frozenset(
+    {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelInfo:
+    path: str
+    opset: int
+    nodes: int
+    dims: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightsInfo:
+    """Initializers and Constant outputs, each counted once."""
+
+    params: int
+    bytes: int
+    by_dtype: dict[str, tuple[int, int]]  # dtype -> (params, bytes)
+    external_bytes: int
+    unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActivationsInfo:
+    """Activation memory: the runtime's peak, the bounds, and where the peak happens."""
+
+    peak_bytes: int
+    peak_node: str
+    peak_step: int
+    lower_bound_bytes: int
+    no_reuse_bytes: int
+    best_arena_bytes: int
+    unknown: tuple[str, ...]  # activations of unknown size: not in the figures above
+    runtime: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IOInfo:
+    inputs_bytes: int
+    outputs_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShapesInfo:
+    tensors: int
+    unresolved: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Analysis:
+    """Everything ``graphmem peak`` reports, as typed data."""
+
+    model: ModelInfo
+    weights: WeightsInfo
+    activations: ActivationsInfo
+    io: IOInfo
+    shapes: ShapesInfo
+    total_bytes: int
+    graph: OpGraph
+    order: tuple[int, ...]
+    types: dict[str, TensorType]
+
+
+def analyze(
+    path: str | os.PathLike[str], *, dims: Mapping[str, int] | None = None, provider: str = "cpu"
+) -> Analysis:
+    """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``.
+
+    Raises a :class:`graphmem.errors.GraphmemError` subclass on bad input.
+    """
+    return analyze_model(load_model(path), dims=dims, provider=provider)
+
+
+def analyze_model(
+    model: Model, *, dims: Mapping[str, int] | None = None, provider: str = "cpu"
+) -> Analysis:
+    """Same as :func:`analyze`, for an already loaded :class:`Model`."""
+    if provider not in ("cpu",):
+        raise UsageError(f"provider '{provider}' is not modelled yet; use --provider cpu")
+    bound = check_dims(model, dict(dims or {}))
+    g = build_graph(model)
+    order = ort_order(g)
+    runtime = infer_types(g, order, view=RUNTIME, dims=bound)
+    static = infer_types(g, order, view=ORT_STATIC)
+    _check_domains(g, runtime.types)
+    program, names = build_program(
+        g, order, runtime=runtime.types, static=static.types, sharing=sharing
+    )
+    plan = plan_ort(program)
+    live = analyze_liveness(program)
+    arena = plan_greedy(live)
+    produced = [o for nid in order for o in g.node(nid).output if o]
+    unresolved = tuple(n for n in produced if tensor_size(runtime.types.get(n)) is None)
+    _check_sizes(runtime.types, produced)
+    weights = _weights(model)
+    inputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.inputs)
+    outputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.outputs)
+    peak_step = plan.peak_step
+    peak_node = program.steps[peak_step].label if peak_step >= 0 else ""
+    activations = ActivationsInfo(
+        peak_bytes=plan.peak_bytes,
+        peak_node=peak_node,
+        peak_step=peak_step,
+        lower_bound_bytes=live.lower_bound,
+        no_reuse_bytes=live.no_reuse,
+        best_arena_bytes=arena.arena_bytes,
+        unknown=tuple(names[v] for v in plan.unknown_sizes),
+        runtime="onnxruntime 1.31 CPU",
+    )
+    return Analysis(
+        model=ModelInfo(path=model.path, opset=model.opset, nodes=len(model.nodes), dims=bound),
+        weights=weights,
+        activations=activations,
+        io=IOInfo(inputs_bytes=inputs_bytes, outputs_bytes=outputs_bytes),
+        shapes=ShapesInfo(
+            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved
+        ),
+        total_bytes=weights.bytes + activations.peak_bytes + inputs_bytes,
+        graph=g,
+        order=order,
+        types=runtime.types,
+    )
+
+
+def check_dims(model: Model, dims: dict[str, int]) -> dict[str, int]:
+    """Validate ``--dim`` bindings against the model's symbolic input dims."""
+    known = model.symbolic_dims
+    for name, value in dims.items():
+        if name not in known:
+            have = ", ".join(known) if known else "none (all input shapes are fixed)"
+            raise UnknownDimError(f"--dim {name}: the model has no dim '{name}'; its dims: {have}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > MAX_DIM:
+            raise UsageError(f"--dim {name}={value}: a dim must be an integer from 1 to {MAX_DIM}")
+    missing = [d for d in known if d not in dims]
+    if missing:
+        hint = " ".join(f"--dim {d}=N" for d in missing)
+        raise UnboundDimError(f"unbound symbolic dims: {', '.join(missing)} (bind them with {hint})")
+    unnamed = [n for n, t in model.inputs.items() if t.shape is not None and None in t.shape]
+    if unnamed:
+        raise UnboundDimError(
+            f"input '{unnamed[0]}' has a dim with neither a value nor a name; it cannot be bound"
+        )
+    return {d: dims[d] for d in known}
+
+
+def _check_domains(g: OpGraph, types: dict[str, TensorType]) -> None:
+    from onnx import defs
+
+    registered = {s.domain for s in defs.get_all_schemas()} | KNOWN_DOMAINS
+    for nid in g.dag.nodes:
+        node = g.node(nid)
+        if node.domain in registered:
+            continue
+        for out in node.output:
+            t = types.get(out)
+            if out and (t is None or not is_concrete(t.shape)):
+                raise ShapeInferenceError(
+                    f"op '{node.op_type}' from unknown domain '{node.domain}' (node "
+                    f"'{node.name or nid}'): the file gives no shape for its output '{out}'"
+                )
+
+
+def _check_sizes(types: dict[str, TensorType], names: list[str]) -> None:
+    for name in names:
+        t = types.get(name)
+        if t is not None and t.kind == "tensor" and t.dtype == 8:  # onnx.TensorProto.STRING
+            raise ShapeInferenceError(f"tensor '{name}' holds strings, whose size is unknown statically")
+        size = tensor_size(t)
+        if size is not None and size > MAX_TENSOR_BYTES:
+            raise UsageError(f"tensor '{name}' would take {size} bytes: the dims are absurd")
+
+
+def _weights(model: Model) -> WeightsInfo:
+    by: dict[str, tuple[int, int]] = {}
+    params = total = external = 0
+    unknown = []
+    for w in model.weights.values():
+        params += w.numel
+        if w.nbytes is None:
+            unknown.append(w.name)
+            continue
+        total += w.nbytes
+        if w.external:
+            external += w.nbytes
+        p, b = by.get(dtype_name(w.dtype), (0, 0))
+        by[dtype_name(w.dtype)] = (p + w.numel, b + w.nbytes)
+    return WeightsInfo(
+        params=params, bytes=total, by_dtype=by, external_bytes=external, unknown=tuple(unknown)
+    )

@@ -1,0 +1,92 @@
+"""Element sizes of ONNX tensor types, stated once.
+
+Sizes are in bits so that packed types are exact: int4/uint4/float4 take 4 bits per element and a
+tensor of them takes ceil(n * 4 / 8) bytes, as ONNX stores them (two per byte). ``bool`` takes one
+byte, as onnxruntime stores it. ``string`` has no fixed size: it is *unknown*, never 0.
+"""
+
+from __future__ import annotations
+
+from onnx import TensorProto
+
+__all__ = ["element_bits", "tensor_bytes", "dtype_name", "is_float", "is_integer"]
+
+_BITS: dict[int, int] = {
+    TensorProto.FLOAT: 32,
+    TensorProto.UINT8: 8,
+    TensorProto.INT8: 8,
+    TensorProto.UINT16: 16,
+    TensorProto.INT16: 16,
+    TensorProto.INT32: 32,
+    TensorProto.INT64: 64,
+    TensorProto.BOOL: 8,
+    TensorProto.FLOAT16: 16,
+    TensorProto.DOUBLE: 64,
+    TensorProto.UINT32: 32,
+    TensorProto.UINT64: 64,
+    TensorProto.COMPLEX64: 64,
+    TensorProto.COMPLEX128: 128,
+    TensorProto.BFLOAT16: 16,
+}
+for _name, _bits in (
+    ("FLOAT8E4M3FN", 8),
+    ("FLOAT8E4M3FNUZ", 8),
+    ("FLOAT8E5M2", 8),
+    ("FLOAT8E5M2FNUZ", 8),
+    ("FLOAT8E8M0", 8),
+    ("UINT4", 4),
+    ("INT4", 4),
+    ("FLOAT4E2M1", 4),
+    ("UINT2", 2),
+    ("INT2", 2),
+):
+    if hasattr(TensorProto, _name):
+        _BITS[getattr(TensorProto, _name)] = _bits
+
+_FLOATS = {
+    TensorProto.FLOAT,
+    TensorProto.FLOAT16,
+    TensorProto.DOUBLE,
+    TensorProto.BFLOAT16,
+}
+_INTS = {
+    TensorProto.UINT8,
+    TensorProto.INT8,
+    TensorProto.UINT16,
+    TensorProto.INT16,
+    TensorProto.INT32,
+    TensorProto.INT64,
+    TensorProto.UINT32,
+    TensorProto.UINT64,
+}
+
+
+def element_bits(dtype: int) -> int | None:
+    """Bits per element of an ONNX dtype, or None when the size is unknown (string, undefined)."""
+    return _BITS.get(dtype)
+
+
+def tensor_bytes(dtype: int, numel: int) -> int | None:
+    """Exact bytes of ``numel`` elements of ``dtype`` (packed types rounded up), None if unknown."""
+    bits = _BITS.get(dtype)
+    if bits is None:
+        return None
+    return (numel * bits + 7) // 8
+
+
+def dtype_name(dtype: int) -> str:
+    """Lower-case ONNX name of a dtype ("float", "int64", …), "undefined" for 0."""
+    try:
+        return TensorProto.DataType.Name(dtype).lower()
+    except ValueError:
+        return f"dtype{dtype}"
+
+
+def is_float(dtype: int) -> bool:
+    """True for IEEE/bfloat floating types (the ones a precision what-if would cast)."""
+    return dtype in _FLOATS
+
+
+def is_integer(dtype: int) -> bool:
+    """True for signed and unsigned integer types."""
+    return dtype in _INTS

@@ -1,0 +1,75 @@
+"""One error hierarchy for graphmem; the CLI maps it to exit codes in one place (``graphmem.cli``).
+
+Every failure a user can cause (bad file, bad option, unsupported graph) is a ``GraphmemError``
+subclass with a one-line message. Anything else reaching the CLI is a bug.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GraphmemError",
+    "UsageError",
+    "ModelLoadError",
+    "ExternalDataError",
+    "GraphStructureError",
+    "UnboundDimError",
+    "UnknownDimError",
+    "ShapeInferenceError",
+    "UnsupportedOpError",
+    "RuntimeUnavailableError",
+    "MeasureError",
+    "EXIT_OK",
+    "EXIT_GATE_FAILED",
+    "EXIT_INPUT_ERROR",
+]
+
+#: Exit codes, documented in the README: 0 success, 1 a gate failed, 2 usage or input error.
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_INPUT_ERROR = 2
+
+
+class GraphmemError(Exception):
+    """Root of every error graphmem raises on purpose; its message is shown as one line."""
+
+    exit_code: int = EXIT_INPUT_ERROR
+
+
+class UsageError(GraphmemError):
+    """A command-line option or API argument is malformed (bad ``--dim``, bad budget, …)."""
+
+
+class ModelLoadError(GraphmemError):
+    """The path is missing, a directory, empty, not ONNX, or a truncated/corrupt protobuf."""
+
+
+class ExternalDataError(ModelLoadError):
+    """An external-data file is needed (to run the graph) but is missing or too short."""
+
+
+class GraphStructureError(GraphmemError):
+    """The graph is not a DAG, or a node reads a tensor nothing produces."""
+
+
+class UnboundDimError(GraphmemError):
+    """Symbolic dims are left unbound; the message names each and the ``--dim`` that binds it."""
+
+
+class UnknownDimError(UsageError):
+    """A ``--dim`` names a dim the model does not have."""
+
+
+class ShapeInferenceError(GraphmemError):
+    """Shapes could not be inferred (an op from an unknown domain without shapes in the file, …)."""
+
+
+class UnsupportedOpError(GraphmemError):
+    """An op graphmem cannot account for where an answer is required."""
+
+
+class RuntimeUnavailableError(GraphmemError):
+    """onnxruntime (or the requested execution provider) cannot be used on this machine."""
+
+
+class MeasureError(GraphmemError):
+    """onnxruntime ran, but its profile lacks the memory figures a measurement needs."""

@@ -1,0 +1,101 @@
+"""Stage 4 — from the typed op graph to the planners' input (a :class:`Program`).
+
+This is the only place that translates ONNX into the planner's vocabulary: each node in
+execution order becomes a :class:`Step`; each tensor a :class:`Value` whose *size* comes from
+the runtime shapes (dims bound) and whose reuse *key* comes from the shapes onnxruntime knows at
+session creation. Keeping both is what makes the emulation exact (see ``../ORT-FACTS``: reuse
+decided on symbolic shapes, sizes from the bound run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from graphmem.dtypes import element_bits, tensor_bytes
+from graphmem.graph import OpGraph
+from graphmem.planner.program import Key, Program, Step, Value
+from graphmem.shapes.types import TensorType, is_concrete, numel
+
+__all__ = ["build_program", "tensor_size", "reuse_key"]
+
+SharingRule = Callable[[str, str], tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]]
+
+
+def tensor_size(t: TensorType | None) -> int | None:
+    """Exact bytes of a tensor with a concrete shape and a sized dtype; None otherwise."""
+    if t is None or t.kind != "tensor" or not is_concrete(t.shape):
+        return None
+    return tensor_bytes(t.dtype, numel(t.shape))  # type: ignore[arg-type]
+
+
+def reuse_key(t: TensorType | None) -> Key:
+    """The static identity the runtime compares for reuse; None when it never matches."""
+    if t is None or t.kind != "tensor" or t.shape is None:
+        return None
+    bits = element_bits(t.dtype)
+    if bits is None:  # strings and unknown dtypes are never reused
+        return None
+    return (bits, tuple(t.shape))
+
+
+def build_program(
+    g: OpGraph,
+    order: tuple[int, ...],
+    *,
+    runtime: dict[str, TensorType],
+    static: dict[str, TensorType],
+    sharing: SharingRule,
+) -> tuple[Program, tuple[str, ...]]:
+    """The planners' input, and the tensor name of each value (same indices)."""
+    model = g.model
+    names: list[str] = []
+    index: dict[str, int] = {}
+    values: list[Value] = []
+
+    def add(name: str, *, source: bool) -> int:
+        index[name] = len(values)
+        names.append(name)
+        values.append(
+            Value(
+                name=name,
+                size=tensor_size(runtime.get(name)),
+                key=reuse_key(static.get(name)),
+                source=source,
+                output=name in model.outputs,
+            )
+        )
+        return index[name]
+
+    for name in (*model.inputs, *model.weights):
+        add(name, source=True)
+    steps: list[Step] = []
+    for nid in order:
+        node = g.node(nid)
+        in_pos: dict[int, int] = {}
+        inputs: list[int] = []
+        for k, name in enumerate(node.input):
+            if name and name in index:
+                in_pos[k] = len(inputs)
+                inputs.append(index[name])
+        inputs.extend(index[name] for name in g.implicit.get(nid, ()) if name in index)
+        out_pos: dict[int, int] = {}
+        outputs: list[int] = []
+        for k, name in enumerate(node.output):
+            if name:
+                out_pos[k] = len(outputs)
+                outputs.append(add(name, source=False))
+        alias, inplace = sharing(node.domain, node.op_type)
+        steps.append(
+            Step(
+                label=node.name or f"{node.op_type}_{nid}",
+                inputs=tuple(inputs),
+                outputs=tuple(outputs),
+                alias=_remap(alias, in_pos, out_pos),
+                inplace=_remap(inplace, in_pos, out_pos),
+            )
+        )
+    return Program(values=tuple(values), steps=tuple(steps)), tuple(names)
+
+
+def _remap(pairs, in_pos, out_pos) -> tuple[tuple[int, int], ...]:  # type: ignore[no-untyped-def]
+    return tuple((in_pos[i], out_pos[o]) for i, o in pairs if i in in_pos and o in out_pos)

@@ -1,0 +1,245 @@
+"""Stage 3 — shape inference over the op graph, in two views.
+
+* ``runtime`` view: every symbolic input dim bound to a number (``--dim``); per-node ONNX shape
+  inference, with the values of small integer tensors computed by evaluating their nodes, so the
+  shape subgraphs of transformer exports resolve to concrete shapes. These give the byte sizes.
+* ``ort`` view: the shapes onnxruntime itself knows when it creates a session — per-node ONNX
+  inference on the file's (possibly symbolic) input shapes, merged into the file's value_info,
+  no invented symbols, and values propagated only through the ops of onnxruntime's data
+  propagation and only when every element is a known integer (``core/graph/graph.cc``,
+  ``core/graph/data_propagation/``). onnxruntime's reuse decisions compare *these* shapes.
+
+Both views run the same loop (:func:`infer_types`); a :class:`View` says how they differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import defs
+from onnx.numpy_helper import from_array
+
+from graphmem.dtypes import is_integer
+from graphmem.graph import OpGraph
+from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
+from graphmem.shapes.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
+
+__all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape"]
+
+#: Ops whose integer values onnxruntime 1.31 propagates at graph resolve
+#: (``core/graph/data_propagation/*``).
+ORT_PROPAGATED_OPS = frozenset(
+    {"Shape", "Size", "Gather", "Slice", "Concat", "Squeeze", "Unsqueeze", "Add", "Sub", "Mul", "Div"}
+)
+
+#: Ops whose output can be far larger than their inputs: evaluate only once the size is known.
+_EXPANDING = frozenset({"ConstantOfShape", "Expand", "Tile", "Resize", "Upsample", "Pad", "Range"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class View:
+    """How a shape view propagates values (see module doc)."""
+
+    name: str
+    value_ops: frozenset[str] | None  # None: any op whose inputs are known
+    int_values_only: bool
+
+
+RUNTIME = View(name="runtime", value_ops=None, int_values_only=False)
+ORT_STATIC = View(name="ort", value_ops=ORT_PROPAGATED_OPS, int_values_only=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShapeResult:
+    """Types of every tensor the graph reads or writes, and the values that were computed."""
+
+    types: dict[str, TensorType]
+    values: dict[str, np.ndarray]
+    failed_nodes: tuple[int, ...]  # nodes whose inference raised (their outputs may be unknown)
+
+
+def bind_shape(shape: Shape | None, dims: Mapping[str, int]) -> Shape | None:
+    """Replace named dims that ``dims`` binds by their values."""
+    if shape is None:
+        return None
+    return tuple(dims.get(d, d) if isinstance(d, str) else d for d in shape)
+
+
+def infer_types(
+    g: OpGraph, order: tuple[int, ...], *, view: View, dims: Mapping[str, int] | None = None
+) -> ShapeResult:
+    """Infer every node output's type in ``order`` (a topological order of ``g``)."""
+    model = g.model
+    dims = dims or {}
+    types: dict[str, TensorType] = {}
+    values: dict[str, np.ndarray] = {}
+    for name, t in model.inputs.items():
+        types[name] = TensorType(dtype=t.dtype, shape=bind_shape(t.shape, dims), kind=t.kind)
+    for name, w in model.weights.items():
+        types[name] = TensorType(dtype=w.dtype, shape=w.dims)
+    for name, v in model.values.items():
+        if _keep_value(view, v):
+            values[name] = v
+    declared = {**model.value_info, **model.outputs}
+    serialized: dict[str, bytes] = {}
+    data_bytes: dict[str, bytes] = {}
+    failed: list[int] = []
+    for nid in order:
+        node = g.node(nid)
+        inferred = _infer_node(model, node, types, values, serialized, data_bytes)
+        if inferred is None:
+            failed.append(nid)
+            inferred = {}
+        for out in node.output:
+            if not out:
+                continue
+            have = declared.get(out)
+            new = inferred.get(out)
+            if have is not None:
+                have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
+            types[out] = _merge(new, have)
+        if view is RUNTIME:
+            _fill_runtime_gaps(node, types)
+        if view.value_ops is None or node.op_type in view.value_ops:
+            _compute_values(model.opsets, node, types, values, view)
+    return ShapeResult(types=types, values=values, failed_nodes=tuple(failed))
+
+
+def _fill_runtime_gaps(node, types) -> None:  # type: ignore[no-untyped-def]
+    """Shapes ONNX inference leaves unknown but the op's definition fixes at run time.
+
+    Dropout's ``mask`` has its input's shape (opset 7-9 declares no shape for it).
+    """
+    if node.op_type == "Dropout" and node.domain in ("", "ai.onnx") and len(node.output) > 1:
+        mask, data = node.output[1], types.get(node.input[0])
+        have = types.get(mask)
+        if mask and data is not None and (have is None or have.shape is None):
+            dtype = have.dtype if have is not None and have.dtype else onnx.TensorProto.BOOL
+            types[mask] = TensorType(dtype=dtype, shape=data.shape)
+
+
+def _keep_value(view: View, v: np.ndarray) -> bool:
+    return not view.int_values_only or np.issubdtype(v.dtype, np.integer)
+
+
+def _infer_node(model, node, types, values, serialized, data_bytes):  # type: ignore[no-untyped-def]
+    """ONNX per-node inference; None when the node has no schema or inference raised."""
+    domain = node.domain or ""
+    version = model.opsets.get(domain, model.opsets.get("ai.onnx", 0) if domain == "" else 0)
+    try:
+        schema = defs.get_schema(node.op_type, version, domain)
+    except defs.SchemaError:
+        return None
+    if not schema.has_type_and_shape_inference_function:
+        return None
+    in_types: dict[str, bytes] = {}
+    in_data: dict[str, bytes] = {}
+    for name in node.input:
+        if not name or name not in types:
+            continue
+        if name not in serialized:
+            serialized[name] = type_to_proto(types[name]).SerializeToString()
+        in_types[name] = serialized[name]
+        if name in values:
+            if name not in data_bytes:
+                data_bytes[name] = from_array(values[name], name).SerializeToString()
+            in_data[name] = data_bytes[name]
+    try:
+        out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
+            node.SerializeToString(), in_types, in_data, {}, dict(model.opsets), model.ir_version
+        )
+    except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
+        return None
+    return {k: type_from_proto(onnx.TypeProto.FromString(v)) for k, v in out.items()}
+
+
+def _merge(inferred: TensorType | None, declared: TensorType | None) -> TensorType:
+    """Merge an inferred type into the file's declared one, as onnx's ``mergeInShapeInfo``.
+
+    Per dim: an inferred value wins; else a declared value stays; else the declared name is
+    preferred over an inferred one. A rank mismatch keeps the declared type.
+    """
+    if inferred is None or inferred.kind != "tensor":
+        return declared if declared is not None else (inferred or TensorType(dtype=0, shape=None))
+    if declared is None or declared.kind != "tensor":
+        return inferred
+    dtype = inferred.dtype or declared.dtype
+    if inferred.shape is None:
+        return TensorType(dtype=dtype, shape=declared.shape)
+    if declared.shape is None:
+        return TensorType(dtype=dtype, shape=inferred.shape)
+    if len(inferred.shape) != len(declared.shape):
+        return TensorType(dtype=dtype, shape=declared.shape)
+    dims: list[Dim] = []
+    for a, b in zip(inferred.shape, declared.shape):
+        if isinstance(a, int):
+            dims.append(a)
+        elif isinstance(b, int):
+            dims.append(b)
+        elif isinstance(b, str):
+            dims.append(b)
+        else:
+            dims.append(a)
+    return TensorType(dtype=dtype, shape=tuple(dims))
+
+
+def _compute_values(opsets, node, types, values, view: View) -> None:  # type: ignore[no-untyped-def]
+    """Compute a node's output values when all its inputs are known and outputs are small."""
+    if node.op_type == "Shape" or node.op_type == "Size":
+        _shape_value(node, types, values)
+        return
+    ins = [x for x in node.input]
+    if not ins or any(x and x not in values for x in ins):
+        return
+    if any(x and values[x].size > MAX_VALUE_ELEMENTS for x in ins):
+        return
+    outs = [o for o in node.output if o]
+    for o in outs:
+        t = types.get(o)
+        if t is None or t.dtype == onnx.TensorProto.STRING:
+            return
+        if view.int_values_only and not is_integer(t.dtype):
+            return
+        if is_concrete(t.shape):
+            if int(np.prod(t.shape, dtype=np.int64)) > MAX_VALUE_ELEMENTS:
+                return
+        elif node.op_type in _EXPANDING:
+            return
+    result = evaluate_node(node, [values[x] if x else None for x in ins], opsets)
+    if result is None:
+        return
+    for o, v in zip(node.output, result):
+        if not o:
+            continue
+        if v.size <= MAX_VALUE_ELEMENTS:
+            values[o] = v
+        declared = types.get(o)
+        if declared is None or not is_concrete(declared.shape):
+            types[o] = TensorType(dtype=_onnx_dtype(v, declared), shape=tuple(int(d) for d in v.shape))
+
+
+def _shape_value(node, types, values) -> None:  # type: ignore[no-untyped-def]
+    """Shape/Size of a tensor whose shape is fully known (start/end honoured for Shape-15)."""
+    t = types.get(node.input[0])
+    if t is None or not is_concrete(t.shape):
+        return
+    shape = np.array(t.shape, dtype=np.int64)
+    if node.op_type == "Size":
+        values[node.output[0]] = np.array(int(np.prod(shape)), dtype=np.int64)
+        return
+    rank = len(shape)
+    attrs = {a.name: a.i for a in node.attribute}
+    start = attrs.get("start", 0)
+    end = attrs.get("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    values[node.output[0]] = shape[start:end]
+
+
+def _onnx_dtype(v: np.ndarray, declared: TensorType | None) -> int:
+    if declared is not None and declared.dtype:
+        return declared.dtype
+    return onnx.helper.np_dtype_to_tensor_dtype(v.dtype)

@@ -1,0 +1,80 @@
+"""Typed shapes, shared by every stage after loading.
+
+A dim is an ``int`` (known), a ``str`` (a named symbol such as ``batch``) or ``None`` (unknown,
+unnamed). A shape is a tuple of dims; ``None`` in place of the tuple means the rank is unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+import onnx
+
+__all__ = ["Dim", "Shape", "TensorType", "type_from_proto", "type_to_proto", "is_concrete", "numel"]
+
+Dim = Union[int, str, None]
+Shape = tuple[Dim, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TensorType:
+    """Element type (ONNX enum; 0 = unknown) and shape (None = rank unknown) of one value.
+
+    ``kind`` is "tensor" for dense tensors; sequences, maps and optionals keep their kind and
+    have no shape here (their size is unknown statically).
+    """
+
+    dtype: int
+    shape: Shape | None
+    kind: str = "tensor"
+
+
+UNKNOWN = TensorType(dtype=0, shape=None)
+
+
+def type_from_proto(tp: onnx.TypeProto) -> TensorType:
+    """Read an ONNX TypeProto; dims without value or name become ``None``."""
+    which = tp.WhichOneof("value")
+    if which != "tensor_type":
+        return TensorType(dtype=0, shape=None, kind=which or "unknown")
+    tt = tp.tensor_type
+    if not tt.HasField("shape"):
+        return TensorType(dtype=tt.elem_type, shape=None)
+    dims: list[Dim] = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.dim_param:
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return TensorType(dtype=tt.elem_type, shape=tuple(dims))
+
+
+def type_to_proto(t: TensorType) -> onnx.TypeProto:
+    """Write a TensorType back as an ONNX TypeProto (for per-node shape inference)."""
+    tp = onnx.TypeProto()
+    tt = tp.tensor_type
+    tt.elem_type = t.dtype
+    if t.shape is not None:
+        shape = tt.shape
+        shape.SetInParent()
+        for d in t.shape:
+            dim = shape.dim.add()
+            if isinstance(d, int):
+                dim.dim_value = d
+            elif isinstance(d, str):
+                dim.dim_param = d
+    return tp
+
+
+def is_concrete(shape: Shape | None) -> bool:
+    """True when the rank and every dim are known integers."""
+    return shape is not None and all(isinstance(d, int) for d in shape)
+
+
+def numel(shape: Shape) -> int:
+    """Element count of a concrete shape."""
+    return math.prod(shape)  # type: ignore[arg-type]

@@ -1,0 +1,163 @@
+"""Random but valid input feeds for a measurement run.
+
+Memory depends on shapes, not values, but values must still be *legal*:
+token ids fed to an embedding Gather must stay inside the table, or the run
+fails before anything is measured.  Hence integer ranges are derived from the
+consumers of each input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from graphmem.verify.providers import MeasureError
+
+# Range for integer inputs whose consumers give no bound (masks, flags, ...).
+DEFAULT_INT_RANGE = (0, 2)
+
+
+def make_feeds(
+    model: onnx.ModelProto,
+    dims: Mapping[str, int],
+    *,
+    seed: int = 0,
+    int_range: tuple[int, int] | None = None,
+) -> dict[str, np.ndarray]:
+    """Random arrays for every graph input that is not an initializer.
+
+    Symbolic dimensions are resolved through ``dims``; an unbound one raises
+    MeasureError naming it.  Floats are standard normal cast to the input's
+    dtype, bools uniform, integers uniform in ``int_range`` (half-open) or,
+    when None, in a range safe for the input's consumers (see ``safe_int_range``).
+    """
+    if int_range is not None:
+        _check_range(int_range)
+    graph = model.graph
+    initializers = {init.name for init in graph.initializer}
+    rng = np.random.default_rng(seed)
+    feeds: dict[str, np.ndarray] = {}
+    for value in graph.input:
+        if value.name in initializers:
+            continue
+        dtype = input_dtype(value)
+        shape = input_shape(value, dims)
+        bounds = int_range if int_range is not None else safe_int_range(graph, value.name, dims)
+        feeds[value.name] = random_array(rng, dtype, shape, bounds)
+    return feeds
+
+
+def input_dtype(value: onnx.ValueInfoProto) -> np.dtype:
+    """The numpy dtype of a tensor graph input; MeasureError for non-tensors."""
+    if value.type.WhichOneof("value") != "tensor_type":
+        raise MeasureError(f"input {value.name!r} is not a tensor ({value.type.WhichOneof('value')}); cannot make a feed")
+    elem_type = value.type.tensor_type.elem_type
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MeasureError(f"input {value.name!r} has unsupported element type {elem_type}") from exc
+
+
+def input_shape(value: onnx.ValueInfoProto, dims: Mapping[str, int]) -> tuple[int, ...]:
+    """The concrete shape of a tensor graph input, symbolic dims taken from ``dims``."""
+    tensor_type = value.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        raise MeasureError(f"input {value.name!r} has no shape (unknown rank); cannot make a feed")
+    shape = []
+    for axis, dim in enumerate(tensor_type.shape.dim):
+        shape.append(_dim_size(dim, dims, f"input {value.name!r} axis {axis}"))
+    return tuple(shape)
+
+
+def safe_int_range(graph: onnx.GraphProto, name: str, dims: Mapping[str, int]) -> tuple[int, int]:
+    """A half-open integer range every consumer of ``name`` accepts.
+
+    When ``name`` is the indices input of one or more Gathers, the range is
+    [0, smallest gathered extent); an extent that cannot be determined
+    statically gives [0, 1) since index 0 is always legal.  Otherwise
+    [0, 2), which suits masks, flags and token type ids.
+    """
+    extents = []
+    for node in graph.node:
+        if node.op_type != "Gather" or node.domain not in ("", "ai.onnx"):
+            continue
+        if len(node.input) < 2 or node.input[1] != name:
+            continue
+        extents.append(_gather_extent(graph, node, dims))
+    if not extents:
+        return DEFAULT_INT_RANGE
+    known = [extent for extent in extents if extent is not None]
+    if len(known) < len(extents):
+        return (0, 1)
+    return (0, max(1, min(known)))
+
+
+def random_array(rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], int_range: tuple[int, int]) -> np.ndarray:
+    """One random array of ``dtype`` and ``shape``; integers drawn from ``int_range``."""
+    if dtype == np.bool_:
+        return np.asarray(rng.random(shape) < 0.5, dtype=np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        low, high = int_range
+        return np.asarray(rng.integers(low, high, size=shape), dtype=dtype)
+    if dtype.kind == "c":
+        return np.asarray(rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    if dtype.kind == "f" or dtype.kind == "V":  # "V": ml_dtypes types such as bfloat16 / float8
+        return np.asarray(rng.standard_normal(shape)).astype(dtype)
+    raise MeasureError(f"cannot make random values of dtype {dtype}")
+
+
+def _gather_extent(graph: onnx.GraphProto, node: onnx.NodeProto, dims: Mapping[str, int]) -> int | None:
+    """Size of the gathered axis of ``node``'s data input, or None when unknown."""
+    shape = _static_shape(graph, node.input[0], dims)
+    if shape is None:
+        return None
+    axis = next((attr.i for attr in node.attribute if attr.name == "axis"), 0)
+    if axis < 0:
+        axis += len(shape)
+    if not 0 <= axis < len(shape):
+        return None
+    return shape[axis]
+
+
+def _static_shape(graph: onnx.GraphProto, name: str, dims: Mapping[str, int]) -> tuple[int, ...] | None:
+    """The shape of tensor ``name`` if the graph states it: initializer, Constant, or typed value."""
+    for init in graph.initializer:
+        if init.name == name:
+            return tuple(init.dims)
+    for node in graph.node:
+        if node.op_type == "Constant" and name in node.output:
+            for attr in node.attribute:
+                if attr.name == "value":
+                    return tuple(attr.t.dims)
+            return None
+    for value in [*graph.input, *graph.value_info]:
+        if value.name == name and value.type.tensor_type.HasField("shape"):
+            try:
+                return tuple(_dim_size(dim, dims, name) for dim in value.type.tensor_type.shape.dim)
+            except MeasureError:
+                return None
+    return None
+
+
+def _dim_size(dim: onnx.TensorShapeProto.Dimension, dims: Mapping[str, int], where: str) -> int:
+    """Concrete size of one dimension: its value, or its symbol looked up in ``dims``."""
+    kind = dim.WhichOneof("value")
+    if kind == "dim_value":
+        return int(dim.dim_value)
+    if kind == "dim_param":
+        if dim.dim_param not in dims:
+            raise MeasureError(f"{where}: symbolic dim {dim.dim_param!r} is not bound; pass it in dims")
+        size = dims[dim.dim_param]
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+            raise MeasureError(f"{where}: dim {dim.dim_param!r} must be an int >= 0, got {size!r}")
+        return int(size)
+    raise MeasureError(f"{where}: dimension has neither a size nor a name; cannot make a feed")
+
+
+def _check_range(int_range: tuple[int, int]) -> None:
+    """Reject an empty or malformed half-open integer range."""
+    if len(int_range) != 2 or int_range[0] >= int_range[1]:
+        raise MeasureError(f"int_range must be (low, high) with low < high, got {int_range!r}")

@@ -1,0 +1,238 @@
+"""Choose and configure the onnxruntime execution provider used for measurement.
+
+onnxruntime-gpu advertises ``CUDAExecutionProvider`` in
+``get_available_providers()`` whenever the CUDA provider library was *built*,
+even on machines without a GPU, driver, cuBLAS or cuDNN.  Asking for it then
+logs an error and silently falls back to CPU -- even when CUDA is the only
+provider requested.  A measurement that believes it ran on CUDA while it ran on
+CPU is worse than no measurement, so "usable" here means: a probe session
+really got the CUDA provider (``session.get_providers()``).
+
+onnxruntime is imported lazily inside functions so that importing graphmem
+never loads the (large) runtime.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnxruntime
+
+
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+
+REQUESTS = ("auto", "cpu", "cuda")
+
+GRAPH_OPT_LEVELS = ("none", "basic", "extended", "all")
+
+# Options that keep CUDA figures close to what the graph needs rather than what
+# the allocator or cuDNN chose to grab:
+#  - kSameAsRequested: the arena grows by the requested size instead of the
+#    next power of two, so arena_held is not inflated up to 2x.
+#  - HEURISTIC: no EXHAUSTIVE benchmarking, which allocates trial workspaces
+#    for every candidate algorithm during the first run.
+#  - cudnn_conv_use_max_workspace=0: cuDNN conv workspace is bounded instead of
+#    "as large as the free memory allows" (the default since ORT 1.14).
+_CUDA_OPTIONS = {
+    "arena_extend_strategy": "kSameAsRequested",
+    "cudnn_conv_algo_search": "HEURISTIC",
+    "cudnn_conv_use_max_workspace": "0",
+}
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class MeasureError(RuntimeError):
+    """A measurement could not be set up, run or interpreted.
+
+    Temporary base class: to be re-parented onto ``graphmem.errors.GraphmemError``
+    once that module exists.
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderChoice:
+    """The execution provider a measurement will use, and why."""
+
+    name: str  # onnxruntime provider name, e.g. "CPUExecutionProvider"
+    reason: str  # one human-readable line
+
+
+def provider_options(name: str) -> dict[str, str]:
+    """Provider options that keep the memory figures of ``name`` honest.
+
+    The CPU provider has no option that changes what is requested; the CPU
+    arena's extend strategy only changes ``mem_arena_held``.
+    """
+    if name == CUDA:
+        return dict(_CUDA_OPTIONS)
+    if name == CPU:
+        return {}
+    raise MeasureError(f"unknown execution provider {name!r}; expected {CPU!r} or {CUDA!r}")
+
+
+def session_providers(name: str) -> list[tuple[str, dict[str, str]]]:
+    """The ``providers=`` list for an InferenceSession whose main provider is ``name``.
+
+    CUDA sessions keep CPU as second provider: ORT places shape
+    computations and unsupported ops there, as it would in production.
+    """
+    if name == CUDA:
+        return [(CUDA, provider_options(CUDA)), (CPU, provider_options(CPU))]
+    return [(name, provider_options(name))]
+
+
+def session_options(
+    graph_opt: str,
+    threads: int,
+    profile: bool,
+    optimized_path: str | None,
+    *,
+    mem_pattern: bool = True,
+) -> onnxruntime.SessionOptions:
+    """SessionOptions for a measurement session.
+
+    ``graph_opt`` is one of none|basic|extended|all (ORT_DISABLE_ALL ..
+    ORT_ENABLE_ALL); ``threads`` is the intra-op thread count (0 = ORT's
+    default); ``optimized_path`` makes ORT write the optimized model there;
+    ``mem_pattern`` mirrors ``SessionOptions.enable_mem_pattern`` (ORT default
+    True), which changes how runs after the first one allocate.
+    """
+    import onnxruntime as ort
+
+    levels = {
+        "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }
+    if graph_opt not in levels:
+        raise MeasureError(f"unknown graph optimization level {graph_opt!r}; expected one of {', '.join(GRAPH_OPT_LEVELS)}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise MeasureError(f"threads must be an int >= 0 (0 = onnxruntime default), got {threads!r}")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = levels[graph_opt]
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.enable_mem_pattern = mem_pattern
+    options.enable_profiling = profile
+    if optimized_path is not None:
+        options.optimized_model_filepath = str(optimized_path)
+    return options
+
+
+def choose_provider(requested: str) -> ProviderChoice:
+    """Resolve "auto" | "cpu" | "cuda" to a provider onnxruntime can really use.
+
+    "auto" picks CUDA only when a probe session actually obtains it, else CPU
+    with the reason CUDA was rejected.  "cuda" raises MeasureError with a
+    one-line reason when CUDA is unusable.
+    """
+    if requested not in REQUESTS:
+        raise MeasureError(f"unknown provider request {requested!r}; expected one of {', '.join(REQUESTS)}")
+    if requested == "cpu":
+        return ProviderChoice(name=CPU, reason="CPU requested")
+    problem = cuda_problem()
+    if problem is None:
+        return ProviderChoice(name=CUDA, reason=f"CUDA requested ({requested}) and a probe session obtained it")
+    if requested == "cuda":
+        raise MeasureError(f"CUDA requested but onnxruntime cannot use it: {problem}")
+    return ProviderChoice(name=CPU, reason=f"CUDA unusable, using CPU: {problem}")
+
+
+@functools.cache
+def cuda_problem() -> str | None:
+    """Why onnxruntime cannot run on CUDA in this process, or None if it can.
+
+    Cached: the answer does not change within a process and the probe costs
+    a session (a few ms when CUDA fails, a CUDA context when it works).
+
+    Cheaper checks were considered and rejected as unreliable:
+    ``get_available_providers()`` and ``get_device() == "GPU"`` only describe the
+    build; ``preload_dlls()`` only loads libraries and reports nothing; a
+    ``cudaGetDeviceCount`` through libcudart can find a GPU while ORT still fails
+    on a missing cuBLAS/cuDNN.  Only a probe session answers the real question.
+    """
+    import onnxruntime as ort
+
+    if CUDA not in ort.get_available_providers():
+        return "this onnxruntime build has no CUDA execution provider"
+    providers, log = _probe_cuda_session()
+    if providers and providers[0] == CUDA:
+        return None
+    return _first_error_line(log) or f"the probe session fell back to {providers}"
+
+
+def _probe_cuda_session() -> tuple[list[str], str]:
+    """Create a one-node session asking for CUDA; return its providers and ORT's log.
+
+    ORT reports a failed CUDA load only on stderr (file descriptor 2, from C++),
+    so fd 2 is redirected into a temporary file for the duration of the probe:
+    the message becomes our reason instead of red noise on the user's terminal.
+    """
+    import onnxruntime as ort
+
+    model = _probe_model_bytes()
+    options = ort.SessionOptions()
+    with tempfile.TemporaryFile() as captured:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(captured.fileno(), 2)
+            try:
+                session = ort.InferenceSession(model, options, providers=session_providers(CUDA))
+                providers = list(session.get_providers())
+            except Exception as exc:  # onnxruntime raises bare Exception subclasses
+                providers = []
+                os.write(2, f"[E:graphmem probe] {exc}\n".encode())
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        log = captured.read().decode("utf-8", errors="replace")
+    return providers, log
+
+
+def _probe_model_bytes() -> bytes:
+    """A serialized one-Identity model, the cheapest thing a session can load."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def _first_error_line(log: str) -> str | None:
+    """The essential part of the first error line of an ORT log, or None.
+
+    ORT lines look like ``[E:onnxruntime:Default, file.cc:12 fn] ... : FAIL : msg``;
+    the text after the last status code is what a human needs.
+    """
+    for raw in log.splitlines():
+        line = _ANSI.sub("", raw).strip()
+        if "[E:" not in line:
+            continue
+        for marker in (" : FAIL : ", " : RUNTIME_EXCEPTION : ", " : INVALID_ARGUMENT : "):
+            if marker in line:
+                return _shorten_paths(line.rsplit(marker, 1)[1].strip())
+        return _shorten_paths(line.split("] ", 1)[-1].strip())
+    return None
+
+
+def _shorten_paths(text: str) -> str:
+    """Replace absolute library paths by their file name to keep one short line."""
+    return re.sub(r"/\S+/([^/\s]+\.so[.\d]*)", r"\1", text)
+

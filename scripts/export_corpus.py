@@ -41,6 +41,7 @@ import time
 import numpy as np
 import torch
 
+sys.dont_write_bytecode = True  # no scripts/__pycache__ from importing _torch_models
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _torch_models as tm  # noqa: E402
 

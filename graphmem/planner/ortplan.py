@@ -1,20 +1,26 @@
 """An emulation of onnxruntime 1.31's sequential allocation planner, and of run 1's arena use.
 
-Rules, each from ``onnxruntime/core/framework/allocation_planner.cc`` unless said otherwise:
+Planning, from ``onnxruntime/core/framework/allocation_planner.cc``:
 
 * use counts (ComputeReuseCount): +1 for a source or graph output, +1 per read, +1 for the
   producing step; a reuse adds the new value's count to the buffer it joins (Reuse);
 * per output of each step, in order (ComputeSingleStreamReusePlan): a graph output gets its own
   buffer; else an alias output joins its input's buffer (FindReusableInput, Alias); else a
   may-in-place output joins its input's buffer when that buffer's count is 1 and the static
-  keys match (MayInplace + SameSize); else an output nothing reads gets a fresh buffer; else the
-  most recently freed buffer whose *defining* value has a matching, non-scalar key
-  (FindReusableTensor); else a fresh buffer;
-* after each step, inputs then outputs are decremented and dead buffers go to the front of the
-  free list;
-* run 1 (``execution_frame.cc``): each fresh buffer is one request of exactly its bytes when its
-  step runs; a buffer is released after the step where its count reaches 0; graph outputs and
-  unread outputs are held to the end. The profiler samples after each kernel, before releases.
+  keys match (MayInplace + SameSize); else the most recently freed buffer whose *defining* value
+  has a matching, non-scalar key (FindReusableTensor); else a fresh buffer;
+* after each step, inputs then outputs are decremented; dead buffers go to the front of the
+  free list.
+
+Running (run 1, no memory pattern cached), from ``execution_frame.cc`` and GenerateDeallocationPlan:
+
+* a fresh buffer is one request of exactly its bytes when its step runs;
+* a buffer is released after the last step that *reads* any value sharing it; one that nothing
+  reads (graph outputs, unread outputs) is held to the end of the run;
+* a value planned into a freed buffer that was already released (possible only for a value
+  nothing reads) gets a new request of its own, never released
+  (AllocateReusedOrtValueIfNotAllocatedHelper);
+* the profiler samples after each kernel, before its releases.
 """
 
 from __future__ import annotations
@@ -41,7 +47,54 @@ class OrtPlan:
 
 
 def plan_ort(p: Program) -> OrtPlan:
-    """Plan ``p`` as onnxruntime does; see the module doc for the rules."""
+    """Plan ``p`` as onnxruntime does, then replay run 1; see the module doc for the rules."""
+    buffer_of = _plan_buffers(p)
+    release = _release_steps(p, buffer_of)
+    released_after: dict[int, list[int]] = {}
+    for origin, end in release.items():
+        released_after.setdefault(end, []).append(origin)
+    allocated: dict[int, int] = {}  # origin buffer -> bytes currently held in its slot
+    fresh: list[int] = []
+    alloc_step: list[int] = []
+    free_step: list[int | None] = []
+    unknown: list[int] = []
+    in_use: list[int] = []
+    total = 0
+    for s, step in enumerate(p.steps):
+        for out in step.outputs:
+            origin = buffer_of[out]
+            if p.values[origin].source or origin in allocated:
+                continue  # a view of a source, or a live buffer shared
+            size = p.values[out].size
+            fresh.append(out)
+            alloc_step.append(s)
+            # A slot released before this step is re-requested and never released again.
+            end = release.get(origin)
+            free_step.append(end if end is not None and end >= s else None)
+            if size is None:
+                unknown.append(out)
+                size = 0
+            allocated[origin] = size
+            total += size
+        in_use.append(total)
+        for origin in released_after.get(s, ()):
+            if origin in allocated:
+                total -= allocated.pop(origin)
+    peak = max(in_use, default=0)
+    return OrtPlan(
+        buffer_of=tuple(buffer_of),
+        fresh=tuple(fresh),
+        alloc_step=tuple(alloc_step),
+        free_step=tuple(free_step),
+        in_use=tuple(in_use),
+        peak_bytes=peak,
+        peak_step=in_use.index(peak) if in_use else -1,
+        unknown_sizes=tuple(unknown),
+    )
+
+
+def _plan_buffers(p: Program) -> list[int]:
+    """The planning pass: which value's buffer each value uses."""
     n = len(p.values)
     use = [0] * n
     buffer_of = list(range(n))
@@ -49,22 +102,13 @@ def plan_ort(p: Program) -> OrtPlan:
         if v.source or v.output:
             use[i] += 1
     for step in p.steps:
-        for v in step.inputs:
+        for v in (*step.inputs, *step.outputs):
             use[v] += 1
-        for v in step.outputs:
-            use[v] += 1
-
     freelist: list[int] = []  # front = most recently freed
-    fresh: list[int] = []
-    alloc_step: dict[int, int] = {}
-    free_step: dict[int, int] = {}
-    for s, step in enumerate(p.steps):
+    for step in p.steps:
         for pos, out in enumerate(step.outputs):
             target = _choose(p, step, pos, out, use, buffer_of, freelist)
-            if target is None:
-                fresh.append(out)
-                alloc_step[out] = s
-            else:
+            if target is not None:
                 buffer_of[out] = buffer_of[target]
                 use[buffer_of[out]] += use[out]
         for v in (*step.inputs, *step.outputs):
@@ -72,33 +116,19 @@ def plan_ort(p: Program) -> OrtPlan:
             use[b] -= 1
             if use[b] == 0:
                 freelist.insert(0, b)
-                free_step[b] = s
+    return buffer_of
 
-    deltas = [0] * (len(p.steps) + 1)
-    unknown = []
-    for b in fresh:
-        size = p.values[b].size
-        if size is None:
-            unknown.append(b)
-            continue
-        deltas[alloc_step[b]] += size
-        if b in free_step:
-            deltas[free_step[b] + 1] -= size
-    in_use, total = [], 0
+
+def _release_steps(p: Program, buffer_of: list[int]) -> dict[int, int]:
+    """Origin buffer -> the last step reading any value in it (fresh, non-output buffers only)."""
+    release: dict[int, int] = {}
     for s, step in enumerate(p.steps):
-        total += deltas[s]
-        in_use.append(total)
-    peak = max(in_use, default=0)
-    return OrtPlan(
-        buffer_of=tuple(buffer_of),
-        fresh=tuple(fresh),
-        alloc_step=tuple(alloc_step[b] for b in fresh),
-        free_step=tuple(free_step.get(b) for b in fresh),
-        in_use=tuple(in_use),
-        peak_bytes=peak,
-        peak_step=in_use.index(peak) if in_use else -1,
-        unknown_sizes=tuple(unknown),
-    )
+        for v in step.inputs:
+            origin = buffer_of[v]
+            value = p.values[origin]
+            if not value.source and not value.output:
+                release[origin] = s
+    return release
 
 
 def _choose(p, step, pos, out, use, buffer_of, freelist) -> int | None:  # type: ignore[no-untyped-def]
@@ -114,8 +144,6 @@ def _choose(p, step, pos, out, use, buffer_of, freelist) -> int | None:  # type:
             src = step.inputs[i]
             if use[buffer_of[src]] == 1 and same_key(p.values[src].key, value.key):
                 return src
-    if p.consumers[out] == 0:
-        return None
     key = value.key
     if key is None or len(key[1]) == 0:
         return None

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from graphmem.verify.providers import MeasureError
+from graphmem.errors import MeasureError, UnboundDimError, UsageError
 
 # Range for integer inputs whose consumers give no bound (masks, flags, ...).
 DEFAULT_INT_RANGE = (0, 2)
@@ -149,10 +149,10 @@ def _dim_size(dim: onnx.TensorShapeProto.Dimension, dims: Mapping[str, int], whe
         return int(dim.dim_value)
     if kind == "dim_param":
         if dim.dim_param not in dims:
-            raise MeasureError(f"{where}: symbolic dim {dim.dim_param!r} is not bound; pass it in dims")
+            raise UnboundDimError(f"{where}: symbolic dim {dim.dim_param!r} is not bound; pass it in dims")
         size = dims[dim.dim_param]
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-            raise MeasureError(f"{where}: dim {dim.dim_param!r} must be an int >= 0, got {size!r}")
+            raise UsageError(f"{where}: dim {dim.dim_param!r} must be an int >= 0, got {size!r}")
         return int(size)
     raise MeasureError(f"{where}: dimension has neither a size nor a name; cannot make a feed")
 
@@ -160,4 +160,4 @@ def _dim_size(dim: onnx.TensorShapeProto.Dimension, dims: Mapping[str, int], whe
 def _check_range(int_range: tuple[int, int]) -> None:
     """Reject an empty or malformed half-open integer range."""
     if len(int_range) != 2 or int_range[0] >= int_range[1]:
-        raise MeasureError(f"int_range must be (low, high) with low < high, got {int_range!r}")
+        raise UsageError(f"int_range must be (low, high) with low < high, got {int_range!r}")

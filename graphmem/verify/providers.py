@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from graphmem.errors import RuntimeUnavailableError, UsageError
+
 if TYPE_CHECKING:
     import onnxruntime
 
@@ -50,14 +52,6 @@ _CUDA_OPTIONS = {
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-class MeasureError(RuntimeError):
-    """A measurement could not be set up, run or interpreted.
-
-    Temporary base class: to be re-parented onto ``graphmem.errors.GraphmemError``
-    once that module exists.
-    """
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderChoice:
     """The execution provider a measurement will use, and why."""
@@ -76,7 +70,7 @@ def provider_options(name: str) -> dict[str, str]:
         return dict(_CUDA_OPTIONS)
     if name == CPU:
         return {}
-    raise MeasureError(f"unknown execution provider {name!r}; expected {CPU!r} or {CUDA!r}")
+    raise UsageError(f"unknown execution provider {name!r}; expected {CPU!r} or {CUDA!r}")
 
 
 def session_providers(name: str) -> list[tuple[str, dict[str, str]]]:
@@ -115,9 +109,9 @@ def session_options(
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
     }
     if graph_opt not in levels:
-        raise MeasureError(f"unknown graph optimization level {graph_opt!r}; expected one of {', '.join(GRAPH_OPT_LEVELS)}")
+        raise UsageError(f"unknown graph optimization level {graph_opt!r}; expected one of {', '.join(GRAPH_OPT_LEVELS)}")
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-        raise MeasureError(f"threads must be an int >= 0 (0 = onnxruntime default), got {threads!r}")
+        raise UsageError(f"threads must be an int >= 0 (0 = onnxruntime default), got {threads!r}")
     options = ort.SessionOptions()
     options.graph_optimization_level = levels[graph_opt]
     options.intra_op_num_threads = threads
@@ -134,18 +128,18 @@ def choose_provider(requested: str) -> ProviderChoice:
     """Resolve "auto" | "cpu" | "cuda" to a provider onnxruntime can really use.
 
     "auto" picks CUDA only when a probe session actually obtains it, else CPU
-    with the reason CUDA was rejected.  "cuda" raises MeasureError with a
-    one-line reason when CUDA is unusable.
+    with the reason CUDA was rejected.  "cuda" raises RuntimeUnavailableError
+    with a one-line reason when CUDA is unusable.
     """
     if requested not in REQUESTS:
-        raise MeasureError(f"unknown provider request {requested!r}; expected one of {', '.join(REQUESTS)}")
+        raise UsageError(f"unknown provider request {requested!r}; expected one of {', '.join(REQUESTS)}")
     if requested == "cpu":
         return ProviderChoice(name=CPU, reason="CPU requested")
     problem = cuda_problem()
     if problem is None:
         return ProviderChoice(name=CUDA, reason=f"CUDA requested ({requested}) and a probe session obtained it")
     if requested == "cuda":
-        raise MeasureError(f"CUDA requested but onnxruntime cannot use it: {problem}")
+        raise RuntimeUnavailableError(f"CUDA requested but onnxruntime cannot use it: {problem}")
     return ProviderChoice(name=CPU, reason=f"CUDA unusable, using CPU: {problem}")
 
 

@@ -1,0 +1,91 @@
+"""Stage 7 — render an :class:`~graphmem.analysis.Analysis` as a table or a JSON document.
+
+JSON: ``schema_version`` 1, every byte figure an exact integer. Keys are added by later
+features, never renamed. Tables use binary units and name them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphmem.analysis import Analysis
+from graphmem.units import format_bytes, format_count
+
+__all__ = ["SCHEMA_VERSION", "peak_json", "peak_table"]
+
+SCHEMA_VERSION = 1
+
+
+def peak_json(a: Analysis) -> dict[str, Any]:
+    """The ``graphmem peak --json`` document."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": {
+            "path": a.model.path,
+            "opset": a.model.opset,
+            "nodes": a.model.nodes,
+            "dims": dict(a.model.dims),
+        },
+        "weights": {
+            "params": a.weights.params,
+            "bytes": a.weights.bytes,
+            "external_bytes": a.weights.external_bytes,
+            "by_dtype": {
+                k: {"params": p, "bytes": b} for k, (p, b) in sorted(a.weights.by_dtype.items())
+            },
+            "unknown": list(a.weights.unknown),
+        },
+        "activations": {
+            "peak_bytes": a.activations.peak_bytes,
+            "peak_node": a.activations.peak_node,
+            "lower_bound_bytes": a.activations.lower_bound_bytes,
+            "no_reuse_bytes": a.activations.no_reuse_bytes,
+            "best_arena_bytes": a.activations.best_arena_bytes,
+            "runtime": a.activations.runtime,
+            "unknown": list(a.activations.unknown),
+        },
+        "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
+        "total_bytes": a.total_bytes,
+        "shapes": {"tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved)},
+    }
+
+
+def peak_table(a: Analysis) -> str:
+    """The human-readable ``graphmem peak`` table (binary units, exact bytes beside them)."""
+    dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
+    act = a.activations
+    rows = [
+        ("weights", a.weights.bytes, f"{format_count(a.weights.params)} params"),
+        ("activations peak", act.peak_bytes, f"at node '{act.peak_node}' ({act.runtime})"),
+        ("  lower bound", act.lower_bound_bytes, "most bytes that must be live at one step"),
+        ("  best arena", act.best_arena_bytes, "greedy offset planner, same lifetimes"),
+        ("  no reuse", act.no_reuse_bytes, "every op output in its own buffer"),
+        ("inputs", a.io.inputs_bytes, ""),
+        ("outputs", a.io.outputs_bytes, "included in the activations peak"),
+        ("total", a.total_bytes, "weights + activations peak + inputs"),
+    ]
+    lines = [
+        f"graphmem peak: {a.model.path}",
+        f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}",
+        "",
+        f"  {'':<18} {'size':>12} {'bytes':>16}  note",
+    ]
+    for label, n, note in rows:
+        lines.append(f"  {label:<18} {format_bytes(n):>12} {n:>16,}  {note}".rstrip())
+    lines.append("")
+    lines.extend(_unknowns(a))
+    return "\n".join(lines)
+
+
+def _unknowns(a: Analysis) -> list[str]:
+    out = []
+    unresolved = a.shapes.unresolved
+    if unresolved:
+        shown = ", ".join(unresolved[:8]) + (" …" if len(unresolved) > 8 else "")
+        out.append(f"  UNRESOLVED: {len(unresolved)} tensors have no static size ({shown});")
+        out.append("  they are not in the figures above, which are therefore lower estimates.")
+    else:
+        out.append(f"  shapes: all {a.shapes.tensors} tensors resolved")
+    if a.weights.unknown:
+        out.append(f"  weights of unknown size (strings): {', '.join(a.weights.unknown[:8])}")
+    return out

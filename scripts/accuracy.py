@@ -1,0 +1,67 @@
+"""Predicted vs measured activation peak, onnxruntime CPU, graph optimizations disabled.
+
+For every model of the corpus (``scripts/corpus.py``) and each dim binding (batch 1 and 8, other
+dims 128), prints graphmem's predicted peak (``activations.peak_bytes``) beside the peak that
+onnxruntime 1.31 really requested from its arena in run 1 (profiler field
+``mem_bytes_requested_in_use``; ORT_DISABLE_ALL, CPU EP, one intra-op thread, fresh session).
+
+    python scripts/accuracy.py [--only NAME ...] [--batches 1,8]
+
+Exit status 1 when any model is off by more than 0.5 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import corpus  # noqa: E402
+
+import graphmem  # noqa: E402
+from graphmem.verify import make_feeds, measure  # noqa: E402
+
+TOLERANCE = 0.005
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", default=None, help="substrings of model names to keep")
+    ap.add_argument("--batches", default="1,8")
+    args = ap.parse_args()
+    batches = tuple(int(b) for b in args.batches.split(","))
+    exported, missing = corpus.exported_models()
+    paths = corpus.light_models() + corpus.committed_models() + exported
+    if args.only:
+        paths = [p for p in paths if any(s in p.name for s in args.only)]
+    print(f"{'model':<28} {'dims':<22} {'predicted':>12} {'measured':>12} {'ratio':>8}  {'analyze':>8}")
+    worst = 0.0
+    rows = 0
+    for path in paths:
+        import onnx
+
+        proto = onnx.load(str(path), load_external_data=False)
+        for dims in corpus.bindings(path, batches):
+            t0 = time.perf_counter()
+            result = graphmem.analyze(path, dims=dims)
+            elapsed = time.perf_counter() - t0
+            feeds = make_feeds(proto, dims, seed=0)
+            measured = measure(str(path), feeds, graph_opt="none", threads=1, runs=1)
+            m = measured.runs[0].requested_peak
+            p = result.activations.peak_bytes
+            ratio = p / m if m else float("nan")
+            worst = max(worst, abs(ratio - 1))
+            rows += 1
+            dim_text = ",".join(f"{k}={v}" for k, v in dims.items()) or "static"
+            print(f"{path.stem:<28} {dim_text:<22} {p:>12,} {m:>12,} {ratio:>8.4f}  {elapsed:>7.2f}s", flush=True)
+    for name in missing:
+        print(f"{name:<28} (not exported: run python scripts/export_corpus.py)")
+    print(f"\n{rows} measurements, worst deviation {worst * 100:.3f}% (bar: {TOLERANCE * 100}%)")
+    return 0 if worst <= TOLERANCE and not missing else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

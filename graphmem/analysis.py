@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from graphmem.dtypes import dtype_name
+from graphmem.dtypes import cast_floats, cast_weights, dtype_name, parse_dtype
 from graphmem.errors import ShapeInferenceError, UnboundDimError, UnknownDimError, UsageError
 from graphmem.graph import OpGraph, build_graph
 from graphmem.loading import Model, load_model
@@ -105,17 +105,27 @@ class Analysis:
 
 
 def analyze(
-    path: str | os.PathLike[str], *, dims: Mapping[str, int] | None = None, provider: str = "cpu"
+    path: str | os.PathLike[str],
+    *,
+    dims: Mapping[str, int] | None = None,
+    provider: str = "cpu",
+    as_dtype: str | None = None,
 ) -> Analysis:
     """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``.
 
+    ``as_dtype`` ("float16", "bfloat16", "int8", …) is a what-if: every floating tensor, weights
+    included, is sized as if cast to that type; integer shape tensors are untouched.
     Raises a :class:`graphmem.errors.GraphmemError` subclass on bad input.
     """
-    return analyze_model(load_model(path), dims=dims, provider=provider)
+    return analyze_model(load_model(path), dims=dims, provider=provider, as_dtype=as_dtype)
 
 
 def analyze_model(
-    model: Model, *, dims: Mapping[str, int] | None = None, provider: str = "cpu"
+    model: Model,
+    *,
+    dims: Mapping[str, int] | None = None,
+    provider: str = "cpu",
+    as_dtype: str | None = None,
 ) -> Analysis:
     """Same as :func:`analyze`, for an already loaded :class:`Model`."""
     if provider not in ("cpu",):
@@ -126,6 +136,11 @@ def analyze_model(
     runtime = infer_types(g, order, view=RUNTIME, dims=bound)
     static = infer_types(g, order, view=ORT_STATIC)
     _check_domains(g, runtime.types)
+    if as_dtype is not None:
+        target = parse_dtype(as_dtype)
+        runtime = replace(runtime, types=cast_floats(runtime.types, target))
+        static = replace(static, types=cast_floats(static.types, target))
+        model = replace(model, weights=cast_weights(model.weights, target))
     program, names = build_program(
         g, order, runtime=runtime.types, static=static.types, sharing=sharing
     )

@@ -68,3 +68,26 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """Console-script entry point."""
     sys.exit(main())
+
+
+#: Command modules; each has ``register(app)``. Imported here so that ``graphmem --help`` lists
+#: them; each imports its heavy dependencies inside its commands, keeping start-up fast.
+COMMAND_MODULES = (
+    "graphmem.cli_flops",
+    "graphmem.cli_verify",
+    "graphmem.cli_batch",
+    "graphmem.cli_gate",
+    "graphmem.cli_train",
+)
+
+
+def _register_commands() -> None:
+    import importlib
+    import importlib.util
+
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).register(app)
+
+
+_register_commands()

@@ -7,9 +7,27 @@ byte, as onnxruntime stores it. ``string`` has no fixed size: it is *unknown*, n
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from onnx import TensorProto
 
-__all__ = ["element_bits", "tensor_bytes", "dtype_name", "is_float", "is_integer"]
+from graphmem.errors import UsageError
+
+if TYPE_CHECKING:
+    from graphmem.loading import Weight
+    from graphmem.shapes.types import TensorType
+
+__all__ = [
+    "element_bits",
+    "tensor_bytes",
+    "dtype_name",
+    "is_float",
+    "is_integer",
+    "parse_dtype",
+    "cast_floats",
+    "cast_weights",
+]
 
 _BITS: dict[int, int] = {
     TensorProto.FLOAT: 32,
@@ -90,3 +108,29 @@ def is_float(dtype: int) -> bool:
 def is_integer(dtype: int) -> bool:
     """True for signed and unsigned integer types."""
     return dtype in _INTS
+
+
+def parse_dtype(name: str) -> int:
+    """"float16", "fp16", "bfloat16", "int8", "float32" … → the ONNX enum; UsageError otherwise."""
+    aliases = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float",
+               "float32": "float", "fp64": "double", "float64": "double", "fp8": "float8e4m3fn"}
+    key = aliases.get(name.lower(), name.lower())
+    for enum_name, value in TensorProto.DataType.items():
+        if enum_name.lower() == key and value in _BITS:
+            return value
+    raise UsageError(f"'{name}' is not a tensor dtype (try float16, bfloat16, int8, float32)")
+
+
+def cast_floats(types: "dict[str, TensorType]", target: int) -> "dict[str, TensorType]":
+    """The same types with every floating tensor re-typed to ``target`` (shapes untouched)."""
+    return {k: replace(t, dtype=target) if is_float(t.dtype) else t for k, t in types.items()}
+
+
+def cast_weights(weights: "dict[str, Weight]", target: int) -> "dict[str, Weight]":
+    """The same weights with every floating one re-sized as ``target``."""
+    out = {}
+    for k, w in weights.items():
+        if is_float(w.dtype):
+            w = replace(w, dtype=target, nbytes=tensor_bytes(target, w.numel))
+        out[k] = w
+    return out

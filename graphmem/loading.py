@@ -1,9 +1,10 @@
 """Stage 1 — load an ONNX file without keeping weight bytes in the analysis.
 
-The protobuf is parsed once (``onnx.load`` with ``load_external_data=False``, so external-data
-files are never opened). Each initializer and Constant node is recorded as a :class:`Weight`
-(name, dtype, dims, bytes from metadata); then its payload is dropped, except for small integer
-tensors, which shape inference needs (Reshape targets, Slice bounds, …). Constant nodes become
+The file is memory-mapped and its protobuf walked by :mod:`graphmem.protoscan`, which skips the
+payloads of large initializers, so weight bytes are never read, and external-data files are
+never opened. Each initializer and Constant node is recorded as a :class:`Weight` (name, dtype,
+dims, bytes from metadata); small tensors keep their values, which shape inference needs
+(Reshape targets, Slice bounds, …). Constant nodes become
 initializers here, as onnxruntime does when it builds its graph (``core/graph/graph.cc``).
 """
 
@@ -21,6 +22,7 @@ from onnx import TensorProto, numpy_helper
 
 from graphmem.dtypes import tensor_bytes
 from graphmem.errors import ModelLoadError
+from graphmem.protoscan import CorruptProtobuf, read_stripped
 from graphmem.shapes.types import Shape, TensorType, type_from_proto
 
 __all__ = ["Weight", "Model", "load_model", "model_from_proto", "KEEP_VALUE_MAX_ELEMENTS"]
@@ -95,8 +97,8 @@ def load_model(path: str | os.PathLike[str]) -> Model:
     if size == 0:
         raise ModelLoadError(f"{p}: empty file, not an ONNX model")
     try:
-        proto = onnx.load_model(str(p), load_external_data=False)
-    except (DecodeError, ValueError, RuntimeError, OSError) as exc:
+        proto = read_stripped(p, KEEP_VALUE_MAX_ELEMENTS)
+    except (CorruptProtobuf, DecodeError, ValueError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelLoadError(f"{p}: not a readable ONNX model (truncated or corrupt: {reason})") from None
     return model_from_proto(proto, path=str(p))

@@ -24,7 +24,9 @@ _ROOT = -1  # a virtual node above the leaves, so one DFS covers every leaf in o
 def ort_order(g: OpGraph) -> tuple[int, ...]:
     """Node ids in onnxruntime's default execution order (see module doc)."""
     dag = g.dag
-    rev = dag.reverse(copy=True)
+    rev = nx.DiGraph()
+    rev.add_nodes_from(dag)
+    rev.add_edges_from((v, u) for u, v in dag.edges())
     leaves = [n for n in dag.nodes if dag.out_degree(n) == 0]
     rev.add_edges_from((_ROOT, leaf) for leaf in leaves)
 

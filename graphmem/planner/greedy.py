@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphmem.planner.liveness import Liveness, Storage
+import numpy as np
+
+from graphmem.planner.liveness import Liveness
 
 __all__ = ["Placement", "plan_greedy"]
 
@@ -26,27 +28,24 @@ class Placement:
 def plan_greedy(live: Liveness) -> Placement:
     """Place every storage of ``live``; see the module doc."""
     storages = live.storages
-    order = sorted(range(len(storages)), key=lambda k: (-storages[k].size, storages[k].first, k))
-    offsets: list[int | None] = [None] * len(storages)
-    placed: list[int] = []
+    n = len(storages)
+    order = sorted(range(n), key=lambda k: (-storages[k].size, storages[k].first, k))
+    first = np.array([s.first for s in storages], dtype=np.int64)
+    last = np.array([s.last for s in storages], dtype=np.int64)
+    lo = np.zeros(n, dtype=np.int64)
+    hi = np.zeros(n, dtype=np.int64)
+    placed = np.zeros(n, dtype=bool)
     arena = 0
     for k in order:
         st = storages[k]
-        busy = sorted(
-            (offsets[j], offsets[j] + storages[j].size)  # type: ignore[operator]
-            for j in placed
-            if _overlap(st, storages[j])
-        )
+        live_now = placed & (first <= st.last) & (last >= st.first)
+        idx = np.flatnonzero(live_now)
         offset = 0
-        for lo, hi in busy:
-            if offset + st.size <= lo:
+        for j in idx[np.argsort(lo[idx], kind="stable")]:
+            if offset + st.size <= lo[j]:
                 break
-            offset = max(offset, hi)
-        offsets[k] = offset
-        placed.append(k)
+            offset = max(offset, int(hi[j]))
+        lo[k], hi[k] = offset, offset + st.size
+        placed[k] = True
         arena = max(arena, offset + st.size)
-    return Placement(offsets=tuple(o or 0 for o in offsets), arena_bytes=arena)
-
-
-def _overlap(a: Storage, b: Storage) -> bool:
-    return a.first <= b.last and b.first <= a.last
+    return Placement(offsets=tuple(int(x) for x in lo), arena_bytes=arena)

@@ -104,7 +104,10 @@ def _plan_buffers(p: Program) -> list[int]:
     for step in p.steps:
         for v in (*step.inputs, *step.outputs):
             use[v] += 1
-    freelist: list[int] = []  # front = most recently freed
+    # Free list, kept per key: the front of a key's list is its most recently freed buffer, which
+    # is what a front-to-back scan of one list with same_key finds first (keys with an unknown
+    # dim never match, so they are not kept).
+    freelist: dict[tuple, list[int]] = {}  # type: ignore[type-arg]
     for step in p.steps:
         for pos, out in enumerate(step.outputs):
             target = _choose(p, step, pos, out, use, buffer_of, freelist)
@@ -115,7 +118,9 @@ def _plan_buffers(p: Program) -> list[int]:
             b = buffer_of[v]
             use[b] -= 1
             if use[b] == 0:
-                freelist.insert(0, b)
+                key = p.values[b].key
+                if _matchable(key):
+                    freelist.setdefault(key, []).append(b)  # type: ignore[arg-type]
     return buffer_of
 
 
@@ -145,10 +150,12 @@ def _choose(p, step, pos, out, use, buffer_of, freelist) -> int | None:  # type:
             if use[buffer_of[src]] == 1 and same_key(p.values[src].key, value.key):
                 return src
     key = value.key
-    if key is None or len(key[1]) == 0:
+    if not _matchable(key) or len(key[1]) == 0:  # type: ignore[index]
         return None
-    for k, b in enumerate(freelist):
-        if same_key(p.values[b].key, key):
-            del freelist[k]
-            return b
-    return None
+    candidates = freelist.get(key)  # type: ignore[arg-type]
+    return candidates.pop() if candidates else None
+
+
+def _matchable(key) -> bool:  # type: ignore[no-untyped-def]
+    """A key that can equal another under same_key (no unknown dim), so equality is ==."""
+    return key is not None and all(d is not None and d != "" for d in key[1])

@@ -1,0 +1,731 @@
+"""Deployment gates: budgets checked against the ``graphmem peak`` JSON document.
+
+A gate reads only the peak document (``schema_version`` 1), so it works the same on a fresh
+analysis, on a document saved by an earlier run, and inside ``graphmem check``:
+
+    budgets = parse_budgets(max_peak="10MiB", max_params="25M")
+    result = evaluate(doc, budgets)            # GateResult(passed=..., failures=(...))
+    doc = apply_gate(doc, result)              # adds doc["gate"]
+
+Budget conventions: byte budgets take binary or decimal units (``512MiB``, ``1.5GB``; a bare
+``K``/``M``/``G`` is binary), count budgets decimal prefixes (``25M``, ``4G``). A budget is
+never silently passed: a FLOP budget on a document without FLOPs is an error, and a byte
+figure that is only a lower estimate (tensors of unknown size) fails unless it already
+exceeds the budget, in which case it fails as an excess.
+
+:func:`finish` is the tail every gating command shares: evaluate, render in the requested
+format, write (atomically) or print, report failures on stderr (and as GitHub Actions
+annotations when ``GITHUB_ACTIONS`` is set), return the exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from graphmem.units import parse_bytes, parse_count
+
+__all__ = [
+    "METRICS",
+    "Metric",
+    "Budgets",
+    "Failure",
+    "GateResult",
+    "FlopsUnavailableError",
+    "parse_budgets",
+    "budgets_from_mapping",
+    "evaluate",
+    "apply_gate",
+    "annotation",
+    "finish",
+    "deliver",
+    "write_atomic",
+    "short_bytes",
+    "short_count",
+    "lookup",
+]
+
+
+class FlopsUnavailableError(UsageError):
+    """A FLOP budget or threshold was given, but the document carries no FLOP count."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Metric:
+    """One gated figure: where it lives in the peak document and how it is named and shown."""
+
+    key: str  # "peak": the Budgets field is "max_" + key
+    option: str  # "--max-peak"
+    label: str  # "activations peak"
+    path: tuple[str, ...]  # ("activations", "peak_bytes")
+    unit: Literal["bytes", "count"]
+
+
+def _metric(key: str, label: str, path: str, unit: Literal["bytes", "count"]) -> Metric:
+    return Metric(key=key, option=f"--max-{key}", label=label, path=tuple(path.split(".")), unit=unit)
+
+
+#: The gated figures, in report order. ``flops`` is absent until the FLOP count lands.
+METRICS: tuple[Metric, ...] = (
+    _metric("weights", "weights", "weights.bytes", "bytes"),
+    _metric("peak", "activations peak", "activations.peak_bytes", "bytes"),
+    _metric("total", "total", "total_bytes", "bytes"),
+    _metric("params", "params", "weights.params", "count"),
+    _metric("flops", "FLOPs", "flops.total", "count"),
+)
+_BY_KEY = {m.key: m for m in METRICS}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budgets:
+    """Upper limits; ``None`` means not gated. Bytes for weights/peak/total, counts otherwise."""
+
+    max_weights: int | None = None
+    max_peak: int | None = None
+    max_total: int | None = None
+    max_params: int | None = None
+    max_flops: int | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UsageError(f"budget {f.name}={value!r}: expected an integer")
+            if value < 0:
+                raise UsageError(f"budget {f.name}={value}: a budget cannot be negative")
+
+    @property
+    def active(self) -> bool:
+        """True when at least one budget is set."""
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+    def limit(self, metric: Metric) -> int | None:
+        """The limit for ``metric`` (None: not gated)."""
+        return getattr(self, "max_" + metric.key)
+
+    def over(self, other: Budgets) -> Budgets:
+        """These budgets, with every budget set in ``other`` taking precedence."""
+        given = {f.name: getattr(other, f.name) for f in fields(other)}
+        return replace(self, **{k: v for k, v in given.items() if v is not None})
+
+    def to_json(self) -> dict[str, int]:
+        """``{"--max-peak": 10485760, …}`` for the budgets that are set."""
+        return {m.option: self.limit(m) for m in METRICS if self.limit(m) is not None}  # type: ignore[misc]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """One budget a document does not meet.
+
+    ``reason`` is ``"exceeds"`` (``excess`` = actual − limit > 0) or ``"unknown"``: the figure
+    is a lower estimate within the limit, so fitting cannot be shown (``excess`` is None).
+    """
+
+    metric: str
+    option: str
+    limit: int
+    actual: int
+    excess: int | None
+    reason: Literal["exceeds", "unknown"]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "option": self.option,
+            "limit": self.limit,
+            "actual": self.actual,
+            "excess": self.excess,
+            "reason": self.reason,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateResult:
+    """The outcome of :func:`evaluate`: passed, the failures, and the budgets checked."""
+
+    passed: bool
+    failures: tuple[Failure, ...]
+    budgets: Budgets
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "budgets": self.budgets.to_json(),
+            "failures": [f.to_json() for f in self.failures],
+        }
+
+
+# --- parsing ------------------------------------------------------------------------------
+
+
+def parse_budget(metric: Metric, text: str | int) -> int:
+    """Parse one budget value (CLI string or config integer) for ``metric``; UsageError if bad."""
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise UsageError(f"{metric.option} {text!r}: expected a string such as '512MiB' or an integer")
+    if isinstance(text, int):
+        if text < 0:
+            raise UsageError(f"{metric.option} {text}: a budget cannot be negative")
+        return text
+    if text.strip().startswith("-"):
+        raise UsageError(f"{metric.option} '{text}': a budget cannot be negative")
+    try:
+        return parse_bytes(text) if metric.unit == "bytes" else parse_count(text)
+    except UsageError as exc:
+        raise UsageError(f"{metric.option} {exc}") from None
+
+
+def parse_budgets(
+    *,
+    max_weights: str | None = None,
+    max_peak: str | None = None,
+    max_total: str | None = None,
+    max_params: str | None = None,
+    max_flops: str | None = None,
+) -> Budgets:
+    """Budgets from command-line strings (``"512MiB"``, ``"1.5GB"``, ``"25M"``); None = unset.
+
+    Raises :class:`UsageError` (exit 2) naming the option for a malformed or negative value.
+    """
+    given = dict(weights=max_weights, peak=max_peak, total=max_total, params=max_params, flops=max_flops)
+    return Budgets(**{"max_" + k: parse_budget(_BY_KEY[k], v) for k, v in given.items() if v is not None})
+
+
+def budgets_from_mapping(values: Mapping[str, Any], *, where: str = "") -> Budgets:
+    """Budgets from config keys ``max-weights`` … ``max-flops`` (strings or integers)."""
+    out: dict[str, int] = {}
+    for name, value in values.items():
+        key = name.removeprefix("max-")
+        if not name.startswith("max-") or key not in _BY_KEY:
+            raise UsageError(f"{where}unknown budget '{name}'")
+        try:
+            out["max_" + key] = parse_budget(_BY_KEY[key], value)
+        except UsageError as exc:
+            raise UsageError(f"{where}{exc}") from None
+    return Budgets(**out)
+
+
+# --- evaluation ---------------------------------------------------------------------------
+
+
+def lookup(doc: Mapping[str, Any], path: Iterable[str]) -> Any:
+    """``doc[a][b]…``, or None when any key along the path is missing."""
+    node: Any = doc
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def evaluate(doc: Mapping[str, Any], budgets: Budgets) -> GateResult:
+    """Check the peak document ``doc`` against ``budgets``.
+
+    Raises :class:`FlopsUnavailableError` when ``--max-flops`` is set and ``doc`` has no
+    ``flops.total``, and :class:`UsageError` when another gated figure is missing (not a
+    peak document).
+    """
+    failures = []
+    for metric in METRICS:
+        limit = budgets.limit(metric)
+        if limit is None:
+            continue
+        actual = lookup(doc, metric.path)
+        if actual is None and metric.key == "flops":
+            raise FlopsUnavailableError(
+                "--max-flops: FLOPs are unavailable for this model (the document has no "
+                "flops.total), so the FLOP budget cannot be checked"
+            )
+        if isinstance(actual, bool) or not isinstance(actual, int):
+            where = ".".join(metric.path)
+            raise UsageError(f"{metric.option}: the document has no integer '{where}'")
+        unknown = _unknown_sizes(doc, metric)
+        if actual > limit:
+            failures.append(
+                Failure(
+                    metric=metric.key,
+                    option=metric.option,
+                    limit=limit,
+                    actual=actual,
+                    excess=actual - limit,
+                    reason="exceeds",
+                    message=_exceeds_message(metric, actual, limit, lower=bool(unknown)),
+                )
+            )
+        elif unknown:
+            shown = ", ".join(f"'{n}'" for n in unknown[:3]) + (" …" if len(unknown) > 3 else "")
+            failures.append(
+                Failure(
+                    metric=metric.key,
+                    option=metric.option,
+                    limit=limit,
+                    actual=actual,
+                    excess=None,
+                    reason="unknown",
+                    message=(
+                        f"{metric.label} is at least {_fmt(metric, actual)} (within {metric.option} "
+                        f"{_fmt(metric, limit)}), but {len(unknown)} tensors have no static size "
+                        f"({shown}): it cannot be shown to fit"
+                    ),
+                )
+            )
+    return GateResult(passed=not failures, failures=tuple(failures), budgets=budgets)
+
+
+def _unknown_sizes(doc: Mapping[str, Any], metric: Metric) -> list[str]:
+    """Names whose size is missing from ``metric``'s figure (making it a lower estimate)."""
+    acts = list(lookup(doc, ("activations", "unknown")) or ()) + list(
+        lookup(doc, ("shapes", "unresolved")) or ()
+    )
+    weights = list(lookup(doc, ("weights", "unknown")) or ())
+    names = {"weights": weights, "peak": acts, "total": weights + acts}.get(metric.key, [])
+    return list(dict.fromkeys(names))
+
+
+def _exceeds_message(metric: Metric, actual: int, limit: int, *, lower: bool) -> str:
+    excess = actual - limit
+    pct = f" ({_percent(excess / limit)})" if limit else ""
+    at_least = "at least " if lower else ""
+    return (
+        f"{metric.label} {at_least}{_fmt(metric, actual)} exceeds {metric.option} "
+        f"{_fmt(metric, limit)} by {_fmt(metric, excess)}{pct}"
+    )
+
+
+def _fmt(metric: Metric, n: int) -> str:
+    return short_bytes(n) if metric.unit == "bytes" else short_count(n)
+
+
+def _percent(ratio: float) -> str:
+    pct = ratio * 100
+    return f"{pct:.0f}%" if abs(pct) >= 10 else f"{pct:.1f}%".replace(".0%", "%")
+
+
+_BINARY_UNITS = tuple(("B KiB MiB GiB TiB PiB".split()[i], 1 << (10 * i)) for i in range(6))
+_DECIMAL_UNITS = tuple((("", "k", "M", "G", "T", "P")[i], 10 ** (3 * i)) for i in range(6))
+
+
+def short_bytes(n: int) -> str:
+    """Three significant digits, binary units: 12897484 → "12.3 MiB", 10485760 → "10 MiB"."""
+    return _short(n, _BINARY_UNITS, sep=" ")
+
+
+def short_count(n: int) -> str:
+    """Three significant digits, decimal prefixes: ``26_100_000`` → ``"26.1M"``."""
+    return _short(n, _DECIMAL_UNITS, sep="")
+
+
+def _short(n: int, units: tuple[tuple[str, int], ...], *, sep: str) -> str:
+    if abs(n) < units[1][1]:
+        return f"{n}{sep}{units[0][0]}".rstrip()
+    i = max(i for i, (_, size) in enumerate(units) if abs(n) >= size)
+    value = n / units[i][1]
+    if abs(value) >= 999.5 and i + 1 < len(units):
+        i += 1
+        value = n / units[i][1]
+    return f"{value:.3g}{sep}{units[i][0]}"
+
+
+def apply_gate(doc: Mapping[str, Any], result: GateResult) -> dict[str, Any]:
+    """A copy of ``doc`` with ``gate.passed``, ``gate.budgets`` and ``gate.failures`` added.
+
+    ``doc`` itself is not modified.
+    """
+    return {**doc, "gate": result.to_json()}
+
+
+# --- reporting ----------------------------------------------------------------------------
+
+
+def annotation(message: str, *, title: str = "graphmem") -> str:
+    """A GitHub Actions ``::error`` workflow command for ``message`` (properly escaped)."""
+    data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    prop = title.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    prop = prop.replace(":", "%3A").replace(",", "%2C")
+    return f"::error title={prop}::{data}"
+
+
+def report_failures(messages: Iterable[str], *, doc_on_stdout: bool) -> None:
+    """Print each failure on stderr; under GitHub Actions also as an ``::error`` annotation.
+
+    Annotations go to stdout (where GitHub documents workflow commands) unless stdout carries a
+    json/markdown/csv document that they would corrupt; then they go to stderr.
+    """
+    messages = list(messages)
+    for m in messages:
+        print(f"graphmem: gate failed: {m}", file=sys.stderr)
+    if os.environ.get("GITHUB_ACTIONS"):
+        stream = sys.stderr if doc_on_stdout else sys.stdout
+        for m in messages:
+            print(annotation(m), file=stream)
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and ``os.replace``.
+
+    A reader never sees a half-written file. Raises :class:`UsageError` when it cannot write.
+    """
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UsageError(f"--output {path}: is a directory")
+    if not directory.is_dir():
+        raise UsageError(f"--output {path}: directory '{directory}' does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+
+
+def deliver(text: str, *, fmt: str, output: Path | None, failures: Iterable[str]) -> int:
+    """Write ``text`` to ``output`` (atomically) or stdout, report ``failures``; return the exit code."""
+    if not text.endswith("\n"):
+        text += "\n"
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    failures = list(failures)
+    report_failures(failures, doc_on_stdout=output is None and fmt != "table")
+    return EXIT_GATE_FAILED if failures else EXIT_OK
+
+
+def finish(
+    doc: Mapping[str, Any], *, budgets: Budgets, fmt: str, output: Path | None, table: str
+) -> int:
+    """The end of ``graphmem peak``: gate ``doc``, render it as ``fmt``, write it, return 0 or 1.
+
+    Parameters
+    ----------
+    doc: the peak document (:func:`graphmem.report.peak_json`).
+    budgets: from :func:`parse_budgets`; without any budget there is no ``gate`` key.
+    fmt: ``table`` (``table`` plus the budget lines), ``json``, ``markdown`` or ``csv``.
+    output: write there atomically instead of stdout.
+    table: the human-readable text for ``fmt == "table"`` (:func:`graphmem.report.peak_table`).
+
+    Raises
+    ------
+    UsageError: unknown format, unwritable output, FLOP budget without FLOPs (exit 2).
+    """
+    from graphmem.formats import check_format, render_peak
+
+    check_format(fmt)
+    if budgets.active:
+        result = evaluate(doc, budgets)
+        doc = apply_gate(doc, result)
+        messages = [_located(doc, f.message) for f in result.failures]
+    else:
+        messages = []
+    return deliver(render_peak(doc, fmt, table=table), fmt=fmt, output=output, failures=messages)
+
+
+def _located(doc: Mapping[str, Any], message: str) -> str:
+    path = lookup(doc, ("model", "path"))
+    return f"{path}: {message}" if path else message
+
+
+# --- diff: two models side by side, gated on relative increases ------------------------------
+
+#: Figures compared by ``graphmem diff``: the gated metrics plus the node count (never gated).
+DIFF_METRICS: tuple[Metric, ...] = (
+    *METRICS,
+    Metric(key="nodes", option="", label="nodes", path=("model", "nodes"), unit="count"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Thresholds:
+    """Largest allowed relative increase per metric, in percent; None = not gated.
+
+    ``flops_required``: the FLOP threshold was asked for explicitly (``--max-increase-flops``),
+    so missing FLOPs are an error rather than a figure left out.
+    """
+
+    weights: float | None = None
+    peak: float | None = None
+    total: float | None = None
+    params: float | None = None
+    flops: float | None = None
+    flops_required: bool = False
+
+    def limit(self, metric: Metric) -> float | None:
+        return getattr(self, metric.key, None)
+
+    def to_json(self) -> dict[str, float]:
+        """``{"--max-increase-peak": 2.0, …}`` for the thresholds that are set."""
+        out = {}
+        for m in METRICS:
+            if self.limit(m) is not None:
+                out[f"--max-increase-{m.key}"] = self.limit(m)
+        return out  # type: ignore[return-value]
+
+
+def parse_percent(option: str, text: str) -> float:
+    """``"5%"`` → 5.0; anything else (no ``%``, negative, not a number) is a UsageError."""
+    value = text.strip()
+    if not value.endswith("%"):
+        raise UsageError(f"{option} '{text}': give a percentage such as 5% or 2.5%")
+    try:
+        pct = float(value[:-1])
+    except ValueError:
+        raise UsageError(f"{option} '{text}': '{value[:-1]}' is not a number") from None
+    if not (pct >= 0 and pct != float("inf")):
+        raise UsageError(f"{option} '{text}': a threshold must be a finite percentage ≥ 0")
+    return pct
+
+
+def parse_thresholds(
+    *,
+    max_increase: str | None = None,
+    weights: str | None = None,
+    peak: str | None = None,
+    total: str | None = None,
+    params: str | None = None,
+    flops: str | None = None,
+) -> Thresholds:
+    """Thresholds from ``--max-increase`` (every metric) and ``--max-increase-<metric>``."""
+    base = None if max_increase is None else parse_percent("--max-increase", max_increase)
+    given = dict(weights=weights, peak=peak, total=total, params=params, flops=flops)
+    out = {
+        k: (base if v is None else parse_percent(f"--max-increase-{k}", v)) for k, v in given.items()
+    }
+    return Thresholds(**out, flops_required=flops is not None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layer:
+    """What one node costs: the weights it is the first reader of, and its outputs' bytes."""
+
+    name: str
+    op_type: str
+    params: int
+    weight_bytes: int
+    output_bytes: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "params": self.params,
+            "weight_bytes": self.weight_bytes,
+            "output_bytes": self.output_bytes,
+        }
+
+
+def layer_profile(analysis: Any) -> dict[str, Layer]:
+    """Per-node cost of an :class:`~graphmem.analysis.Analysis`, keyed by node name.
+
+    Each weight is charged to the first node (in execution order) that reads it, so layer
+    params sum to ``weights.params`` minus weights nothing reads. Unnamed nodes are keyed
+    ``<op_type:first output>``; repeated names get ``#2``, ``#3``….
+    """
+    from graphmem.memory import tensor_size
+
+    g = analysis.graph
+    weights = g.model.weights
+    charged: set[str] = set()
+    out: dict[str, Layer] = {}
+    for nid in analysis.order:
+        node = g.node(nid)
+        params = wbytes = 0
+        for name in (*node.input, *g.implicit.get(nid, ())):
+            w = weights.get(name)
+            if w is not None and name not in charged:
+                charged.add(name)
+                params += w.numel
+                wbytes += w.nbytes or 0
+        outputs = sum(tensor_size(analysis.types.get(o)) or 0 for o in node.output if o)
+        op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        key = node.name or f"<{op}:{next((o for o in node.output if o), nid)}>"
+        base, k = key, 1
+        while key in out:
+            k += 1
+            key = f"{base}#{k}"
+        out[key] = Layer(name=key, op_type=op, params=params, weight_bytes=wbytes, output_bytes=outputs)
+    return out
+
+
+def compare(old: Any, new: Any, *, thresholds: Thresholds, top: int = 20) -> dict[str, Any]:
+    """The ``graphmem diff`` document for two analyses (``old`` → ``new``).
+
+    Metric rows give old, new, change and change_percent (None when old is 0 and new is not);
+    ``op_types`` and ``layers`` list what changed, largest first (``layers``: the ``top``
+    largest, ``layers_changed``: how many changed). Raises :class:`FlopsUnavailableError` for
+    ``--max-increase-flops`` when either model has no FLOP count.
+    """
+    from graphmem.report import peak_json
+
+    return diff_documents(
+        peak_json(old),
+        peak_json(new),
+        old_layers=layer_profile(old),
+        new_layers=layer_profile(new),
+        thresholds=thresholds,
+        top=top,
+    )
+
+
+def diff_documents(
+    old_doc: Mapping[str, Any],
+    new_doc: Mapping[str, Any],
+    *,
+    old_layers: Mapping[str, Layer],
+    new_layers: Mapping[str, Layer],
+    thresholds: Thresholds,
+    top: int = 20,
+) -> dict[str, Any]:
+    """:func:`compare` on documents and layer profiles already computed."""
+    if top < 0:
+        raise UsageError(f"--top {top}: must be ≥ 0")
+    rows, failures = [], []
+    for metric in DIFF_METRICS:
+        row, failure = _diff_row(metric, old_doc, new_doc, thresholds)
+        if row is not None:
+            rows.append(row)
+        if failure is not None:
+            failures.append(failure)
+    layers = _layer_changes(old_layers, new_layers)
+    return {
+        "schema_version": 1,
+        "old": dict(old_doc),
+        "new": dict(new_doc),
+        "metrics": rows,
+        "op_types": _op_type_changes(old_layers, new_layers),
+        "layers": layers[:top],
+        "layers_changed": len(layers),
+        "gate": {
+            "passed": not failures,
+            "thresholds": thresholds.to_json(),
+            "failures": failures,
+        },
+    }
+
+
+def _diff_row(
+    metric: Metric, old_doc: Mapping[str, Any], new_doc: Mapping[str, Any], th: Thresholds
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    old, new = lookup(old_doc, metric.path), lookup(new_doc, metric.path)
+    limit = th.limit(metric)
+    if old is None or new is None:
+        if metric.key == "flops" and th.flops_required:
+            which = "either model" if old is None and new is None else ("OLD" if old is None else "NEW")
+            raise FlopsUnavailableError(
+                f"--max-increase-flops: FLOPs are unavailable for {which}, so the FLOP "
+                "increase cannot be checked"
+            )
+        if metric.key == "flops" and old is None and new is None:
+            return None, None  # no FLOP count yet: the row is left out, not shown as 0
+    change = None if old is None or new is None else new - old
+    if change is None:
+        pct = None
+    elif old == 0:
+        pct = 0.0 if new == 0 else None
+    else:
+        pct = 100.0 * change / old
+    exceeded = (
+        limit is not None and change is not None and change > 0 and (pct is None or pct > limit)
+    )
+    status = "unavailable" if change is None else ("exceeded" if exceeded else "ok")
+    row = {
+        "metric": metric.key,
+        "label": metric.label,
+        "unit": metric.unit,
+        "old": old,
+        "new": new,
+        "change": change,
+        "change_percent": None if pct is None else round(pct, 4),
+        "limit_percent": limit,
+        "status": status,
+    }
+    if not exceeded:
+        return row, None
+    option = f"--max-increase-{metric.key}"
+    grew = "appeared" if pct is None else f"grew {_percent(pct / 100)}"
+    message = (
+        f"{metric.label} {grew} ({_fmt(metric, old)} → {_fmt(metric, new)}, "
+        f"+{_fmt(metric, change)}), over {option} {limit:g}%"
+    )
+    failure = {
+        "metric": metric.key,
+        "option": option,
+        "limit_percent": limit,
+        "old": old,
+        "new": new,
+        "change": change,
+        "change_percent": row["change_percent"],
+        "message": message,
+    }
+    return row, failure
+
+
+_LAYER_FIELDS = ("params", "weight_bytes", "output_bytes")
+
+
+def _layer_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list[dict[str, Any]]:
+    rows = []
+    for name in dict.fromkeys([*old, *new]):
+        a, b = old.get(name), new.get(name)
+        if a is not None and b is not None and a.to_json() == b.to_json() and a.op_type == b.op_type:
+            continue
+        status = "added" if a is None else "removed" if b is None else "changed"
+        before = a.to_json() if a else dict.fromkeys(_LAYER_FIELDS, 0)
+        after = b.to_json() if b else dict.fromkeys(_LAYER_FIELDS, 0)
+        rows.append(
+            {
+                "name": name,
+                "op_type": (b or a).op_type,  # type: ignore[union-attr]
+                "status": status,
+                "old": a.to_json() if a else None,
+                "new": b.to_json() if b else None,
+                "change": {k: after[k] - before[k] for k in _LAYER_FIELDS},
+            }
+        )
+    rows.sort(key=lambda r: (-_weight_of(r["change"]), -abs(r["change"]["params"]), r["name"]))
+    return rows
+
+
+def _weight_of(change: Mapping[str, int]) -> int:
+    """How much a layer's change matters: bytes of weights plus bytes of outputs it moved."""
+    return abs(change["weight_bytes"]) + abs(change["output_bytes"])
+
+
+def _op_type_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list[dict[str, Any]]:
+    def totals(layers: Mapping[str, Layer]) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for layer in layers.values():
+            t = out.setdefault(layer.op_type, {"count": 0, **dict.fromkeys(_LAYER_FIELDS, 0)})
+            t["count"] += 1
+            for k in _LAYER_FIELDS:
+                t[k] += getattr(layer, k)
+        return out
+
+    zero = {"count": 0, **dict.fromkeys(_LAYER_FIELDS, 0)}
+    a, b = totals(old), totals(new)
+    rows = []
+    for op in sorted({*a, *b}):
+        before, after = a.get(op, zero), b.get(op, zero)
+        if before == after:
+            continue
+        change = {k: after[k] - before[k] for k in before}
+        rows.append({"op_type": op, "old": before, "new": after, "change": change})
+    rows.sort(key=lambda r: (-_weight_of(r["change"]), -abs(r["change"]["count"]), r["op_type"]))
+    return rows

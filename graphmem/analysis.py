@@ -75,6 +75,7 @@ class ActivationsInfo:
     best_arena_bytes: int
     unknown: tuple[str, ...]  # activations of unknown size: not in the figures above
     runtime: str
+    timeline: tuple[tuple[str, int], ...] = ()  # (node, bytes held after it) in execution order
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +165,7 @@ def analyze_model(
         best_arena_bytes=arena.arena_bytes,
         unknown=tuple(names[v] for v in plan.unknown_sizes),
         runtime="onnxruntime 1.31 CPU",
+        timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
     )
     return Analysis(
         model=ModelInfo(path=model.path, opset=model.opset, nodes=len(model.nodes), dims=bound),

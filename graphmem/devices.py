@@ -112,7 +112,7 @@ CATALOG: tuple[Device, ...] = (
          "FP16 arithmetic runs at 1/64 rate (no fp16 row)",
          fp32=11.0, int8=44.0),
     _gpu("k80", "NVIDIA Tesla K80 (one of the board's two GPUs)", "12 GiB",
-         "24 GB GDDR5 per board (12 GB per GPU)", 240,
+         "12 GB GDDR5 per GPU", 240,
          "NVIDIA Tesla K80 datasheet: 8.73 TFLOPS FP32 (boost), 480 GB/s, 24 GB per board",
          "a K80 board is two GPUs; figures here are per GPU (half the board): a model must fit "
          "one GPU's 12 GB unless it is split. Kepler has no FP16/INT8 fast path",
@@ -158,7 +158,7 @@ CATALOG: tuple[Device, ...] = (
          "fp16 is the FP16-accumulate rate (the higher one, so roofline times stay a bound)",
          fp32=82.6, tf32=82.6, fp16=330.3, bf16=165.2, fp8=660.6, int8=660.6),
     _gpu("jetson-agx-orin-64gb", "NVIDIA Jetson AGX Orin 64GB (GPU)", "64 GiB",
-         "64 GB LPDDR5 (shared by CPU and GPU)", 204.8,
+         "64 GB LPDDR5 (shared)", 204.8,
          "NVIDIA Jetson AGX Orin Series technical brief: GPU 5.3 TFLOPS FP32, 170 INT8 TOPS "
          "(sparse); 275 TOPS module total with the DLAs; 204.8 GB/s",
          "GPU only (DLAs excluded); int8 = 170/2 dense; fp16/bf16 derived as half the int8 rate "
@@ -189,7 +189,8 @@ def _key(name: str) -> str:
 
 
 def find_device(name: str, devices: Iterable[Device] | None = None) -> Device:
-    """The device called ``name`` (case, spaces, '-' and '_' ignored: "A100 80GB" works).
+    """The device called ``name`` (case, spaces, '-' and '_' ignored: "A100 80GB" works), or
+    the only device whose name starts with it ("h100").
 
     Raises:
         UnknownDeviceError: naming the closest known names.
@@ -199,6 +200,9 @@ def find_device(name: str, devices: Iterable[Device] | None = None) -> Device:
     for d in devices:
         if _key(d.name) == wanted:
             return d
+    prefixed = [d for d in devices if wanted and _key(d.name).startswith(wanted)]
+    if len(prefixed) == 1:  # "h100" → h100-80gb; "a100" stays ambiguous
+        return prefixed[0]
     by_key = {_key(d.name): d.name for d in devices}
     close = difflib.get_close_matches(wanted, list(by_key), n=3, cutoff=0.5)
     close += [k for k in by_key if wanted and wanted in k and k not in close]
@@ -399,15 +403,16 @@ def device_json(d: Device) -> dict[str, Any]:
 def devices_table(devices: Iterable[Device]) -> str:
     """The ``graphmem devices`` table: TFLOPS (TOPS for int8), dense; GB/s; sources below."""
     devices = tuple(devices)
-    head = (f"  {'name':<22} {'memory':>9} {'(vendor)':<26} {'fp32':>6} {'tf32':>6} "
-            f"{'fp16':>6} {'bf16':>6} {'fp8':>6} {'int8':>6} {'GB/s':>7}")
+    head = (f"  {'name':<21} {'memory':<10} {'vendor states':<24} {'fp32':>6} {'tf32':>6} "
+            f"{'fp16':>6} {'bf16':>6} {'fp8':>6} {'int8':>6} {'GB/s':>6}")
     lines = ["graphmem devices: peak dense TFLOPS (int8: TOPS), bandwidth GB/s (10^9 B/s)", "",
              head]
     for d in devices:
-        mem = format_bytes(d.memory_bytes) if d.memory_bytes is not None else "user"
+        mem = d.memory if d.memory_bytes is not None or d.name != "host" else "--memory"
+        vendor = d.vendor_memory if len(d.vendor_memory) <= 24 else d.vendor_memory[:23] + "…"
         rates = " ".join(f"{_tera(d.rate(p)):>6}" for p in PRECISIONS)
         bw = "-" if d.bandwidth is None else f"{d.bandwidth / _G:g}"
-        lines.append(f"  {d.name:<22} {mem:>9} {d.vendor_memory[:26]:<26} {rates} {bw:>7}")
+        lines.append(f"  {d.name:<21} {mem:<10} {vendor:<24} {rates} {bw:>6}".rstrip())
     lines.append("")
     lines.append("  '-': the device states no such rate (not 0). Memory: the figure used, in the")
     lines.append("  unit shown; vendors write GB for binary DRAM capacities. Usable memory is")

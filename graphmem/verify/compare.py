@@ -1,0 +1,155 @@
+"""``graphmem verify``: run the graph with onnxruntime and compare with the prediction.
+
+The prediction is :func:`graphmem.analyze` on the graph onnxruntime runs at the chosen
+optimization level; the measurement is :func:`graphmem.verify.measure` on a fresh session. Both
+are activation bytes requested from the arena, run 1. Per node, the running totals are compared
+in execution order; the first node where they differ by more than the tolerance is reported, so
+a user sees which op the model gets wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from graphmem.errors import UnsupportedOpError, UsageError
+
+__all__ = ["Verification", "Divergence", "verify", "parse_tolerance"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Divergence:
+    """The first node whose running totals differ by more than the tolerance."""
+
+    node: str
+    step: int
+    predicted_bytes: int
+    measured_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verification:
+    """Predicted against measured, for one model, binding, provider and level."""
+
+    provider: str
+    provider_reason: str
+    graph_opt: str
+    predicted_bytes: int
+    measured_bytes: int
+    measured_run2_bytes: int | None
+    measured_scratch_bytes: int  # in-use peak, kernel scratch included (arena chunk sizes)
+    weights_held_bytes: int  # what the session held before run 1 (weights materialised)
+    ratio: float
+    tolerance: float
+    passed: bool
+    divergence: Divergence | None
+    outputs_match: bool
+    output_mismatches: tuple[str, ...]
+
+
+def parse_tolerance(text: str) -> float:
+    """"5%" → 0.05, "0.05" → 0.05; UsageError for anything else or a negative value."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"--tolerance '{text}': expected a percentage such as 5%") from None
+    if value < 0:
+        raise UsageError(f"--tolerance '{text}' is negative")
+    return value
+
+
+def verify(
+    path: str | Path,
+    *,
+    dims: Mapping[str, int] | None = None,
+    provider: str = "cpu",
+    graph_opt: str = "none",
+    tolerance: float = 0.05,
+    random_weights: bool = False,
+    int_range: tuple[int, int] | None = None,
+    seed: int = 0,
+) -> Verification:
+    """Predict, run and measure ``path``; see the module doc."""
+    import tempfile
+
+    import onnx
+
+    import graphmem
+    from graphmem.loading import load_model
+    from graphmem.verify.feeds import make_feeds
+    from graphmem.verify.measure import measure
+    from graphmem.verify.optimized import optimized_model
+    from graphmem.verify.weights import missing_weights, with_random_weights
+
+    path = Path(path)
+    dims = dict(dims or {})
+    load_model(path)  # one-line errors for bad files before onnxruntime sees them
+    with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
+        work = Path(tmp)
+        runnable = path
+        missing = missing_weights(path)
+        if missing:
+            if not random_weights:
+                from graphmem.errors import ExternalDataError
+
+                raise ExternalDataError(
+                    f"{len(missing)} weights have no data (first: '{missing[0]}'); "
+                    "pass --random-weights to synthesize them"
+                )
+            runnable = with_random_weights(path, work / "random_weights.onnx", seed=seed)
+        analysed = optimized_model(runnable, graph_opt, work)
+        predicted = graphmem.analyze(analysed, dims=dims)
+        if graph_opt != "none" and predicted.shapes.unresolved:
+            raise UnsupportedOpError(
+                f"--graph-opt {graph_opt}: the optimized graph has {len(predicted.shapes.unresolved)} "
+                "tensors of ops graphmem does not model yet (e.g. com.microsoft.nchwc); use --graph-opt "
+                "none or basic"
+            )
+        proto = onnx.load(str(runnable), load_external_data=False)
+        feeds = make_feeds(proto, dims, seed=seed, int_range=int_range)
+        m = measure(str(runnable), feeds, provider=provider, graph_opt=graph_opt, threads=1, runs=2)
+    run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
+    p, q = predicted.activations.peak_bytes, run1.requested_peak
+    ratio = p / q if q else (1.0 if p == 0 else float("inf"))
+    mismatches = _output_mismatches(predicted, run1)
+    return Verification(
+        provider=m.providers[0] if m.providers else provider,
+        provider_reason=m.provider_reason,
+        graph_opt=graph_opt,
+        predicted_bytes=p,
+        measured_bytes=q,
+        measured_run2_bytes=run2.requested_peak if run2 else None,
+        measured_scratch_bytes=run1.in_use_peak_bytes,
+        weights_held_bytes=run1.primary.session_baseline,
+        ratio=ratio,
+        tolerance=tolerance,
+        passed=abs(ratio - 1) <= tolerance and not mismatches,
+        # The file onnxruntime saves after optimizing is re-sorted, so per-node running totals are
+        # comparable only on the graph as given.
+        divergence=_first_divergence(predicted.activations.timeline, run1, tolerance, q)
+        if graph_opt == "none"
+        else None,
+        outputs_match=not mismatches,
+        output_mismatches=mismatches,
+    )
+
+
+def _first_divergence(timeline, run, tolerance: float, peak: int) -> Divergence | None:  # type: ignore[no-untyped-def]
+    base = run.primary.session_baseline
+    measured = {n.name: n.requested_in_use - base for n in run.nodes}
+    slack = tolerance * max(peak, 1)
+    for step, (name, held) in enumerate(timeline):
+        if name in measured and abs(measured[name] - held) > slack:
+            return Divergence(node=name, step=step, predicted_bytes=held, measured_bytes=measured[name])
+    return None
+
+
+def _output_mismatches(predicted, run) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+    bad = []
+    for out in run.outputs:
+        t = predicted.types.get(out.name)
+        if out.shape is not None and (t is None or t.shape != out.shape):
+            bad.append(f"{out.name}: predicted {None if t is None else t.shape}, ran {out.shape}")
+    return tuple(bad)

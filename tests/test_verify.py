@@ -1,0 +1,55 @@
+"""`graphmem verify` end to end with real onnxruntime sessions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+from graphs import init, model, save, tensor
+from onnx import helper
+from typer.testing import CliRunner
+
+from graphmem.cli import app
+from graphmem.verify.compare import parse_tolerance, verify
+
+
+def test_verify_passes_on_committed_model(models_dir: Path) -> None:
+    v = verify(models_dir / "tiny_lstm.onnx", dims={"batch": 2, "seq": 9})
+    assert v.passed and v.ratio == 1.0 and v.divergence is None
+    assert v.measured_bytes == v.predicted_bytes > 0
+    assert v.measured_scratch_bytes >= v.measured_bytes
+
+
+def test_verify_json_and_exit_codes(models_dir: Path) -> None:
+    r = CliRunner().invoke(app, ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)["verify"]
+    for key in ("provider", "graph_opt", "predicted_bytes", "measured_bytes", "measured_scratch_bytes", "ratio"):
+        assert key in doc
+    assert doc["provider"] == "CPUExecutionProvider"
+    # A zero tolerance still passes an exact prediction; a malformed one is a usage error.
+    r = CliRunner().invoke(app, ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "0%"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "x"])
+    assert r.exit_code == 2
+
+
+def test_random_weights_for_stripped_model(tmp_path: Path) -> None:
+    # A MatMul whose 256x256 weight lost its payload: not runnable as is, runnable with
+    # --random-weights (memory does not depend on the values).
+    w = init("W", np.ones((256, 256), np.float32))
+    m = model([helper.make_node("MatMul", ["X", "W"], ["Y"])], [tensor("X", [4, 256])], [tensor("Y", [4, 256])], [w])
+    m.graph.initializer[0].ClearField("raw_data")
+    path = save(m, tmp_path / "stripped.onnx")
+    r = CliRunner().invoke(app, ["verify", str(path)])
+    assert r.exit_code == 2 and "--random-weights" in r.output
+    v = verify(path, random_weights=True)
+    assert v.passed and v.measured_bytes == 4 * 256 * 4
+    assert onnx.load(str(path)).graph.initializer[0].raw_data == b""  # the user's file is untouched
+
+
+def test_tolerance_parsing() -> None:
+    assert parse_tolerance("5%") == 0.05
+    assert parse_tolerance("0.1") == 0.1

@@ -24,6 +24,7 @@ from onnx.numpy_helper import from_array
 
 from graphmem.dtypes import is_integer
 from graphmem.graph import OpGraph
+from graphmem.shapes.contrib import infer_contrib
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.shapes.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
 
@@ -132,7 +133,7 @@ def _infer_node(model, node, types, values, serialized, data_bytes):  # type: ig
     try:
         schema = defs.get_schema(node.op_type, version, domain)
     except defs.SchemaError:
-        return None
+        return infer_contrib(node, types, values)
     if not schema.has_type_and_shape_inference_function:
         return None
     in_types: dict[str, bytes] = {}

@@ -111,3 +111,28 @@ def test_peak_equals_onnxruntime_measurement(path: Path) -> None:
         assert a.activations.lower_bound_bytes <= a.activations.best_arena_bytes <= a.activations.no_reuse_bytes
         assert a.activations.lower_bound_bytes <= a.activations.peak_bytes <= a.activations.no_reuse_bytes
         assert a.activations.peak_bytes == measured_peak(path, dims), dims
+
+
+def test_static_shapes_use_no_partial_shape_values(tmp_path: Path) -> None:
+    # X [batch,64], Y [2,64]. y1 = Exp(Y); y2 = Exp(y1) (y1 freed); e = Expand(ReduceSum(y2),
+    # Concat([2], Gather(Shape(X), 1))). At run time e is [2,64] like y1, but onnxruntime's static
+    # view knows no value for Gather(Shape(X)) while batch is symbolic, so e's static shape is
+    # unknown and it gets a fresh buffer (+512) instead of y1's. Measured the same way.
+    nodes = [
+        helper.make_node("Exp", ["Y"], ["y1"]),
+        helper.make_node("Exp", ["y1"], ["y2"]),
+        helper.make_node("Shape", ["X"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["g"], axis=0),
+        helper.make_node("Unsqueeze", ["g", "ax0"], ["u"]),
+        helper.make_node("Concat", ["two", "u"], ["c"], axis=0),
+        helper.make_node("ReduceSum", ["y2"], ["rs"], keepdims=0),
+        helper.make_node("Expand", ["rs", "c"], ["e"]),
+        helper.make_node("Add", ["e", "y2"], ["Z"]),
+    ]
+    inits = [init("one", np.array(1)), init("ax0", np.array([0])), init("two", np.array([2]))]
+    m = model(nodes, [tensor("X", ["batch", 64]), tensor("Y", [2, 64])], [tensor("Z", [2, 64])], inits)
+    path = save(m, tmp_path / "partial.onnx")
+    a = graphmem.analyze(path, dims={"batch": 3})
+    timeline = dict(a.activations.timeline)
+    assert timeline["Expand_7"] - timeline["Concat_5"] == 512
+    assert a.activations.peak_bytes == measured_peak(path, {"batch": 3}) == 1536

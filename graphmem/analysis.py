@@ -15,6 +15,7 @@ from graphmem.graph import OpGraph, build_graph
 from graphmem.loading import Model, load_model
 from graphmem.memory import build_program, tensor_size
 from graphmem.order import ort_order
+from graphmem.ort_rewrites import remove_duplicate_casts
 from graphmem.ort_rules import sharing
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
@@ -132,11 +133,16 @@ def analyze_model(
     if provider not in ("cpu",):
         raise UsageError(f"provider '{provider}' is not modelled yet; use --provider cpu")
     bound = check_dims(model, dict(dims or {}))
+    file_nodes = len(model.nodes)
     g = build_graph(model)
     order = ort_order(g)
     runtime = infer_types(g, order, view=RUNTIME, dims=bound)
     static = infer_types(g, order, view=ORT_STATIC)
     _check_domains(g, runtime.types)
+    rewritten = remove_duplicate_casts(model, static.types)
+    if rewritten is not model:  # onnxruntime runs the rewritten graph, in its own order
+        model, g = rewritten, build_graph(rewritten)
+        order = ort_order(g)
     if as_dtype is not None:
         target = parse_dtype(as_dtype)
         runtime = replace(runtime, types=cast_floats(runtime.types, target))
@@ -168,7 +174,7 @@ def analyze_model(
         timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
     )
     return Analysis(
-        model=ModelInfo(path=model.path, opset=model.opset, nodes=len(model.nodes), dims=bound),
+        model=ModelInfo(path=model.path, opset=model.opset, nodes=file_nodes, dims=bound),
         weights=weights,
         activations=activations,
         io=IOInfo(inputs_bytes=inputs_bytes, outputs_bytes=outputs_bytes),

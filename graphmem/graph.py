@@ -43,7 +43,7 @@ def build_graph(model: Model) -> OpGraph:
     """Build the DAG; raise :class:`GraphStructureError` on a dangling input or a cycle."""
     dag = nx.DiGraph()
     producer: dict[str, int] = {}
-    for nid, node in enumerate(model.nodes):
+    for nid, node in model.indexed_nodes:
         dag.add_node(nid, proto=node)
         for out in node.output:
             if not out:
@@ -56,7 +56,7 @@ def build_graph(model: Model) -> OpGraph:
     sources = set(model.weights) | set(model.inputs)
     consumers: dict[str, set[int]] = {}
     implicit: dict[int, tuple[str, ...]] = {}
-    for nid, node in enumerate(model.nodes):
+    for nid, node in model.indexed_nodes:
         outer = _outer_scope_names(node)
         if outer:
             implicit[nid] = tuple(sorted(outer))
@@ -80,7 +80,7 @@ def build_graph(model: Model) -> OpGraph:
             raise GraphStructureError(f"graph output '{out}' is produced by no node")
     if not nx.is_directed_acyclic_graph(dag):
         cycle = nx.find_cycle(dag)
-        names = " -> ".join(model.nodes[u].name or model.nodes[u].op_type for u, _ in cycle)
+        names = " -> ".join(dag.nodes[u]["proto"].name or dag.nodes[u]["proto"].op_type for u, _ in cycle)
         raise GraphStructureError(f"the graph has a cycle: {names}")
     return OpGraph(
         model=model,

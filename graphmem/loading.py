@@ -63,6 +63,13 @@ class Model:
     outputs: dict[str, TensorType]
     value_info: dict[str, TensorType]
     functions: tuple[onnx.FunctionProto, ...]
+    node_ids: tuple[int, ...] = ()  # onnxruntime's NodeIndex per node; () = file positions
+
+    @property
+    def indexed_nodes(self) -> tuple[tuple[int, onnx.NodeProto], ...]:
+        """(NodeIndex, node) pairs: indices stay stable when a rewrite removes nodes."""
+        ids = self.node_ids or tuple(range(len(self.nodes)))
+        return tuple(zip(ids, self.nodes))
 
     @property
     def opset(self) -> int:

@@ -137,3 +137,33 @@ def test_static_shapes_use_no_partial_shape_values(tmp_path: Path) -> None:
     # before Expand: y2 512 + rs 4 + s 16 = 532 held (g/u 8 B released after Concat)
     assert timeline["Expand_7"] == 532 + 512
     assert a.activations.peak_bytes == measured_peak(path, {"batch": 3}) == 1536
+
+
+@pytest.mark.parametrize(
+    "casts, src",
+    [
+        (("DOUBLE", "FLOAT"), "FLOAT"),  # float->double->float: both removed by onnxruntime
+        (("FLOAT16", "FLOAT"), "FLOAT"),  # lossy round trip: kept
+        (("INT32", "FLOAT"), "FLOAT"),  # float -> int: never removed
+        (("INT32", "INT64"), "INT64"),  # int64->int32->int64 loses range: kept
+        (("DOUBLE", "FLOAT", "DOUBLE"), "FLOAT"),  # first pair removed, last kept
+        (("DOUBLE", "DOUBLE"), "FLOAT"),  # the first Cast removed, the child kept
+    ],
+)
+def test_duplicate_casts_removed_as_onnxruntime_does(tmp_path: Path, casts, src) -> None:  # type: ignore[no-untyped-def]
+    from onnx import TensorProto
+
+    src_type = getattr(TensorProto, src)
+    nodes, prev = [], "X"
+    if src_type == TensorProto.FLOAT:
+        nodes.append(helper.make_node("Exp", ["X"], ["x0"]))
+        prev = "x0"
+    for k, name in enumerate(casts):
+        nodes.append(helper.make_node("Cast", [prev], [f"c{k}"], to=getattr(TensorProto, name)))
+        prev = f"c{k}"
+    nodes.append(helper.make_node("Identity", [prev], ["i"]))
+    nodes.append(helper.make_node("Cast", ["i"], ["Y"], to=TensorProto.FLOAT))
+    m = model(nodes, [tensor("X", [1024], src_type)], [tensor("Y", [1024])])
+    path = save(m, tmp_path / "casts.onnx")
+    a = graphmem.analyze(path)
+    assert a.activations.peak_bytes == measured_peak(path, {})

@@ -20,6 +20,14 @@ EXPORTED = Path(os.environ.get("GRAPHMEM_CORPUS", ROOT / ".cache" / "corpus"))
 EXPORTED_NAMES = ("resnet50", "mobilenetv2", "bert_base", "gpt2_small")
 
 
+PYTORCH_CONVERTED = LIGHT.parent / "pytorch-converted"
+
+
+def pytorch_converted() -> list[Path]:
+    """The onnx wheel's 82 small converted PyTorch modules (fixed shapes, old opsets)."""
+    return sorted(PYTORCH_CONVERTED.glob("*/model.onnx"))
+
+
 def light_models() -> list[Path]:
     return sorted(LIGHT.glob("*.onnx"))
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -19,7 +20,8 @@ from graphmem.ort_rewrites import remove_duplicate_casts
 from graphmem.ort_rules import sharing
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
-from graphmem.planner.ortplan import plan_ort
+from graphmem.planner.ortplan import OrtPlan, plan_ort
+from graphmem.flops import FlopReport, count_flops
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
 from graphmem.shapes.types import TensorType, is_concrete
 
@@ -77,6 +79,7 @@ class ActivationsInfo:
     unknown: tuple[str, ...]  # activations of unknown size: not in the figures above
     runtime: str
     timeline: tuple[tuple[str, int], ...] = ()  # (node, bytes held after it) in execution order
+    live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +107,7 @@ class Analysis:
     graph: OpGraph
     order: tuple[int, ...]
     types: dict[str, TensorType]
+    flops: FlopReport
 
 
 def analyze(
@@ -172,6 +176,7 @@ def analyze_model(
         unknown=tuple(names[v] for v in plan.unknown_sizes),
         runtime="onnxruntime 1.31 CPU",
         timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
+        live_at_peak=_live_at(plan, names, peak_step),
     )
     return Analysis(
         model=ModelInfo(path=model.path, opset=model.opset, nodes=file_nodes, dims=bound),
@@ -185,7 +190,17 @@ def analyze_model(
         graph=g,
         order=order,
         types=runtime.types,
+        flops=count_flops(g, runtime.types, order, values=runtime.values),
     )
+
+
+def _live_at(plan: OrtPlan, names: tuple[str, ...], step: int) -> frozenset[str]:
+    """Tensors whose buffer is requested and not yet released at ``step``."""
+    held = set()
+    for b, start, end in zip(plan.fresh, plan.alloc_step, plan.free_step):
+        if start <= step and (end is None or end >= step):
+            held.add(b)
+    return frozenset(names[v] for v, b in enumerate(plan.buffer_of) if b in held)
 
 
 def check_dims(model: Model, dims: dict[str, int]) -> dict[str, int]:
@@ -209,10 +224,15 @@ def check_dims(model: Model, dims: dict[str, int]) -> dict[str, int]:
     return {d: dims[d] for d in known}
 
 
-def _check_domains(g: OpGraph, types: dict[str, TensorType]) -> None:
+@functools.lru_cache(maxsize=1)
+def _registered_domains() -> frozenset[str]:
     from onnx import defs
 
-    registered = {s.domain for s in defs.get_all_schemas()} | KNOWN_DOMAINS
+    return frozenset({s.domain for s in defs.get_all_schemas()} | KNOWN_DOMAINS)
+
+
+def _check_domains(g: OpGraph, types: dict[str, TensorType]) -> None:
+    registered = _registered_domains()
     for nid in g.dag.nodes:
         node = g.node(nid)
         if node.domain in registered:

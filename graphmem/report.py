@@ -47,6 +47,14 @@ def peak_json(a: Analysis) -> dict[str, Any]:
         "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
         "total_bytes": a.total_bytes,
         "shapes": {"tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved)},
+        "flops": {
+            "total": a.flops.flops,
+            "macs": a.flops.macs,
+            "int_ops": a.flops.int_ops,
+            "by_op_type": dict(sorted(a.flops.by_op_type.items(), key=lambda kv: -kv[1])),
+            "unsupported": dict(sorted(a.flops.unsupported.items())),
+            "zero": list(a.flops.zero),
+        },
     }
 
 
@@ -72,6 +80,13 @@ def peak_table(a: Analysis) -> str:
     ]
     for label, n, note in rows:
         lines.append(f"  {label:<18} {format_bytes(n):>12} {n:>16,}  {note}".rstrip())
+    f = a.flops
+    lines.append(
+        f"  {'FLOPs':<18} {format_count(f.flops):>12} {f.flops:>16,}  "
+        f"{format_count(f.macs)} MACs (1 MAC = 2 FLOPs); work per run, not a rate"
+    )
+    if f.int_ops:
+        lines.append(f"  {'integer ops':<18} {format_count(f.int_ops):>12} {f.int_ops:>16,}  quantized kernels and shape arithmetic")
     lines.append("")
     lines.extend(_unknowns(a))
     return "\n".join(lines)
@@ -86,6 +101,9 @@ def _unknowns(a: Analysis) -> list[str]:
         out.append("  they are not in the figures above, which are therefore lower estimates.")
     else:
         out.append(f"  shapes: all {a.shapes.tensors} tensors resolved")
+    if a.flops.unsupported:
+        ops = ", ".join(f"{k} ×{v}" for k, v in sorted(a.flops.unsupported.items()))
+        out.append(f"  FLOPs UNSUPPORTED (not counted, so FLOPs are a lower bound): {ops}")
     if a.weights.unknown:
         out.append(f"  weights of unknown size (strings): {', '.join(a.weights.unknown[:8])}")
     return out

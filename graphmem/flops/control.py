@@ -49,7 +49,7 @@ def loop_rule(node: NodeView) -> Cost:
         return body
     if node.trip_count is None or node.trip_count > MAX_TRIP_COUNT:
         return unsupported(TRIP_COUNT_UNKNOWN)
-    if body.outcome == "zero" or node.trip_count == 0:
+    if body.outcome == "zero" or node.trip_count <= 0:  # M <= 0: the body never runs
         return ZERO
     return body.scaled(node.trip_count)
 
@@ -66,11 +66,10 @@ def scan_rule(node: NodeView) -> Cost:
     n_scan = node.attr_int("num_scan_inputs", 0)
     if n_scan <= 0:
         raise MissingInfo("num_scan_inputs missing")
+    x = node.in_shape(len(node.inputs) - n_scan)
     if node.opset < 9:
-        x = node.in_shape(len(node.inputs) - n_scan)
         steps = x[0] * x[1]
     else:
-        x = node.in_shape(len(node.inputs) - n_scan)
         axes = node.attr_ints("scan_input_axes")
         axis = axes[0] if axes else 0
         steps = x[axis + len(x) if axis < 0 else axis]

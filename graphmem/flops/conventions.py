@@ -157,6 +157,9 @@ ACTIVATION_COSTS: dict[str, int] = {
     "gelu": 5,
     "Gelu": 5,
     "relu": 1,
+    "NONE": 0,  # GemmFloat8 spells them in capitals
+    "RELU": 1,
+    "GELU": 5,
 }
 
 

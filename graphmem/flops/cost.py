@@ -33,6 +33,7 @@ __all__ = [
     "broadcast",
     "make_view",
     "SHAPE_UNKNOWN",
+    "OUTCOMES",
 ]
 
 SHAPE_UNKNOWN = "shape unknown"
@@ -58,6 +59,10 @@ class Cost:
     int_ops: int = 0
     outcome: str = "counted"
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
 
     def scaled(self, k: int) -> Cost:
         """This cost repeated ``k`` times (a Loop body, a Scan step)."""

@@ -13,9 +13,10 @@ from graphmem.flops.cost import Cost, MissingInfo, NodeView, broadcast, counted,
 from graphmem.flops.families import activation_cost
 
 __all__ = [
+    "conv_out_elems",
     "conv_macs",
     "matmul_dims",
-    "einsum_macs",
+    "einsum_cost",
     "conv",
     "conv_transpose",
     "deform_conv",
@@ -37,22 +38,53 @@ REQUANT = 5
 DEQUANT = 2
 
 
+def conv_out_elems(node: NodeView, w_index: int = 1) -> int:
+    """Elements of a convolution's output: from its type, else by the conv arithmetic.
+
+    Contrib convolutions (FusedConv, NhwcConv) have no ONNX shape inference, so their output
+    type is often unknown while X and W are: out_i = floor((in_i + pads - d·(k-1) - 1) / s) + 1,
+    or ceil(in_i / s) for SAME_* auto_pad.
+    """
+    y = node.known_out(0)
+    if y is not None:
+        return numel(y)
+    x = node.in_shape(0)
+    w = node.in_shape(w_index)
+    nhwc = node.op_type in ("NhwcConv", "NhwcFusedConv") or node.attr_int("channels_last", 0) == 1
+    spatial_in = x[1:-1] if nhwc else x[2:]
+    r = len(spatial_in)
+    kernel = node.attr_ints("kernel_shape") or w[2:]  # NHWC schemas keep W in ONNX layout
+    strides = node.attr_ints("strides") or (1,) * r
+    dil = node.attr_ints("dilations") or (1,) * r
+    pads = node.attr_ints("pads") or (0,) * (2 * r)
+    auto_pad = node.attr_str("auto_pad", "NOTSET")
+    out = 1
+    for i in range(r):
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-spatial_in[i] // strides[i])
+        else:
+            extent = dil[i] * (kernel[i] - 1) + 1
+            total = spatial_in[i] + (0 if auto_pad == "VALID" else pads[i] + pads[i + r])
+            o = (total - extent) // strides[i] + 1
+        out *= max(o, 0)
+    return x[0] * w[0] * out
+
+
 def conv_macs(node: NodeView, w_index: int = 1) -> int:
     """N·Cout·prod(out spatial)·(Cin/group)·prod(kernel) = numel(Y) · prod(W.shape[1:]).
 
     W is (Cout, Cin/group, k1, k2, ...) for every Conv form — grouped, depthwise, dilated,
     1-D/2-D/3-D — and its product over dims 1.. is the same in the NHWC variants.
     """
-    y = node.out_shape(0)
     w = node.in_shape(w_index)
-    return numel(y) * math.prod(w[1:])
+    return conv_out_elems(node, w_index) * math.prod(w[1:])
 
 
 @rule
 def conv(node: NodeView) -> Cost:
     """Conv, NhwcConv, FusedConv, NhwcFusedConv, nchwc Conv: MACs + bias + Z-add + activation."""
     macs = conv_macs(node)
-    n = numel(node.out_shape(0))
+    n = conv_out_elems(node)
     flops = 2 * macs
     if node.has_input(2):
         flops += n  # bias, one add per output element
@@ -159,8 +191,9 @@ def fused_matmul(node: NodeView) -> Cost:
     """com.microsoft FusedMatMul / TransposeMatMul / FusedMatMulActivation: alpha·op(A)·op(B)."""
     a = _fused_operand(node.in_shape(0), node.attr_int("transA", 0), node.attr_int("transBatchA", 0))
     b = _fused_operand(node.in_shape(1), node.attr_int("transB", 0), node.attr_int("transBatchB", 0))
+    batch, m, n, _ = matmul_dims(a, b)
     macs = _matmul_macs(node, a, b)
-    n_out = numel(node.out_shape(0))
+    n_out = batch * m * n
     flops = 2 * macs
     if node.attr_float("alpha", 1.0) != 1.0:
         flops += n_out
@@ -168,15 +201,15 @@ def fused_matmul(node: NodeView) -> Cost:
     return counted(flops=flops, macs=macs)
 
 
-def einsum_macs(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, bool]:
-    """MACs of an Einsum, and whether it does any arithmetic at all.
+def einsum_cost(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, int] | None:
+    """(MACs, additions) of an Einsum; None when it only moves data.
 
-    Two operands: the product of the sizes of all indices (each combination of index values is
-    one multiply-accumulate). n operands: contracted pairwise left to right; the intermediate
-    keeps the indices still needed (by the output or a later operand), and each step costs the
-    product of the sizes of the indices of its pair. One operand: a sum over the indices missing
-    from the output costs the product of all index sizes (additions, reported as MACs too); a
-    pure transpose or diagonal does no arithmetic.
+    Two operands: MACs = the product of the sizes of all indices (each combination of index
+    values is one multiply-accumulate). n operands: contracted pairwise left to right; the
+    intermediate keeps the indices still needed (by the output or a later operand), and each step
+    costs the product of the sizes of its pair's indices. One operand: a sum over the indices
+    missing from the output is a reduction, ``prod(all sizes) - prod(output sizes)`` additions
+    and no MAC; a pure transpose or diagonal (nothing summed) moves data only.
     """
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
@@ -212,8 +245,8 @@ def einsum_macs(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, bool
     if len(operand_idx) == 1:
         idx = set(operand_idx[0])
         if idx <= out:
-            return 0, False
-        return math.prod(sizes[n] for n in idx), True
+            return None
+        return 0, math.prod(sizes[n] for n in idx) - math.prod(sizes[n] for n in idx & out)
     macs = 0
     cur = set(operand_idx[0])
     for j in range(1, len(operand_idx)):
@@ -223,20 +256,21 @@ def einsum_macs(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, bool
         for idx in operand_idx[j + 1 :]:
             later |= set(idx)
         cur = pair & later
-    return macs, True
+    return macs, 0
 
 
 @rule
 def einsum(node: NodeView) -> Cost:
-    """Einsum: see :func:`einsum_macs`; FLOPs = 2 × MACs."""
+    """Einsum: see :func:`einsum_cost`; FLOPs = 2 × MACs (+ the additions of a reduction)."""
     eq = node.attr_str("equation", "")
     if not eq:
         raise MissingInfo("equation missing")
     shapes = [node.in_shape(i) for i in range(len(node.inputs))]
-    macs, arithmetic = einsum_macs(eq, shapes)
-    if not arithmetic:
+    cost = einsum_cost(eq, shapes)
+    if cost is None:
         return Cost(outcome="zero")
-    return counted(flops=2 * macs, macs=macs)
+    macs, adds = cost
+    return counted(flops=2 * macs + adds, macs=macs)
 
 
 @rule
@@ -250,7 +284,7 @@ def conv_integer(node: NodeView) -> Cost:
 def qlinear_conv(node: NodeView) -> Cost:
     """QLinearConv: 2 int_ops per MAC, the int32 bias add, and a requantize per output."""
     macs = conv_macs(node, w_index=3)
-    n = numel(node.out_shape(0))
+    n = conv_out_elems(node, w_index=3)
     ops = 2 * macs + REQUANT * n + (n if node.has_input(8) else 0)
     return counted(int_ops=ops, macs=macs)
 
@@ -265,6 +299,7 @@ def matmul_integer(node: NodeView) -> Cost:
 @rule
 def qlinear_matmul(node: NodeView) -> Cost:
     """QLinearMatMul: 2 int_ops per MAC and a requantize per output element."""
-    macs = _matmul_macs(node, node.in_shape(0), node.in_shape(3))
-    return counted(int_ops=2 * macs + REQUANT * numel(node.out_shape(0)), macs=macs)
+    batch, m, n, k = matmul_dims(node.in_shape(0), node.in_shape(3))
+    macs = batch * m * n * k
+    return counted(int_ops=2 * macs + REQUANT * batch * m * n, macs=macs)
 

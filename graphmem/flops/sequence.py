@@ -203,14 +203,20 @@ def multi_head_attention(node: NodeView) -> Cost:
     (B, S, N, 3, H). The optional bias adds 1 per element of Q, K and V.
     """
     past_i, mask_i, attn_bias_i, bias_i = _MHA_INPUTS[node.op_type]
-    y = node.out_shape(0)
     n_heads = node.attr_int("num_heads", 0)
     if n_heads <= 0:
         raise MissingInfo("num_heads missing")
     q = node.in_shape(0)
-    b, sq = y[0], y[1]
-    d_v = y[2] // n_heads
+    b, sq = q[0], q[1]
     d_qk = q[4] if len(q) == 5 else q[2] // n_heads
+    y = node.known_out(0)
+    if y is not None:
+        d_v = y[2] // n_heads
+    elif len(q) == 5:
+        d_v = q[4]
+    else:
+        v = node.in_shape(2)
+        d_v = v[3] if len(v) == 4 else v[2] // n_heads
     present = node.known_out(1)
     key = node.known_in(1) if node.has_input(1) else None
     if node.has_input(1) and key is None:
@@ -242,13 +248,14 @@ def group_query_attention(node: NodeView) -> Cost:
     present share a buffer, an upper bound. Per score: scale, causal mask, softmax (+ softcap 3,
     attention_bias 1); rotary 3 FLOPs per rotated Q and K element.
     """
-    y = node.out_shape(0)
     n_heads = node.attr_int("num_heads", 0)
     kv_heads = node.attr_int("kv_num_heads", 0)
     if n_heads <= 0 or kv_heads <= 0:
         raise MissingInfo("num_heads / kv_num_heads missing")
-    b, s = y[0], y[1]
-    h = y[2] // n_heads
+    q = node.in_shape(0)
+    b, s = q[0], q[1]
+    packed = not node.has_input(1)  # query holds Q, K and V: (N + 2·kvN) heads
+    h = q[2] // (n_heads + 2 * kv_heads if packed else n_heads)
     present = node.known_out(1)
     if present is not None and len(present) == 4:
         total = present[2]

@@ -1,0 +1,55 @@
+"""`graphmem layers` and `graphmem ops`: the per-layer table and the rule coverage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import graphmem
+from graphmem.cli import app
+from graphmem.layers import layer_rows
+
+
+def test_layer_rows_sum_to_the_totals(models_dir: Path) -> None:
+    a = graphmem.analyze(models_dir / "tiny_cnn.onnx", dims={"batch": 2})
+    rows = layer_rows(a)
+    assert len(rows) == a.model.nodes
+    assert sum(r.flops for r in rows) == a.flops.flops
+    assert sum(r.params for r in rows) == a.weights.params
+    assert any(r.live_at_peak for r in rows)
+    # the first Conv: 3->16 channels, 3x3, 64x64 output at batch 2: 2*16*64*64*27 MACs
+    conv = rows[0]
+    assert conv.op_type == "Conv" and conv.macs == 2 * 16 * 64 * 64 * 27
+    grouped = layer_rows(a, group_depth=1, sort="flops", top=3)
+    assert len(grouped) == 3 and grouped[0].flops >= grouped[1].flops >= grouped[2].flops
+
+
+def test_layers_cli_json_and_errors(models_dir: Path) -> None:
+    r = CliRunner().invoke(app, ["layers", str(models_dir / "tiny_lstm.onnx"), "--dim", "batch=1", "--dim", "seq=5", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["totals"]["flops"] == sum(layer["flops"] for layer in doc["layers"])
+    r = CliRunner().invoke(app, ["layers", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=1", "--sort", "size"])
+    assert r.exit_code == 2
+
+
+def test_ops_lists_every_default_op_with_an_outcome() -> None:
+    r = CliRunner().invoke(app, ["ops", "--json", "--opset", "17"])
+    assert r.exit_code == 0, r.output
+    ops = json.loads(r.output)["ops"]
+    outcomes = {(o["domain"], o["op_type"]): o["outcome"] for o in ops}
+    assert outcomes[("ai.onnx", "Conv")] == "counted"
+    assert outcomes[("ai.onnx", "Reshape")] == "zero"
+    assert ("com.microsoft", "Attention") in outcomes
+    assert set(outcomes.values()) <= {"counted", "zero", "unsupported"}
+
+
+def test_peak_json_reports_flops(models_dir: Path) -> None:
+    r = CliRunner().invoke(app, ["peak", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=1", "--json"])
+    doc = json.loads(r.output)
+    for key in ("total", "macs", "by_op_type", "unsupported", "zero", "int_ops"):
+        assert key in doc["flops"]
+    assert doc["flops"]["total"] >= 2 * doc["flops"]["macs"] > 0
+    assert doc["flops"]["unsupported"] == {}

@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from graphmem.errors import UsageError
-from graphmem.units import format_bytes, parse_bytes, parse_count
+from graphmem.units import parse_bytes, parse_count
 
 __all__ = [
     "Device",
     "UnknownDeviceError",
     "PRECISIONS",
     "CATALOG",
+    "ALIASES",
     "catalog",
     "find_device",
     "resolve_device",
@@ -188,27 +189,36 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+#: Other names for catalog devices (compared like names: case, spaces, '-' and '_' ignored).
+ALIASES = {
+    "tesla-k80": "k80", "tesla-t4": "t4", "h100": "h100-80gb", "h100-sxm": "h100-80gb",
+    "h200": "h200-141gb", "titan-x": "titan-x-pascal", "titan-xp": "titan-x-pascal",
+    "jetson-agx-orin": "jetson-agx-orin-64gb", "orin": "jetson-agx-orin-64gb",
+    "a100-40gb-sxm": "a100-40gb", "a100-80gb-sxm": "a100-80gb", "cpu": "host",
+}
+
+
 def find_device(name: str, devices: Iterable[Device] | None = None) -> Device:
     """The device called ``name`` (case, spaces, '-' and '_' ignored: "A100 80GB" works), or
-    the only device whose name starts with it ("h100").
+    named by one of :data:`ALIASES` ("h100", "tesla-t4").
 
     Raises:
-        UnknownDeviceError: naming the closest known names.
+        UnknownDeviceError: naming the closest known names (difflib over names and aliases).
     """
     devices = tuple(catalog() if devices is None else devices)
+    by_key = {_key(d.name): d for d in devices}
+    for alias, target in ALIASES.items():
+        if target in {d.name for d in devices}:
+            by_key.setdefault(_key(alias), next(d for d in devices if d.name == target))
     wanted = _key(name)
-    for d in devices:
-        if _key(d.name) == wanted:
-            return d
-    prefixed = [d for d in devices if wanted and _key(d.name).startswith(wanted)]
-    if len(prefixed) == 1:  # "h100" → h100-80gb; "a100" stays ambiguous
-        return prefixed[0]
-    by_key = {_key(d.name): d.name for d in devices}
-    close = difflib.get_close_matches(wanted, list(by_key), n=3, cutoff=0.5)
-    close += [k for k in by_key if wanted and wanted in k and k not in close]
+    if wanted in by_key:
+        return by_key[wanted]
+    close = [k for k in by_key if wanted and wanted in k]  # "a100" → both A100s first
+    close += difflib.get_close_matches(wanted, list(by_key), n=6, cutoff=0.5)
+    names = list(dict.fromkeys(by_key[k].name for k in close))[:3]
     hint = (
-        "did you mean " + ", ".join(by_key[k] for k in close[:3]) + "?"
-        if close
+        "did you mean " + ", ".join(names) + "?"
+        if names
         else "known: " + ", ".join(d.name for d in devices)
     )
     raise UnknownDeviceError(f"unknown device '{name}'; {hint} (graphmem devices lists them)")

@@ -71,8 +71,9 @@ def resnet(path: Path, failures: list[str]) -> None:
                   failures))
     print(f"    total            sweep {row8.total_bytes:,}  peak {p8['total_bytes']:,}  fit "
           f"{s.fit.predict(8):,.0f}  "
-          + check(row8.total_bytes == p8["total_bytes"] and abs(s.fit.predict(8) - p8["total_bytes"])
-                  <= max(1.0, s.fit.worst_residual_bytes), "resnet total@8", failures))
+          + check(row8.total_bytes == p8["total_bytes"]
+                  and abs(s.fit.predict(8) - p8["total_bytes"]) <= max(1.0, s.fit.worst_residual_bytes),
+                  "resnet total@8", failures))
     step = p9["total_bytes"] - p8["total_bytes"]
     print(f"    per sample       fit slope {slope:,.1f} B ({format_bytes(round(slope))}); peak "
           f"batch 9 - batch 8 = {step:,} B  "

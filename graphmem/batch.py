@@ -1,0 +1,665 @@
+"""Memory as a function of one dim: a sweep with a fitted model, and the exact largest value that
+fits a memory budget.
+
+**Sweep** (:func:`sweep`): one full analysis per value of the swept dim (the others fixed), then a
+least-squares fit ``total ≈ fixed + per_unit·x`` — plus ``per_unit2·x²`` only when the data needs
+it. The rule (:data:`QUADRATIC_RULE`): the linear fit is kept when its worst residual is within
+1% of the total's spread over the sweep (or 64 bytes); otherwise, with at least three distinct
+values, a quadratic term is added when it lowers the worst residual. Attention over ``seq`` (the
+``seq × seq`` score matrices) is the usual case. The activation peak is a maximum over steps, so
+the step that sets it can change inside the sweep (BERT-base: from the feed-forward layer to the
+attention scores near seq = 384); neither form is exact then, and the worst residual says so.
+Weights, activation peak and inputs are fitted with the same terms; least squares is linear in
+the data, so their coefficients add up to the total's, and the fixed part splits into weights +
+dim-independent activations + dim-independent inputs.
+
+**Search** (:func:`search_largest`): the largest value of one dim whose total (+ overhead) fits a
+budget, found on real analyses, never by extrapolating the fit: probe 1, 2, 4, … until one does
+not fit, then binary search between the last fit and the first miss. The answer ``n`` always has
+``n`` analysed as fitting and ``n + 1`` as not. The search assumes memory grows with the dim; it
+checks that on every probed point and reports each decrease (the answer is then the boundary the
+search found, and another value beyond it may fit too).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from graphmem.errors import UnknownDimError, UsageError
+from graphmem.units import format_bytes, format_count
+
+if TYPE_CHECKING:
+    from graphmem.analysis import Analysis
+    from graphmem.devices import Device
+    from graphmem.loading import Model
+
+__all__ = [
+    "SweepSpec", "SweepRow", "MemoryFit", "Sweep", "Probe", "SearchResult", "FitCheck",
+    "parse_dim_values", "parse_sweep_dims", "parse_bound_dims", "sweep", "fit_memory",
+    "search_largest", "check_fit", "breakdown", "dominant",
+    "sweep_json", "sweep_table", "fit_json", "fit_table", "fit_formula",
+    "INT64_MAX", "MAX_SWEEP_POINTS", "QUADRATIC_RULE",
+]
+
+INT64_MAX = (1 << 63) - 1
+#: Most values one sweep may have (a range expanding to more is rejected).
+MAX_SWEEP_POINTS = 64
+QUADRATIC_REL = 0.01
+QUADRATIC_ABS = 64
+QUADRATIC_RULE = (
+    "linear if its worst residual is within 1% of the total's spread over the sweep (or 64 B); "
+    "else, with >= 3 distinct values, a quadratic term is added when it lowers the worst residual"
+)
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepSpec:
+    """``--dim`` items of a sweep: fixed bindings and the one dim with several values."""
+
+    fixed: dict[str, int]
+    dim: str
+    values: tuple[int, ...]
+
+
+def _integer(item: str, token: str) -> int:
+    from graphmem.analysis import MAX_DIM
+
+    token = token.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", token):
+        raise UsageError(f"--dim '{item}': '{token}' is not an integer")
+    n = int(token)
+    if n > INT64_MAX or n < -INT64_MAX - 1:
+        raise UsageError(f"--dim '{item}': {token} overflows int64")
+    if n < 1:
+        raise UsageError(f"--dim '{item}': a dim must be a positive integer")
+    if n > MAX_DIM:
+        raise UsageError(f"--dim '{item}': {n} is absurdly large (limit 2**40)")
+    return n
+
+
+def parse_dim_values(item: str, text: str) -> tuple[int, ...]:
+    """Values of one ``--dim`` item: ``1,2,4``; ``1..8`` (every integer); ``8..64:8`` (step);
+    ``1..64:x2`` (×2 each). Sorted, duplicates dropped.
+
+    Raises:
+        UsageError: empty items ("1,,2"), non-integers, int64 overflow, values beyond 2**40, a
+        range that is empty or has more than :data:`MAX_SWEEP_POINTS` values.
+    """
+    m = re.fullmatch(r"\s*([^.:]+)\.\.([^.:]+)(?::\s*(x?)([^.:]+))?\s*", text)
+    if m is None:
+        if ".." in text or ":" in text:
+            raise UsageError(f"--dim '{item}': a range is LO..HI, LO..HI:STEP or LO..HI:xFACTOR")
+        tokens = text.split(",")
+        if any(not t.strip() for t in tokens):
+            raise UsageError(f"--dim '{item}': empty value in the list (expected e.g. 1,2,4)")
+        values = [_integer(item, t) for t in tokens]
+    else:
+        lo, hi = _integer(item, m.group(1)), _integer(item, m.group(2))
+        step = _integer(item, m.group(4)) if m.group(4) else 1
+        if lo > hi:
+            raise UsageError(f"--dim '{item}': empty range ({lo} > {hi})")
+        if m.group(3) and step < 2:
+            raise UsageError(f"--dim '{item}': a geometric factor must be at least 2")
+        values = []
+        v = lo
+        while v <= hi:
+            values.append(v)
+            if len(values) > MAX_SWEEP_POINTS:
+                raise UsageError(f"--dim '{item}': more than {MAX_SWEEP_POINTS} values")
+            v = v * step if m.group(3) else v + step
+    if len(values) > MAX_SWEEP_POINTS:
+        raise UsageError(f"--dim '{item}': more than {MAX_SWEEP_POINTS} values")
+    return tuple(sorted(set(values)))
+
+
+def _items(items: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not text.strip():
+            raise UsageError(f"--dim '{item}': expected NAME=VALUES, e.g. batch=1,2,4,8")
+        if name in out:
+            raise UsageError(f"--dim {name} is given twice")
+        out[name] = parse_dim_values(item, text)
+    return out
+
+
+def parse_sweep_dims(items: Sequence[str] | None) -> SweepSpec:
+    """``["batch=1,2,4", "seq=128"]`` → :class:`SweepSpec`; exactly one dim has several values."""
+    parsed = _items(items)
+    swept = [n for n, v in parsed.items() if len(v) > 1]
+    if len(swept) != 1:
+        raise UsageError(
+            "sweep needs exactly one dim with several values, e.g. --dim batch=1,2,4,8"
+            + (f" (several: {', '.join(swept)})" if swept else "")
+        )
+    fixed = {n: v[0] for n, v in parsed.items() if len(v) == 1}
+    return SweepSpec(fixed=fixed, dim=swept[0], values=parsed[swept[0]])
+
+
+def parse_bound_dims(items: Sequence[str] | None) -> dict[str, int]:
+    """``--dim`` items with one value each (for ``fit``); lists are rejected."""
+    out = {}
+    for name, values in _items(items).items():
+        if len(values) != 1:
+            raise UsageError(f"--dim {name}: fit takes one value per dim (sweep takes lists)")
+        out[name] = values[0]
+    return out
+
+
+def _as_model(model: Model | str | os.PathLike[str]) -> Model:
+    from graphmem.loading import Model, load_model
+
+    return model if isinstance(model, Model) else load_model(model)
+
+
+# --- sweep and fit ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepRow:
+    """One binding's figures, equal to ``graphmem.analyze`` at ``dims``."""
+
+    value: int
+    dims: dict[str, int]
+    weights_bytes: int
+    activations_peak_bytes: int
+    lower_bound_bytes: int
+    inputs_bytes: int
+    outputs_bytes: int
+    total_bytes: int
+    peak_node: str
+    flops: int | None  # None: the FLOP counter is not available
+    flops_unsupported: int  # nodes the counter could not cost: ``flops`` is then "at least"
+    kv_cache_bytes: int | None  # None: the model has no KV cache
+    unresolved: int  # tensors without a static size: the figures are lower estimates
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryFit:
+    """``total ≈ fixed + per_unit·x + per_unit2·x²`` in bytes (``per_unit2`` 0 when linear)."""
+
+    dim: str
+    degree: int
+    fixed_bytes: float
+    per_unit_bytes: float
+    per_unit2_bytes: float
+    worst_residual_bytes: float  # of the chosen fit, |actual - fitted|
+    worst_residual_at: int
+    linear_worst_residual_bytes: float
+    parts: dict[str, tuple[float, float, float]]  # weights/activations/inputs: (c0, c1, c2)
+
+    def predict(self, x: float) -> float:
+        """The fitted total at ``x`` (an estimate; :func:`search_largest` gives exact answers)."""
+        return self.fixed_bytes + self.per_unit_bytes * x + self.per_unit2_bytes * x * x
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sweep:
+    path: str
+    dim: str
+    fixed: dict[str, int]
+    as_dtype: str | None
+    rows: tuple[SweepRow, ...]
+    fit: MemoryFit
+
+
+def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
+          as_dtype: str | None = None, flops: bool = True) -> Sweep:
+    """Analyze ``model`` at each value of ``spec.dim`` and fit total memory against it.
+
+    Raises:
+        UnknownDimError, UnboundDimError: as :func:`graphmem.analyze` (naming the model's dims).
+    """
+    from graphmem.analysis import analyze_model
+    from graphmem.kvcache import kv_cache
+    from graphmem.roofline import total_flops
+
+    m = _as_model(model)
+    rows = []
+    for v in spec.values:
+        a = analyze_model(m, dims={**spec.fixed, spec.dim: v}, as_dtype=as_dtype)
+        kv = kv_cache(a)
+        counted = total_flops(a) if flops else None
+        rows.append(SweepRow(
+            value=v, dims=dict(a.model.dims), weights_bytes=a.weights.bytes,
+            activations_peak_bytes=a.activations.peak_bytes,
+            lower_bound_bytes=a.activations.lower_bound_bytes, inputs_bytes=a.io.inputs_bytes,
+            outputs_bytes=a.io.outputs_bytes, total_bytes=a.total_bytes,
+            peak_node=a.activations.peak_node,
+            flops=counted[0] if counted else None, flops_unsupported=counted[1] if counted else 0,
+            kv_cache_bytes=kv.total_bytes if kv is not None else None,
+            unresolved=len(a.shapes.unresolved),
+        ))
+    return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
+                 rows=tuple(rows), fit=fit_memory(spec.dim, rows))
+
+
+def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
+    """Coefficients (c0, c1[, c2]), worst |residual| and where; x scaled for conditioning."""
+    import numpy as np
+
+    x = np.asarray(xs, dtype=np.float64)
+    y = np.asarray(ys, dtype=np.float64)
+    scale = float(np.max(np.abs(x))) or 1.0
+    design = np.vander(x / scale, degree + 1, increasing=True)
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    coef = [float(c) / scale**k for k, c in enumerate(coef)]
+    fitted = sum(c * x**k for k, c in enumerate(coef))
+    res = np.abs(y - fitted)
+    i = int(np.argmax(res))
+    return coef, float(res[i]), int(xs[i])
+
+
+def fit_memory(dim: str, rows: Sequence[SweepRow]) -> MemoryFit:
+    """Fit the rows' totals (and parts) against ``dim`` by :data:`QUADRATIC_RULE`.
+
+    Raises:
+        UsageError: fewer than two distinct values.
+    """
+    xs = [r.value for r in rows]
+    if len(set(xs)) < 2:
+        raise UsageError(f"a fit over {dim} needs at least two distinct values")
+    totals = [r.total_bytes for r in rows]
+    lin, lin_worst, lin_at = _lstsq(xs, totals, 1)
+    coef, worst, at, degree = lin, lin_worst, lin_at, 1
+    if len(set(xs)) >= 3:
+        quad, q_worst, q_at = _lstsq(xs, totals, 2)
+        spread = max(totals) - min(totals)
+        if lin_worst > max(QUADRATIC_REL * spread, QUADRATIC_ABS) and q_worst < lin_worst:
+            coef, worst, at, degree = quad, q_worst, q_at, 2
+    series = {
+        "weights": [r.weights_bytes for r in rows],
+        "activations": [r.activations_peak_bytes for r in rows],
+        "inputs": [r.inputs_bytes for r in rows],
+    }
+    parts = {}
+    for name, ys in series.items():
+        c = _lstsq(xs, ys, degree)[0]
+        parts[name] = (c[0], c[1], c[2] if degree == 2 else 0.0)
+    return MemoryFit(
+        dim=dim, degree=degree, fixed_bytes=coef[0], per_unit_bytes=coef[1],
+        per_unit2_bytes=coef[2] if degree == 2 else 0.0, worst_residual_bytes=worst,
+        worst_residual_at=at, linear_worst_residual_bytes=lin_worst, parts=parts,
+    )
+
+
+# --- exact search ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Probe:
+    value: int
+    total_bytes: int
+    fits: bool
+    unresolved: int  # tensors without a static size: the total is a lower estimate
+    complete: bool  # no more unresolved tensors than at value 1 (else: never "fits")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult:
+    """The largest ``dim`` that fits; ``largest`` 0 when even 1 does not fit."""
+
+    dim: str
+    dims: dict[str, int]  # the other dims, fixed
+    budget_bytes: int
+    overhead_bytes: int
+    largest: int
+    analysis: Analysis | None  # at ``largest``
+    next_total_bytes: int | None  # at ``largest + 1``; None when ``unbounded``
+    next_complete: bool  # False: ``largest + 1`` does not fit because its shapes do not resolve
+    unbounded: bool  # fits even at the limit (memory does not grow enough with the dim)
+    limit: int
+    probes: tuple[Probe, ...]  # in the order analysed
+    monotone: bool
+    violations: tuple[tuple[int, int, int, int], ...]  # (x, total, larger x, smaller total)
+
+    @property
+    def headroom_bytes(self) -> int | None:
+        """Budget left at ``largest`` after its total and the overhead."""
+        if self.analysis is None:
+            return None
+        return self.budget_bytes - self.overhead_bytes - self.analysis.total_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitCheck:
+    """Whether one fully bound analysis fits: ``needed`` = total + overhead ≤ budget."""
+
+    analysis: Analysis
+    budget_bytes: int
+    overhead_bytes: int
+    needed_bytes: int
+    fits: bool
+    headroom_bytes: int  # negative: the shortfall
+
+
+def _budget(budget_bytes: int, overhead_bytes: int) -> int:
+    if budget_bytes <= 0:
+        raise UsageError("the memory budget must be more than 0 bytes")
+    if overhead_bytes < 0:
+        raise UsageError("--overhead must not be negative")
+    if overhead_bytes >= budget_bytes:
+        raise UsageError(f"--overhead {format_bytes(overhead_bytes)} leaves nothing of the "
+                         f"{format_bytes(budget_bytes)} budget")
+    return budget_bytes - overhead_bytes
+
+
+def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_bytes: int,
+                   dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+                   as_dtype: str | None = None, limit: int | None = None) -> SearchResult:
+    """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc).
+
+    Raises:
+        UsageError: ``solve`` also in ``dims``; bad budget or overhead.
+        UnknownDimError, UnboundDimError: ``solve`` or a ``dims`` name is not a model dim, or a
+        dim is left unbound (the messages name the model's dims).
+    """
+    from graphmem.analysis import MAX_DIM, analyze_model, check_dims
+
+    m = _as_model(model)
+    dims = dict(dims or {})
+    if solve in dims:
+        raise UsageError(f"--solve {solve} is also bound by --dim {solve}=…; give one of them")
+    if solve not in m.symbolic_dims and all(d in m.symbolic_dims for d in dims):
+        try:
+            check_dims(m, {solve: 1})
+        except UnknownDimError as exc:  # same message, naming the option the user gave
+            raise UnknownDimError(str(exc).replace("--dim", "--solve", 1)) from None
+    check_dims(m, {**dims, solve: 1})
+    available = _budget(budget_bytes, overhead_bytes)
+    limit = MAX_DIM if limit is None else limit
+    probes: list[Probe] = []
+    best: list[Analysis] = []
+    base: list[int] = []  # unresolved tensors at value 1: the model's own unknowns
+
+    def fits(v: int) -> bool:
+        a = analyze_model(m, dims={**dims, solve: v}, as_dtype=as_dtype)
+        unresolved = len(a.shapes.unresolved)
+        base[:] = base or [unresolved]
+        complete = unresolved <= base[0]
+        ok = complete and a.total_bytes <= available
+        probes.append(Probe(value=v, total_bytes=a.total_bytes, fits=ok, unresolved=unresolved,
+                            complete=complete))
+        if ok and (not best or v > best[0].model.dims[solve]):
+            best[:] = [a]
+        return ok
+
+    lo, hi, v = 0, None, 1
+    while hi is None:
+        if not fits(v):
+            hi = v
+        elif v >= limit:
+            lo = v
+            break
+        else:
+            lo, v = v, min(2 * v, limit)
+    if hi is not None:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    by_x = sorted({p.value: p.total_bytes for p in probes if p.complete}.items())
+    violations = tuple(
+        (x0, t0, x1, t1) for (x0, t0), (x1, t1) in zip(by_x, by_x[1:]) if t1 < t0
+    )
+    after = next((p for p in probes if p.value == lo + 1), None)
+    return SearchResult(
+        dim=solve, dims=dims, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
+        largest=lo, analysis=best[0] if lo else None,
+        next_total_bytes=after.total_bytes if after is not None else None,
+        next_complete=after is None or after.complete,
+        unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
+        violations=violations,
+    )
+
+
+def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
+              dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+              as_dtype: str | None = None) -> FitCheck:
+    """Whether the model with every dim bound fits ``budget_bytes`` after ``overhead_bytes``."""
+    from graphmem.analysis import analyze_model
+
+    available = _budget(budget_bytes, overhead_bytes)
+    a = analyze_model(_as_model(model), dims=dims, as_dtype=as_dtype)
+    return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
+                    needed_bytes=a.total_bytes + overhead_bytes,
+                    fits=a.total_bytes <= available, headroom_bytes=available - a.total_bytes)
+
+
+def breakdown(a: Analysis) -> dict[str, int]:
+    """The total's parts: weights, activation peak, inputs."""
+    return {"weights": a.weights.bytes, "activations": a.activations.peak_bytes,
+            "inputs": a.io.inputs_bytes}
+
+
+def dominant(a: Analysis) -> str:
+    """The largest part of the total ("weights", "activations" or "inputs")."""
+    parts = breakdown(a)
+    return max(parts, key=parts.__getitem__)
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+def sweep_json(s: Sweep) -> dict[str, Any]:
+    """The ``graphmem sweep --json`` document (schema_version 1; bytes exact in rows, float
+    coefficients in the fit; ``flops`` null when the counter is not available)."""
+    f = s.fit
+    return {
+        "schema_version": 1,
+        "model": {"path": s.path},
+        "dim": s.dim,
+        "fixed_dims": dict(s.fixed),
+        "as_dtype": s.as_dtype,
+        "rows": [
+            {"value": r.value, "dims": r.dims, "weights_bytes": r.weights_bytes,
+             "activations_peak_bytes": r.activations_peak_bytes,
+             "lower_bound_bytes": r.lower_bound_bytes, "inputs_bytes": r.inputs_bytes,
+             "outputs_bytes": r.outputs_bytes, "total_bytes": r.total_bytes,
+             "peak_node": r.peak_node, "flops": r.flops,
+             "flops_unsupported_nodes": r.flops_unsupported, "kv_cache_bytes": r.kv_cache_bytes,
+             "unresolved_tensors": r.unresolved}
+            for r in s.rows
+        ],
+        "fit": {
+            "model": "total = fixed + per_unit*x + per_unit2*x^2 (bytes)",
+            "degree": f.degree,
+            "fixed_bytes": f.fixed_bytes,
+            "per_unit_bytes": f.per_unit_bytes,
+            "per_unit2_bytes": f.per_unit2_bytes,
+            "worst_residual_bytes": f.worst_residual_bytes,
+            "worst_residual_at": f.worst_residual_at,
+            "linear_worst_residual_bytes": f.linear_worst_residual_bytes,
+            "parts": {k: {"fixed_bytes": c0, "per_unit_bytes": c1, "per_unit2_bytes": c2}
+                      for k, (c0, c1, c2) in f.parts.items()},
+            "rule": QUADRATIC_RULE,
+        },
+    }
+
+
+def _b(x: float) -> str:
+    return format_bytes(round(x))
+
+
+def fit_formula(f: MemoryFit) -> str:
+    """"98.4 MiB + 11.2 MiB × batch (+ 24 B × batch²)"."""
+    text = f"{_b(f.fixed_bytes)} {_signed(f.per_unit_bytes)} × {f.dim}"
+    if f.degree == 2:
+        sign = "-" if f.per_unit2_bytes < 0 else "+"
+        text += f" {sign} {_f(abs(f.per_unit2_bytes))} B × {f.dim}²"
+    return text
+
+
+def _f(x: float) -> str:
+    return f"{0.0 if abs(x) < 0.05 else x:,.1f}"
+
+
+def _signed(x: float) -> str:
+    return f"- {_b(-x)}" if round(x) < 0 else f"+ {_b(x)}"
+
+
+def sweep_table(s: Sweep) -> str:
+    """The ``graphmem sweep`` table and the fit under it."""
+    fixed = ", ".join(f"{k}={v}" for k, v in s.fixed.items()) or "none"
+    kv = any(r.kv_cache_bytes is not None for r in s.rows)
+    lines = [f"graphmem sweep: {s.path}",
+             f"  sweeping {s.dim}; fixed dims: {fixed}"
+             + (f"; as {s.as_dtype}" if s.as_dtype else ""), "",
+             f"  {s.dim:>8} {'weights':>11} {'act peak':>11} {'lower bnd':>11} {'inputs':>11} "
+             f"{'total':>11} {'FLOPs':>11}" + (f" {'kv cache':>11}" if kv else "")]
+    for r in s.rows:
+        fl = "unavailable" if r.flops is None else (
+            ("≥ " if r.flops_unsupported else "") + format_count(r.flops))
+        lines.append(
+            f"  {r.value:>8} {format_bytes(r.weights_bytes):>11} "
+            f"{format_bytes(r.activations_peak_bytes):>11} {format_bytes(r.lower_bound_bytes):>11} "
+            f"{format_bytes(r.inputs_bytes):>11} {format_bytes(r.total_bytes):>11} {fl:>11}"
+            + (f" {format_bytes(r.kv_cache_bytes):>11}" if kv else "")
+            + (f"  * {r.unresolved} unresolved" if r.unresolved else "")
+        )
+    f = s.fit
+    worst_row = next(r for r in s.rows if r.value == f.worst_residual_at)
+    share = 100.0 * f.worst_residual_bytes / max(worst_row.total_bytes, 1)
+    w, act, inp = f.parts["weights"], f.parts["activations"], f.parts["inputs"]
+    lines += [
+        "",
+        f"  fit: total ≈ {fit_formula(f)}   ({'quadratic' if f.degree == 2 else 'linear'}, "
+        "least squares)",
+        f"    worst residual {_b(f.worst_residual_bytes)} ({share:.3f}% of the total) at "
+        f"{s.dim}={f.worst_residual_at}"
+        + (f"; linear would be off by {_b(f.linear_worst_residual_bytes)}"
+           if f.degree == 2 else ""),
+        f"    fixed {_b(f.fixed_bytes)} = weights {_b(w[0])} + activations independent of "
+        f"{s.dim} {_b(act[0])} + inputs {_b(inp[0])}",
+        f"    per {s.dim}: activations {_b(act[1])} + inputs {_b(inp[1])}"
+        + (f"; per {s.dim}²: activations {_f(act[2])} B + inputs {_f(inp[2])} B"
+           if f.degree == 2 else ""),
+        f"    rule: {QUADRATIC_RULE}",
+    ]
+    if any(r.unresolved for r in s.rows):
+        lines.append("  * rows with tensors of no static size: their figures are lower estimates "
+                     "(graphmem peak lists the tensors); the fit includes them")
+    if all(r.flops is None for r in s.rows):
+        lines.append("  FLOPs unavailable: the FLOP counter (graphmem.flops) is not installed")
+    elif any(r.flops_unsupported for r in s.rows):
+        lines.append("  ≥ FLOPs: some nodes have no FLOP rule (graphmem flops lists them); the "
+                     "count is a lower bound")
+    return "\n".join(lines)
+
+
+def _device_json(device: Device | None) -> dict[str, Any] | None:
+    from graphmem.devices import device_json
+
+    return device_json(device) if device is not None else None
+
+
+def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dict[str, Any]:
+    """The ``graphmem fit --json`` document (schema_version 1): mode "solve" or "check"."""
+    from graphmem.kvcache import kv_cache, kv_json
+
+    a = r.analysis
+    doc: dict[str, Any] = {"schema_version": 1, "device": _device_json(device),
+                           "budget_bytes": r.budget_bytes, "overhead_bytes": r.overhead_bytes}
+    if isinstance(r, FitCheck):
+        doc.update(mode="check", model={"path": a.model.path}, dims=dict(a.model.dims),
+                   fits=r.fits, total_bytes=a.total_bytes, needed_bytes=r.needed_bytes,
+                   headroom_bytes=r.headroom_bytes, breakdown=breakdown(a), dominant=dominant(a),
+                   kv_cache=kv_json(kv_cache(a)), unresolved=list(a.shapes.unresolved))
+        return doc
+    doc.update(
+        mode="solve", solve=r.dim, dims=dict(r.dims), largest=r.largest, fits=r.largest > 0,
+        unbounded=r.unbounded, limit=r.limit,
+        total_bytes=a.total_bytes if a else None, next_total_bytes=r.next_total_bytes,
+        next_complete=r.next_complete,
+        headroom_bytes=r.headroom_bytes, breakdown=breakdown(a) if a else None,
+        dominant=dominant(a) if a else None, kv_cache=kv_json(kv_cache(a)) if a else None,
+        monotone=r.monotone,
+        violations=[{"value": x0, "total_bytes": t0, "larger_value": x1, "smaller_total_bytes": t1}
+                    for x0, t0, x1, t1 in r.violations],
+        probes=[{"value": p.value, "total_bytes": p.total_bytes, "fits": p.fits,
+                 "unresolved_tensors": p.unresolved, "complete": p.complete} for p in r.probes],
+    )
+    if a is not None:
+        doc["model"] = {"path": a.model.path}
+    return doc
+
+
+def _parts_line(a: Analysis) -> str:
+    parts = breakdown(a)
+    total = max(a.total_bytes, 1)
+    return ", ".join(f"{k} {format_bytes(v)} ({100 * v / total:.1f}%)" for k, v in parts.items())
+
+
+def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
+              path: str = "") -> str:
+    """The ``graphmem fit`` report."""
+    from graphmem.kvcache import kv_cache, kv_lines
+
+    where = (f"{device.title} ({device.memory})" if device is not None
+             else format_bytes(r.budget_bytes))
+    avail = r.budget_bytes - r.overhead_bytes
+    lines = [f"graphmem fit: {path or (r.analysis.model.path if r.analysis else '')} on {where}",
+             f"  budget {format_bytes(r.budget_bytes)} - overhead {format_bytes(r.overhead_bytes)}"
+             f" = {format_bytes(avail)} ({avail:,} bytes) for the model"]
+    if isinstance(r, FitCheck):
+        a = r.analysis
+        dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
+        verdict = "fits" if r.fits else "DOES NOT FIT"
+        lines += [f"  dims: {dims}",
+                  f"  total {format_bytes(a.total_bytes)} ({a.total_bytes:,} bytes): {verdict}; "
+                  + (f"headroom {format_bytes(r.headroom_bytes)}" if r.fits
+                     else f"short by {format_bytes(-r.headroom_bytes)}"),
+                  f"  {_parts_line(a)}; dominated by {dominant(a)}"]
+        lines += kv_lines(kv_cache(a))
+        if a.shapes.unresolved:
+            lines.append(f"  WARNING: {len(a.shapes.unresolved)} tensors have no static size; the "
+                         "total is a lower estimate (graphmem peak lists them)")
+        return "\n".join(lines)
+    fixed = ", ".join(f"{k}={v}" for k, v in r.dims.items()) or "none"
+    lines.append(f"  solving {r.dim}; fixed dims: {fixed}")
+    a = r.analysis
+    if a is None:
+        first = r.probes[0]
+        lines.append(f"  NOTHING FITS: at {r.dim}=1 the total is {format_bytes(first.total_bytes)}"
+                     f", over the budget by {format_bytes(first.total_bytes - avail)}")
+    else:
+        if r.next_total_bytes is None:
+            nxt = f"the search stops at the limit {r.limit}"
+        elif not r.next_complete:
+            nxt = f"at {r.dim}={r.largest + 1} the shapes no longer resolve"
+        else:
+            nxt = (f"{r.dim}={r.largest + 1} needs {format_bytes(r.next_total_bytes)} "
+                   f"({r.next_total_bytes:,} bytes)")
+        lines += [f"  largest {r.dim} that fits: {r.largest}"
+                  + ("  (memory does not grow enough with it to stop before the limit)"
+                     if r.unbounded else ""),
+                  f"    {r.dim}={r.largest} uses {format_bytes(a.total_bytes)} "
+                  f"({a.total_bytes:,} bytes); {nxt}; headroom "
+                  f"{format_bytes(r.headroom_bytes)}",
+                  f"    at {r.dim}={r.largest}: {_parts_line(a)}; dominated by {dominant(a)}"]
+        lines += kv_lines(kv_cache(a), indent="    ")
+    values = ", ".join(str(p.value) for p in r.probes[:12]) + (" …" if len(r.probes) > 12 else "")
+    lines.append(f"  search: {len(r.probes)} analyses ({values}), exponential probe then "
+                 "binary search; no extrapolation")
+    broken = sorted(p.value for p in r.probes if not p.complete)
+    if broken:
+        lines.append(f"  shapes stop resolving at {r.dim}={', '.join(map(str, broken[:6]))}"
+                     + (" …" if len(broken) > 6 else "") + ": more tensors without a static "
+                     f"size than at {r.dim}=1, so those values count as not fitting (the model "
+                     "cannot be sized there, e.g. past its position embeddings)")
+    elif r.analysis is not None and r.analysis.shapes.unresolved:
+        lines.append(f"  WARNING: {len(r.analysis.shapes.unresolved)} tensors have no static size "
+                     "at every value; the totals are lower estimates (graphmem peak lists them)")
+    if r.monotone:
+        lines.append(f"  memory is monotone in {r.dim} on every probed point")
+    else:
+        x0, t0, x1, t1 = r.violations[0]
+        lines.append(f"  WARNING: memory is NOT monotone in {r.dim}: {r.dim}={x0} needs "
+                     f"{format_bytes(t0)} but {r.dim}={x1} only {format_bytes(t1)} "
+                     f"({len(r.violations)} decreases); the answer is the boundary the search "
+                     "found, a larger value may fit too")
+    return "\n".join(lines)

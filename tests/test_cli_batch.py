@@ -1,0 +1,175 @@
+"""``graphmem sweep``, ``fit`` and ``devices`` through typer's CliRunner: exit codes and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+from typer.testing import CliRunner
+
+import graphmem
+from graphmem.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+CNN = str(ROOT / "models" / "tiny_cnn.onnx")
+BERT = str(ROOT / "models" / "tiny_bert.onnx")
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from test_batch import tiny_decoder
+
+    path = tmp_path_factory.mktemp("cli_kv") / "tiny_decoder.onnx"
+    onnx.save(tiny_decoder(), str(path))
+    return str(path)
+
+
+def test_sweep_json_rows_equal_analyze() -> None:
+    code, out, _ = run("sweep", CNN, "--dim", "batch=1,2,4,8,16", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1 and doc["dim"] == "batch"
+    assert [r["value"] for r in doc["rows"]] == [1, 2, 4, 8, 16]
+    for row in doc["rows"]:
+        a = graphmem.analyze(CNN, dims=row["dims"])
+        assert (row["weights_bytes"], row["activations_peak_bytes"], row["lower_bound_bytes"],
+                row["total_bytes"]) == (a.weights.bytes, a.activations.peak_bytes,
+                                        a.activations.lower_bound_bytes, a.total_bytes)
+        assert row["flops"] is None or row["flops"] > 0
+    fit = doc["fit"]
+    assert fit["degree"] == 1 and fit["per_unit2_bytes"] == 0.0
+    assert fit["fixed_bytes"] == pytest.approx(doc["rows"][0]["weights_bytes"], abs=1e-3)
+    assert set(fit["parts"]) == {"weights", "activations", "inputs"}
+
+
+def test_sweep_table_with_fixed_dim() -> None:
+    code, out, _ = run("sweep", BERT, "--dim", "batch=2", "--dim", "seq=16..128:x2")
+    assert code == 0
+    assert "fit: total ≈" in out and "worst residual" in out and "fixed" in out
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--dim", "batch=1,,2"], "empty value"),
+    (["--dim", "batch=a"], "not an integer"),
+    (["--dim", "batch=1,a"], "not an integer"),
+    (["--dim", "batch=1..99999999999999999999"], "overflows int64"),
+    (["--dim", "batch=1,9223372036854775808"], "overflows int64"),
+    (["--dim", "bach=1,2"], "its dims: batch"),
+    (["--dim", "batch=7"], "exactly one dim with several values"),
+    ([], "exactly one dim with several values"),
+])
+def test_sweep_bad_input(args: list[str], needle: str) -> None:
+    code, out, err = run("sweep", CNN, *args)
+    assert code == 2 and out == ""
+    assert err.startswith("graphmem: error:") and needle in err
+
+
+def test_sweep_two_swept_dims_and_unbound() -> None:
+    code, _, err = run("sweep", BERT, "--dim", "batch=1,2", "--dim", "seq=8,16")
+    assert code == 2 and "several: batch, seq" in err
+    code, _, err = run("sweep", BERT, "--dim", "batch=1,2")
+    assert code == 2 and "unbound" in err and "seq" in err
+
+
+def test_fit_solves_exactly() -> None:
+    code, out, _ = run("fit", CNN, "--memory", "5MiB", "--overhead", "100KiB", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    n = doc["largest"]
+    assert doc["mode"] == "solve" and doc["solve"] == "batch" and doc["monotone"] is True
+    budget, overhead = 5 << 20, 100 << 10
+    assert (doc["budget_bytes"], doc["overhead_bytes"]) == (budget, overhead)
+    assert graphmem.analyze(CNN, dims={"batch": n}).total_bytes + overhead <= budget
+    assert graphmem.analyze(CNN, dims={"batch": n + 1}).total_bytes + overhead > budget
+    assert doc["total_bytes"] + overhead + doc["headroom_bytes"] == budget
+    assert doc["dominant"] == "activations" and doc["probes"]
+
+
+def test_fit_on_device_table() -> None:
+    code, out, _ = run("fit", CNN, "--device", "Tesla T4", "--solve", "batch",
+                       "--overhead", "500MiB")
+    assert code == 0
+    assert "NVIDIA T4" in out and "largest batch that fits" in out and "monotone" in out
+
+
+def test_fit_gate_exit_codes() -> None:
+    total = graphmem.analyze(CNN, dims={"batch": 32}).total_bytes
+    code, out, _ = run("fit", CNN, "--memory", str(total), "--dim", "batch=32", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["mode"] == "check" and doc["fits"] and doc["headroom_bytes"] == 0
+    code, out, _ = run("fit", CNN, "--memory", str(total - 1), "--dim", "batch=32", "--json")
+    assert code == 1
+    doc = json.loads(out)
+    assert not doc["fits"] and doc["headroom_bytes"] == -1
+    code, out, _ = run("fit", CNN, "--memory", "1KiB")  # nothing fits: a failed gate too
+    assert code == 1 and "NOTHING FITS" in out
+
+
+@pytest.mark.parametrize("args, needle", [
+    ([], "needs a budget"),
+    (["--device", "a100"], "did you mean a100-40gb, a100-80gb"),
+    (["--device", "host"], "give --memory"),
+    (["--memory", "lots"], "not a byte size"),
+    (["--memory", "1GiB", "--dim", "bach=2"], "its dims: batch"),
+    (["--memory", "1GiB", "--solve", "bach"], "its dims: batch"),
+    (["--memory", "1GiB", "--dim", "batch=2", "--solve", "batch"], "also bound"),
+    (["--memory", "1GiB", "--dim", "batch=1,2"], "one value"),
+    (["--memory", "1MiB", "--overhead", "2MiB"], "leaves nothing"),
+    (["--device-spec", "memory=1GiB,colour=red"], "unknown key"),
+])
+def test_fit_bad_input(args: list[str], needle: str) -> None:
+    code, _, err = run("fit", CNN, *args)
+    assert code == 2 and needle in err, err
+
+
+def test_fit_several_unbound_dims() -> None:
+    code, _, err = run("fit", BERT, "--memory", "1GiB")
+    assert code == 2 and "batch, seq" in err and "--solve" in err
+
+
+def test_fit_host_and_device_spec() -> None:
+    code, out, _ = run("fit", CNN, "--device", "host", "--memory", "64MiB", "--json")
+    assert code == 0 and json.loads(out)["device"]["name"] == "host"
+    code, out, _ = run("fit", CNN, "--device-spec", "name=lab,memory=64MiB,fp32=1T", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["device"]["name"] == "lab" and doc["budget_bytes"] == 64 << 20
+
+
+def test_fit_longest_context(decoder: str) -> None:
+    code, out, _ = run("fit", decoder, "--memory", "4MiB", "--dim", "batch=4", "--solve", "seq",
+                       "--json")
+    assert code == 0
+    doc = json.loads(out)
+    n = doc["largest"]
+    assert graphmem.analyze(decoder, dims={"batch": 4, "seq": n}).total_bytes <= 4 << 20
+    assert graphmem.analyze(decoder, dims={"batch": 4, "seq": n + 1}).total_bytes > 4 << 20
+    kv = doc["kv_cache"]
+    assert kv["context_dim"] == "seq"
+    assert kv["total_bytes"] == kv["past_bytes"] + kv["present_bytes"]
+    code, out, _ = run("fit", decoder, "--memory", "4MiB", "--dim", "batch=4", "--solve", "seq")
+    assert code == 0 and "kv cache" in out
+
+
+def test_devices_command(tmp_path: Path) -> None:
+    code, out, _ = run("devices", "--json")
+    assert code == 0
+    rows = json.loads(out)["devices"]
+    assert all(r["source"] for r in rows) and {"k80", "t4", "host"} <= {r["name"] for r in rows}
+    code, out, _ = run("devices")
+    assert code == 0 and "jetson-agx-orin-64gb" in out
+    f = tmp_path / "d.toml"
+    f.write_text('[devices.lab]\nmemory = "8GiB"\nfp32 = "1T"\n')
+    code, out, _ = run("devices", "--devices-file", str(f), "--json")
+    assert code == 0 and json.loads(out)["devices"][-1]["name"] == "lab"
+    code, _, err = run("devices", "--device-spec", "memory")
+    assert code == 2 and "KEY=VALUE" in err

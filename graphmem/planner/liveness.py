@@ -66,20 +66,28 @@ def analyze_liveness(p: Program) -> Liveness:
             out = step.outputs[o]
             if not p.values[out].output:
                 root[out] = find(step.inputs[i])
+    # In-place merges, in step order, so that a chain x -> y -> z becomes one storage: each
+    # merge extends the storage's life before the next step looks at it. One input storage is
+    # taken by one output per step, and never when it holds a graph output (the caller's).
     storage_last = _storage_last(p, find, producer, last_read, end)
+    holds_output = {find(v) for v, value in enumerate(p.values) if value.output}
     for s, step in enumerate(p.steps):
+        taken: set[int] = set()
         for i, o in step.inplace:
             src, out = find(step.inputs[i]), step.outputs[o]
             if (
                 find(out) == out
+                and src not in taken
+                and src not in holds_output
+                and out not in holds_output
                 and not p.values[src].source
-                and not p.values[out].output
                 and storage_last.get(src) == s
                 and p.values[src].size is not None
                 and p.values[src].size == p.values[out].size
             ):
                 root[out] = src
-    storage_last = _storage_last(p, find, producer, last_read, end)
+                taken.add(src)
+                storage_last[src] = max(s, storage_last.pop(out, s))
 
     storages = []
     for v in range(n):

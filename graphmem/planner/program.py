@@ -67,6 +67,6 @@ def same_key(a: Key, b: Key) -> bool:
     if bits_a != bits_b or len(dims_a) != len(dims_b):
         return False
     for x, y in zip(dims_a, dims_b):
-        if x is None or y is None or x != y:
+        if x is None or y is None or x == "" or x != y:
             return False
     return True

@@ -17,7 +17,7 @@ from graphmem.loading import Model, load_model
 from graphmem.memory import build_program, tensor_size
 from graphmem.order import ort_order
 from graphmem.ort_rewrites import remove_duplicate_casts
-from graphmem.ort_rules import sharing
+from graphmem.ort_rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.planner.ortplan import OrtPlan, plan_ort
@@ -153,7 +153,7 @@ def analyze_model(
         static = replace(static, types=cast_floats(static.types, target))
         model = replace(model, weights=cast_weights(model.weights, target))
     program, names = build_program(
-        g, order, runtime=runtime.types, static=static.types, sharing=sharing
+        g, order, runtime=runtime.types, static=static.types, sharing=sharing, unwritten=unwritten_outputs
     )
     plan = plan_ort(program)
     live = analyze_liveness(program)

@@ -45,6 +45,7 @@ def build_program(
     runtime: dict[str, TensorType],
     static: dict[str, TensorType],
     sharing: SharingRule,
+    unwritten: Callable[[str, str], tuple[int, ...]] = lambda domain, op: (),
 ) -> tuple[Program, tuple[str, ...]]:
     """The planners' input, and the tensor name of each value (same indices)."""
     model = g.model
@@ -80,8 +81,11 @@ def build_program(
         inputs.extend(index[name] for name in g.implicit.get(nid, ()) if name in index)
         out_pos: dict[int, int] = {}
         outputs: list[int] = []
+        never = unwritten(node.domain, node.op_type)
         for k, name in enumerate(node.output):
-            if name:
+            if name and k in never:
+                add(name, source=False)  # known to the program, never requested
+            elif name:
                 out_pos[k] = len(outputs)
                 outputs.append(add(name, source=False))
         alias, inplace = sharing(node.domain, node.op_type)

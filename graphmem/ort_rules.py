@@ -10,6 +10,17 @@ These tables are tied to the runtime version they emulate; keep every such rule 
   activations.cc``, ``math/clip.cc``, ``tensor/cast_op.cc``, ``math/softmax.cc``,
   ``tensor/trilu.cc``, ``tensor/scatter.cc``. Probed as neither: Add, Sub, Mul, Div, Pow, Erf,
   Exp, Gelu, Where, Expand, Transpose, Slice, Concat, LayerNormalization, BatchNormalization.
+
+Contrib kernels (``onnxruntime/contrib_ops/cpu/``), which onnxruntime's optimizers introduce:
+
+* ``com.microsoft.nchwc`` Conv: its fused Sum input (3) may become the output (``nchwc_ops.cc``,
+  ``.MayInplace(3, 0)``); no other NCHWc kernel (ReorderInput, ReorderOutput, MaxPool,
+  AveragePool, GlobalMaxPool, GlobalAveragePool, Upsample) shares;
+* ``com.microsoft`` FusedConv: the same for its Sum input (``fused_conv.cc``); FastGelu: its input
+  (``bert/fast_gelu.cc``, ``.MayInplace(0, 0)``); BiasGelu (``bert/bias_gelu.cc``), Gelu
+  (``activations.cc``), FusedGemm (``fused_gemm.cc``), FusedMatMul (``fused_matmul.cc``),
+  SkipLayerNormalization (``skip_layer_norm.cc``): neither;
+* ONNX-domain contrib kernels ParametricSoftplus and ScaledTanh (``activations.cc``): input 0.
 """
 
 from __future__ import annotations
@@ -37,16 +48,32 @@ _INPLACE_OPS = (
     "LogSoftmax",
     "Trilu",
     "ScatterElements",
+    "Shrink",  # providers/cpu/nn/shrink.cc; found by scripts/probe_inplace.py
 )
 
 #: (domain, op_type) -> ((input position, output position), ...)
 ALIAS: dict[tuple[str, str], tuple[tuple[int, int], ...]] = {("", op): ((0, 0),) for op in _VIEW_OPS}
 MAY_INPLACE: dict[tuple[str, str], tuple[tuple[int, int], ...]] = {
-    ("", op): ((0, 0),) for op in _INPLACE_OPS
+    ("", op): ((0, 0),) for op in (*_INPLACE_OPS, "ParametricSoftplus", "ScaledTanh")
 }
+MAY_INPLACE[("com.microsoft.nchwc", "Conv")] = ((3, 0),)  # contrib_ops/cpu/nchwc_ops.cc
+MAY_INPLACE[("com.microsoft", "FusedConv")] = ((3, 0),)  # contrib_ops/cpu/fused_conv.cc
+MAY_INPLACE[("com.microsoft", "FastGelu")] = ((0, 0),)  # contrib_ops/cpu/bert/fast_gelu.cc
 
 
 def sharing(domain: str, op_type: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
     """(alias pairs, may-in-place pairs) of one op; empty tuples when it shares nothing."""
     key = ("" if domain == "ai.onnx" else domain, op_type)
     return ALIAS.get(key, ()), MAY_INPLACE.get(key, ())
+
+
+#: Outputs a CPU kernel never writes, so onnxruntime never allocates them: BatchNormalization's
+#: training outputs (running mean/var, saved mean/var) in the inference build
+#: (``providers/cpu/nn/batch_norm.h``: written only under BATCHNORM_INCLUDE_TRAINING_SUPPORT);
+#: measured on training-mode exports (``models/train_cnn.onnx``).
+UNWRITTEN_OUTPUTS: dict[tuple[str, str], tuple[int, ...]] = {("", "BatchNormalization"): (1, 2, 3, 4)}
+
+
+def unwritten_outputs(domain: str, op_type: str) -> tuple[int, ...]:
+    """Output positions the kernel never allocates."""
+    return UNWRITTEN_OUTPUTS.get(("" if domain == "ai.onnx" else domain, op_type), ())

@@ -7,13 +7,29 @@ Every command calls a library function and renders its result; errors from the
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
 import typer
 
+from graphmem.cli_batch import (
+    AsDtypeOption,
+    DeviceOption,
+    DeviceSpecOption,
+    DevicesFileOption,
+    MemoryOption,
+    OverheadOption,
+)
 from graphmem.cli_common import DimOption, JsonOption, ModelArg, handled, parse_dims
+from graphmem.cli_gate import (
+    FormatOption,
+    MaxFlopsOption,
+    MaxParamsOption,
+    MaxPeakOption,
+    MaxTotalOption,
+    MaxWeightsOption,
+    OutputOption,
+)
 from graphmem.errors import EXIT_INPUT_ERROR
 
 __all__ = ["app", "main", "run"]
@@ -39,19 +55,54 @@ def peak(
     model: ModelArg,
     dim: DimOption = None,
     as_json: JsonOption = False,
-    provider: Annotated[
-        str, typer.Option(help="Runtime whose allocator is emulated (cpu).")
-    ] = "cpu",
+    provider: Annotated[str, typer.Option(help="Runtime whose allocator is emulated (cpu).")] = "cpu",
+    as_dtype: AsDtypeOption = None,
+    device: DeviceOption = None,
+    device_spec: DeviceSpecOption = None,
+    devices_file: DevicesFileOption = None,
+    memory: MemoryOption = None,
+    overhead: OverheadOption = "0",
+    fmt: FormatOption = "table",
+    output: OutputOption = None,
+    max_weights: MaxWeightsOption = None,
+    max_peak: MaxPeakOption = None,
+    max_total: MaxTotalOption = None,
+    max_params: MaxParamsOption = None,
+    max_flops: MaxFlopsOption = None,
 ) -> None:
-    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs and outputs."""
-    from graphmem.analysis import analyze
-    from graphmem.report import peak_json, peak_table
+    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs.
 
-    result = analyze(model, dims=parse_dims(dim), provider=provider)
-    if as_json:
-        typer.echo(json.dumps(peak_json(result), indent=2))
-    else:
-        typer.echo(peak_table(result))
+    With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
+    the model fits and gives a roofline latency bound.
+    """
+    from graphmem.analysis import analyze
+    from graphmem.devices import resolve_device
+    from graphmem.formats import resolve_format
+    from graphmem.gate import finish, parse_budgets
+    from graphmem.kvcache import kv_cache, kv_json, kv_lines
+    from graphmem.report import peak_json, peak_table
+    from graphmem.roofline import device_lines, device_section
+    from graphmem.units import parse_bytes
+
+    fmt = resolve_format(fmt, as_json=as_json)
+    budgets = parse_budgets(
+        max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
+    )
+    dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
+    overhead_bytes = parse_bytes(overhead)
+    result = analyze(model, dims=parse_dims(dim), provider=provider, as_dtype=as_dtype)
+    kv = kv_cache(result)
+    doc = peak_json(result)
+    if as_dtype is not None:
+        doc["as_dtype"] = as_dtype
+    if kv is not None:
+        doc["kv_cache"] = kv_json(kv)
+    lines = [peak_table(result), *kv_lines(kv)] if fmt == "table" else []
+    if dev is not None:
+        doc["device"] = device_section(result, dev, overhead_bytes=overhead_bytes)
+        if fmt == "table":
+            lines += device_lines(result, dev, overhead_bytes=overhead_bytes)
+    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table="\n".join(lines)))
 
 
 def main(argv: list[str] | None = None) -> int:

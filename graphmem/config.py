@@ -1,4 +1,4 @@
-"""The ``graphmem check`` configuration: which models to gate, with which dims and budgets.
+"""``graphmem check``: which models to gate (the configuration), and gating them all.
 
 Read from ``graphmem.toml`` (keys at the top level) or from ``[tool.graphmem]`` in
 ``pyproject.toml``. Without ``--config``, the first of these found in the working directory
@@ -23,23 +23,43 @@ Keys (top level: ``models``, ``dims``, ``provider``, budgets; per model: ``path`
 ``"25M"``, ``"4G"``). A model's own keys override the defaults. Unknown keys, a model file
 that does not exist, or a glob that matches nothing are errors (exit 2) that name the key
 or the file.
+
+:func:`run_check` analyzes and gates every configured model, in worker processes;
+:func:`check_document` turns the outcomes into the ``graphmem check --json`` document.
 """
 
 from __future__ import annotations
 
 import difflib
 import glob
+import multiprocessing
+import multiprocessing.context
 import os
+import sys
+import time
 import tomllib
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from graphmem.cli_common import MAX_DIM_VALUE
 from graphmem.errors import UsageError
 from graphmem.gate import METRICS, Budgets, budgets_from_mapping
 
-__all__ = ["ConfigError", "ModelSpec", "Config", "find_config", "load_config", "parse_config"]
+__all__ = [
+    "ConfigError",
+    "ModelSpec",
+    "Config",
+    "Outcome",
+    "find_config",
+    "load_config",
+    "parse_config",
+    "check_model",
+    "run_check",
+    "check_document",
+]
 
 CONFIG_NAMES = ("graphmem.toml", "pyproject.toml")
 _BUDGET_KEYS = tuple(m.option.removeprefix("--") for m in METRICS)
@@ -140,7 +160,7 @@ def parse_config(data: Any, *, path: Path) -> Config:
         if name is not None and len(files) > 1:
             raise ConfigError(f"{prefix}{where}.name: a name needs a path that is one file")
         for file in files:
-            shown = name or _relative(file, base)
+            shown = name or (str(file) if os.path.isabs(pattern) else _relative(file, base))
             specs.append(ModelSpec(name=shown, path=_relative(file, Path.cwd()), **common))
     return Config(path=path, models=tuple(specs))
 
@@ -179,7 +199,9 @@ def _dims(value: Any, what: str, prefix: str) -> dict[str, int]:
     table = _table(value, what, prefix)
     for name, n in table.items():
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_DIM_VALUE:
-            raise ConfigError(f"{prefix}{what}.{name} = {n!r}: a dim must be an integer from 1 to 2**40")
+            raise ConfigError(
+                f"{prefix}{what}.{name} = {n!r}: a dim must be an integer from 1 to 2**40"
+            )
     return dict(table)
 
 
@@ -211,3 +233,142 @@ def _relative(file: Path, base: Path) -> str:
         return Path(os.path.relpath(file, base)).as_posix()
     except ValueError:  # another drive (Windows)
         return str(file)
+
+
+# --- running the configured models (``graphmem check``) ------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """One model's result: ``pass``/``fail`` with its gated peak report, or ``error``."""
+
+    spec: ModelSpec
+    status: Literal["pass", "fail", "error"]
+    report: dict[str, Any] | None
+    error: str | None
+    seconds: float
+
+    @property
+    def messages(self) -> list[str]:
+        """The gate failure messages (empty unless ``status == "fail"``)."""
+        gate = (self.report or {}).get("gate") or {"failures": []}
+        return [f["message"] for f in gate["failures"]]
+
+
+def check_model(spec: ModelSpec) -> Outcome:
+    """Analyze one configured model and gate it; input errors become an ``error`` outcome."""
+    from graphmem.analysis import analyze_model
+    from graphmem.errors import GraphmemError
+    from graphmem.gate import apply_gate, evaluate
+    from graphmem.loading import load_model
+    from graphmem.report import peak_json
+
+    start = time.perf_counter()
+    try:
+        model = load_model(spec.path)
+        own = set(model.symbolic_dims)
+        dims = {k: v for k, v in spec.default_dims.items() if k in own} | spec.dims
+        doc = peak_json(analyze_model(model, dims=dims, provider=spec.provider))
+        status: Literal["pass", "fail"] = "pass"
+        if spec.budgets.active:
+            result = evaluate(doc, spec.budgets)
+            doc = apply_gate(doc, result)
+            status = "pass" if result.passed else "fail"
+    except GraphmemError as exc:
+        return Outcome(
+            spec=spec, status="error", report=None, error=str(exc), seconds=_since(start)
+        )
+    return Outcome(spec=spec, status=status, report=doc, error=None, seconds=_since(start))
+
+
+def _since(start: float) -> float:
+    return time.perf_counter() - start
+
+
+def run_check(
+    config: Config,
+    *,
+    jobs: int | None = None,
+    on_done: Callable[[Outcome, int, int], None] | None = None,
+) -> list[Outcome]:
+    """Check every configured model; return the outcomes in configuration order.
+
+    ``jobs`` worker processes (default ``os.cpu_count()``; 1 runs in this process). The
+    largest files are started first so that the workers finish together. ``on_done(outcome,
+    done, total)`` is called as each model finishes, in completion order.
+    """
+    specs = config.models
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    if jobs < 1:
+        raise UsageError(f"--jobs {jobs}: must be at least 1")
+    total = len(specs)
+    results: dict[int, Outcome] = {}
+
+    def record(i: int, outcome: Outcome) -> None:
+        results[i] = outcome
+        if on_done is not None:
+            on_done(outcome, len(results), total)
+
+    if jobs == 1 or total == 1:
+        for i, spec in enumerate(specs):
+            record(i, check_model(spec))
+    else:
+        order = sorted(range(total), key=lambda i: -_size(specs[i].path))
+        _preload()
+        with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context()) as pool:
+            futures = {pool.submit(check_model, specs[i]): i for i in order}
+            for future in as_completed(futures):
+                record(futures[future], future.result())
+    return [results[i] for i in range(total)]
+
+
+def _context() -> multiprocessing.context.BaseContext | None:
+    """Fork on Linux, so workers start with the parent's modules already imported."""
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return None  # the platform default (spawn on macOS and Windows)
+
+
+def _preload() -> None:
+    """Import what analyses import lazily (the shape evaluator), once, before forking."""
+    import graphmem.analysis  # noqa: F401
+
+    try:
+        import onnx.reference  # noqa: F401
+    except ImportError:
+        pass
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def check_document(config: Config, outcomes: list[Outcome]) -> dict[str, Any]:
+    """The ``graphmem check --json`` document (``schema_version`` 1)."""
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "error")}
+    return {
+        "schema_version": 1,
+        "config": str(config.path),
+        "passed": counts["fail"] == 0 and counts["error"] == 0,
+        "summary": {
+            "models": len(outcomes),
+            "passed": counts["pass"],
+            "failed": counts["fail"],
+            "errors": counts["error"],
+        },
+        "models": [
+            {
+                "name": o.spec.name,
+                "path": o.spec.path,
+                "dims": (o.report or {}).get("model", {}).get("dims", o.spec.dims),
+                "provider": o.spec.provider,
+                "status": o.status,
+                "error": o.error,
+                "report": o.report,
+            }
+            for o in outcomes
+        ],
+    }

@@ -15,6 +15,7 @@ import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from graphmem.errors import UsageError
@@ -49,7 +50,8 @@ def resolve_format(fmt: str, *, as_json: bool) -> str:
 
 
 def to_json(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False)
+    """The document as ``graphmem peak --json`` prints it (indent 2)."""
+    return json.dumps(doc, indent=2)
 
 
 # --- shared helpers -----------------------------------------------------------------------
@@ -64,7 +66,9 @@ def _fmt(unit: str, n: int | None) -> str:
 def _signed(unit: str, n: int | None) -> str:
     if n is None:
         return "—"
-    return ("+" if n > 0 else "") + _fmt(unit, n) if n else "0"
+    if n == 0:
+        return "0"
+    return ("+" if n > 0 else "") + _fmt(unit, n)
 
 
 def _pct(pct: float | None, change: int | None) -> str:
@@ -86,7 +90,8 @@ def _grid(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int])
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     lines = []
     for r in table:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells = [c.rjust(w) if i in right else c.ljust(w)
+                 for i, (c, w) in enumerate(zip(r, widths))]
         lines.append(("  " + "  ".join(cells)).rstrip())
     return lines
 
@@ -112,6 +117,21 @@ def _csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 # --- peak ---------------------------------------------------------------------------------
 
+_PEAK_COLUMNS = (
+    "dims",
+    "weights_bytes",
+    "params",
+    "peak_bytes",
+    "peak_node",
+    "total_bytes",
+    "inputs_bytes",
+    "outputs_bytes",
+    "flops",
+    "unresolved",
+    "gate",
+    "failures",
+)
+
 
 def render_peak(doc: Mapping[str, Any], fmt: str, *, table: str = "") -> str:
     """Render a peak document; ``table`` is the text of :func:`graphmem.report.peak_table`."""
@@ -119,13 +139,15 @@ def render_peak(doc: Mapping[str, Any], fmt: str, *, table: str = "") -> str:
     if fmt == "json":
         return to_json(doc)
     if fmt == "csv":
-        return _csv(["path", *_PEAK_COLUMNS], [[lookup(doc, ("model", "path")), *_peak_cells(doc)]])
+        row = [lookup(doc, ("model", "path")), *_peak_cells(doc)]
+        return _csv(["path", *_PEAK_COLUMNS], [row])
     if fmt == "markdown":
         return "\n".join(_peak_markdown(doc))
     return "\n".join([table.rstrip("\n"), *_gate_lines(doc)])
 
 
 def _gate_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The budget lines under the peak table: one per budget, ok or FAIL."""
     gate = doc.get("gate")
     if not gate:
         return []
@@ -136,12 +158,11 @@ def _gate_lines(doc: Mapping[str, Any]) -> list[str]:
     for m in METRICS:
         if m.option not in gate["budgets"]:
             continue
-        limit = gate["budgets"][m.option]
         if m.option in failed:
             lines.append(f"    FAIL  {failed[m.option]['message']}")
-        else:
-            actual = lookup(doc, m.path)
-            lines.append(f"    ok    {m.label} {_fmt(m.unit, actual)} within {m.option} {_fmt(m.unit, limit)}")
+            continue
+        actual, limit = _fmt(m.unit, lookup(doc, m.path)), _fmt(m.unit, gate["budgets"][m.option])
+        lines.append(f"    ok    {m.label} {actual} within {m.option} {limit}")
     return lines
 
 
@@ -158,45 +179,30 @@ def _peak_markdown(doc: Mapping[str, Any]) -> list[str]:
         ("outputs", io_["outputs_bytes"], "included in the activations peak"),
         ("**total**", doc["total_bytes"], "weights + activations peak + inputs"),
     ]
+    cells = [(label, short_bytes(n), f"{n:,}", note) for label, n, note in rows]
     lines = [
         f"### graphmem peak: `{model['path']}`",
         "",
         f"opset {model['opset']} · {model['nodes']} nodes · dims: {dims}",
         "",
-        *_md(["", "size", "bytes", "note"], [(a, short_bytes(b), f"{b:,}", c) for a, b, c in rows], {1, 2}),
+        *_md(["", "size", "bytes", "note"], cells, {1, 2}),
     ]
     flops = lookup(doc, ("flops", "total"))
     if flops is not None:
         lines += ["", f"FLOPs: {short_count(flops)} ({flops:,})"]
     unresolved = lookup(doc, ("shapes", "unresolved")) or []
     if unresolved:
-        lines += ["", f"⚠️ {len(unresolved)} tensors have no static size: the figures are lower estimates."]
-    lines += _gate_markdown(doc.get("gate"))
-    return lines
+        note = f"⚠️ {len(unresolved)} tensors have no static size: these are lower estimates."
+        lines += ["", note]
+    return lines + _gate_markdown(doc.get("gate"), "budgets")
 
 
-def _gate_markdown(gate: Mapping[str, Any] | None) -> list[str]:
+def _gate_markdown(gate: Mapping[str, Any] | None, limits: str) -> list[str]:
     if not gate:
         return []
     if gate["passed"]:
-        return ["", f"**Gate: ✅ passed** ({len(gate.get('budgets', gate.get('thresholds', {})))} limits)"]
+        return ["", f"**Gate: ✅ passed** ({len(gate[limits])} limits)"]
     return ["", "**Gate: ❌ failed**", "", *[f"- ❌ {f['message']}" for f in gate["failures"]]]
-
-
-_PEAK_COLUMNS = (
-    "dims",
-    "weights_bytes",
-    "params",
-    "peak_bytes",
-    "peak_node",
-    "total_bytes",
-    "inputs_bytes",
-    "outputs_bytes",
-    "flops",
-    "unresolved",
-    "gate",
-    "failures",
-)
 
 
 def _peak_cells(doc: Mapping[str, Any] | None) -> list[Any]:
@@ -221,7 +227,10 @@ def _peak_cells(doc: Mapping[str, Any] | None) -> list[Any]:
 
 # --- check --------------------------------------------------------------------------------
 
-_STATUS_MARK = {"pass": "✅", "fail": "❌", "error": "⚠️"}
+_MARK = {"pass": "✅", "fail": "❌", "error": "⚠️"}
+_STATUS = {"pass": "ok", "fail": "FAIL", "error": "ERROR"}
+_CHECK_HEADER = ["model", "dims", "weights", "peak", "total", "params", "FLOPs", "status"]
+_CHECK_RIGHT = {2, 3, 4, 5, 6}
 
 
 def render_check(doc: Mapping[str, Any], fmt: str) -> str:
@@ -231,34 +240,41 @@ def render_check(doc: Mapping[str, Any], fmt: str) -> str:
         return to_json(doc)
     entries = doc["models"]
     if fmt == "csv":
-        rows = [[e["name"], e["path"], e["status"], e["error"], *_peak_cells(e["report"])] for e in entries]
+        rows = [[e["name"], e["path"], e["status"], e["error"], *_peak_cells(e["report"])]
+                for e in entries]
         return _csv(["name", "path", "status", "error", *_PEAK_COLUMNS], rows)
-    header = ["model", "dims", "weights", "peak", "total", "params", "FLOPs", "status"]
-    rows = [_check_row(e) for e in entries]
     s = doc["summary"]
-    tally = f"{s['models']} models: {s['passed']} passed, {s['failed']} failed, {s['errors']} errors"
-    problems = [
-        (e["name"], e["error"] or f["message"], e["status"])
-        for e in entries
-        if e["status"] != "pass"
-        for f in (e["report"]["gate"]["failures"] if e["status"] == "fail" else [{"message": ""}])
-    ]
+    tally = (
+        f"{s['models']} models: {s['passed']} passed, {s['failed']} failed, {s['errors']} errors"
+    )
+    problems = [(e["name"], e["status"], msg) for e in entries for msg in _problems(e)]
     if fmt == "markdown":
+        rows = [
+            [f"`{e['name']}`", *_check_row(e)[1:-1], f"{_MARK[e['status']]} {_STATUS[e['status']]}"]
+            for e in entries
+        ]
         mark = "✅ passed" if doc["passed"] else "❌ failed"
-        rows = [[f"`{r[0]}`", *r[1:-1], f"{_STATUS_MARK[e['status']]} {r[-1]}"] for r, e in zip(rows, entries)]
-        lines = [f"### graphmem check: {mark}", "", *_md(header, rows, {2, 3, 4, 5, 6}), "", tally]
+        lines = [f"### graphmem check: {mark}", "", *_md(_CHECK_HEADER, rows, _CHECK_RIGHT)]
+        lines += ["", tally]
         if problems:
-            lines += ["", *[f"- {_STATUS_MARK[st]} `{name}`: {msg}" for name, msg, st in problems]]
+            lines += ["", *[f"- {_MARK[st]} `{name}`: {msg}" for name, st, msg in problems]]
         return "\n".join(lines)
-    lines = [f"graphmem check: {doc['config']}", "", *_grid(header, rows, {2, 3, 4, 5, 6}), ""]
-    lines += [f"  {st.upper():<5} {name}: {msg}" for name, msg, st in problems]
-    lines += ([""] if problems else []) + [f"  {tally}"]
-    return "\n".join(lines)
+    rows = [_check_row(e) for e in entries]
+    lines = [f"graphmem check: {doc['config']}", "", *_grid(_CHECK_HEADER, rows, _CHECK_RIGHT), ""]
+    lines += [f"  {_STATUS[st]:<5} {name}: {msg}" for name, st, msg in problems]
+    return "\n".join(lines + ([""] if problems else []) + [f"  {tally}"])
+
+
+def _problems(entry: Mapping[str, Any]) -> list[str]:
+    if entry["status"] == "error":
+        return [entry["error"]]
+    gate = (entry["report"] or {}).get("gate") or {"failures": []}
+    return [f["message"] for f in gate["failures"]]
 
 
 def _check_row(entry: Mapping[str, Any]) -> list[str]:
     report = entry["report"]
-    status = {"pass": "ok", "fail": "FAIL", "error": "ERROR"}[entry["status"]]
+    status = _STATUS[entry["status"]]
     if report is None:
         dims = ",".join(f"{k}={v}" for k, v in entry["dims"].items())
         return [entry["name"], dims, "—", "—", "—", "—", "—", status]
@@ -276,6 +292,12 @@ def _check_row(entry: Mapping[str, Any]) -> list[str]:
 
 # --- diff ---------------------------------------------------------------------------------
 
+_DIFF_STATUS = {"ok": "ok", "exceeded": "FAIL", "unavailable": "n/a"}
+_DIFF_HEADER = ["metric", "old", "new", "change", "%", "limit", "status"]
+_OPS_HEADER = ["op type", "count", "params", "weights", "outputs"]
+_LAYERS_HEADER = ["layer", "op", "", "params", "weights", "outputs"]
+
+
 def render_diff(doc: Mapping[str, Any], fmt: str, *, top: int | None = None) -> str:
     """Render the ``graphmem diff`` document (``top``: layers shown in table/markdown)."""
     check_format(fmt)
@@ -284,54 +306,77 @@ def render_diff(doc: Mapping[str, Any], fmt: str, *, top: int | None = None) -> 
     if fmt == "csv":
         return _diff_csv(doc)
     layers = doc["layers"] if top is None else doc["layers"][:top]
-    header = ["metric", "old", "new", "change", "%", "limit", "status"]
-    rows = [
-        [
-            r["label"],
-            _fmt(r["unit"], r["old"]),
-            _fmt(r["unit"], r["new"]),
-            _signed(r["unit"], r["change"]),
-            _pct(r["change_percent"], r["change"]),
-            "" if r["limit_percent"] is None else f"{r['limit_percent']:g}%",
-            {"ok": "ok", "exceeded": "FAIL", "unavailable": "n/a"}[r["status"]],
-        ]
-        for r in doc["metrics"]
-    ]
-    old_path, new_path = doc["old"]["model"]["path"], doc["new"]["model"]["path"]
-    old_node, new_node = doc["old"]["activations"]["peak_node"], doc["new"]["activations"]["peak_node"]
-    op_rows = [_change_row(r["op_type"], r, count=True) for r in doc["op_types"]]
-    layer_rows = [[r["name"], r["op_type"], r["status"], *_change_row("", r)[1:]] for r in layers]
-    shown = f"top {len(layers)} of {doc['layers_changed']}"
+    parts = _DiffParts(
+        metrics=[_metric_row(r) for r in doc["metrics"]],
+        ops=[_change_row(r["op_type"], r, count=True) for r in doc["op_types"]],
+        layers=[[r["name"], r["op_type"], r["status"], *_change_row("", r)[1:]] for r in layers],
+        shown=f"top {len(layers)} of {doc['layers_changed']}",
+        paths=(doc["old"]["model"]["path"], doc["new"]["model"]["path"]),
+        nodes=(doc["old"]["activations"]["peak_node"], doc["new"]["activations"]["peak_node"]),
+        dims=_dims(doc["new"]) or "none",
+    )
     if fmt == "markdown":
-        mark = "✅ within limits" if doc["gate"]["passed"] else "❌ over the limits"
-        lines = [f"### graphmem diff: {mark}", "", f"`{old_path}` → `{new_path}` · dims: {_dims(doc['new']) or 'none'}", ""]
-        lines += _md(header, [[f"**{r[0]}**" if r[-1] == "FAIL" else r[0], *r[1:]] for r in rows], {1, 2, 3, 4, 5})
-        lines += ["", f"Activation peak at `{old_node}` → `{new_node}`."]
-        lines += _gate_markdown(doc["gate"]) if not doc["gate"]["passed"] else []
-        if op_rows:
-            lines += ["", "<details><summary>Op types that changed</summary>", ""]
-            lines += _md(["op type", "count", "params", "weights", "outputs"], op_rows, {1, 2, 3, 4})
-            lines += ["", "</details>"]
-        if layer_rows:
-            lines += ["", f"<details><summary>Layers that changed ({shown})</summary>", ""]
-            hdr = ["layer", "op", "", "params", "weights", "outputs"]
-            lines += _md(hdr, [[f"`{r[0]}`", *r[1:]] for r in layer_rows], {3, 4, 5})
-            lines += ["", "</details>"]
-        return "\n".join(lines)
-    lines = [f"graphmem diff: {old_path} → {new_path}", f"  dims: {_dims(doc['new']) or 'none'}", ""]
-    lines += _grid(header, rows, {1, 2, 3, 4, 5})
-    lines += ["", f"  activations peak at node '{old_node}' → '{new_node}'"]
-    if op_rows:
-        lines += ["", "  op types that changed:"]
-        lines += _grid(["op type", "count", "params", "weights", "outputs"], op_rows, {1, 2, 3, 4})
-    if layer_rows:
-        lines += ["", f"  layers that changed ({shown}):"]
-        lines += _grid(["layer", "op", "", "params", "weights", "outputs"], layer_rows, {3, 4, 5})
-    if not op_rows and not layer_rows:
+        return "\n".join(_diff_markdown(doc, parts))
+    return "\n".join(_diff_table(doc, parts))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _DiffParts:
+    """The cells both the text table and the markdown show."""
+
+    metrics: list[list[str]]
+    ops: list[list[str]]
+    layers: list[list[str]]
+    shown: str
+    paths: tuple[str, str]
+    nodes: tuple[str, str]
+    dims: str
+
+
+def _metric_row(r: Mapping[str, Any]) -> list[str]:
+    return [
+        r["label"],
+        _fmt(r["unit"], r["old"]),
+        _fmt(r["unit"], r["new"]),
+        _signed(r["unit"], r["change"]),
+        _pct(r["change_percent"], r["change"]),
+        "" if r["limit_percent"] is None else f"{r['limit_percent']:g}%",
+        "" if r["limit_percent"] is None and r["status"] == "ok" else _DIFF_STATUS[r["status"]],
+    ]
+
+
+def _diff_table(doc: Mapping[str, Any], p: _DiffParts) -> list[str]:
+    lines = [f"graphmem diff: {p.paths[0]} → {p.paths[1]}", f"  dims: {p.dims}", ""]
+    lines += _grid(_DIFF_HEADER, p.metrics, {1, 2, 3, 4, 5})
+    lines += ["", f"  activations peak at node '{p.nodes[0]}' → '{p.nodes[1]}'"]
+    if p.ops:
+        lines += ["", "  op types that changed:", *_grid(_OPS_HEADER, p.ops, {1, 2, 3, 4})]
+    if p.layers:
+        lines += ["", f"  layers that changed ({p.shown}):"]
+        lines += _grid(_LAYERS_HEADER, p.layers, {3, 4, 5})
+    if not p.ops and not p.layers:
         lines += ["", "  no op type or layer changed"]
-    for f in doc["gate"]["failures"]:
-        lines += [f"  FAIL  {f['message']}"]
-    return "\n".join(lines)
+    failures = [f"  FAIL  {f['message']}" for f in doc["gate"]["failures"]]
+    return lines + ([""] + failures if failures else [])
+
+
+def _diff_markdown(doc: Mapping[str, Any], p: _DiffParts) -> list[str]:
+    mark = "✅ within limits" if doc["gate"]["passed"] else "❌ over the limits"
+    metrics = [[f"**{r[0]}**" if r[-1] == "FAIL" else r[0], *r[1:]] for r in p.metrics]
+    lines = [f"### graphmem diff: {mark}", ""]
+    lines += [f"`{p.paths[0]}` → `{p.paths[1]}` · dims: {p.dims}"]
+    lines += ["", *_md(_DIFF_HEADER, metrics, {1, 2, 3, 4, 5})]
+    lines += ["", f"Activation peak at `{p.nodes[0]}` → `{p.nodes[1]}`."]
+    if not doc["gate"]["passed"]:
+        lines += _gate_markdown(doc["gate"], "thresholds")
+    if p.ops:
+        lines += ["", "<details><summary>Op types that changed</summary>", ""]
+        lines += [*_md(_OPS_HEADER, p.ops, {1, 2, 3, 4}), "", "</details>"]
+    if p.layers:
+        rows = [[f"`{r[0]}`", *r[1:]] for r in p.layers]
+        lines += ["", f"<details><summary>Layers that changed ({p.shown})</summary>", ""]
+        lines += [*_md(_LAYERS_HEADER, rows, {3, 4, 5}), "", "</details>"]
+    return lines
 
 
 def _change_row(name: str, r: Mapping[str, Any], *, count: bool = False) -> list[str]:
@@ -339,24 +384,31 @@ def _change_row(name: str, r: Mapping[str, Any], *, count: bool = False) -> list
     cells = [name]
     if count:
         cells.append(f"{r['old']['count']} → {r['new']['count']}")
-    cells += [_signed("count", c["params"]), _signed("bytes", c["weight_bytes"]), _signed("bytes", c["output_bytes"])]
+    cells.append(_signed("count", c["params"]))
+    cells.append(_signed("bytes", c["weight_bytes"]))
+    cells.append(_signed("bytes", c["output_bytes"]))
     return cells
 
 
+_DIFF_CSV = (
+    "section", "name", "op_type", "status", "old", "new", "change", "change_percent",
+    "limit_percent", "params_change", "weight_bytes_change", "output_bytes_change",
+)
+
+
 def _diff_csv(doc: Mapping[str, Any]) -> str:
-    header = ["section", "name", "op_type", "status", "old", "new", "change", "change_percent",
-              "limit_percent", "params_change", "weight_bytes_change", "output_bytes_change"]
+    """One row per figure (``metric``), per changed op type and per listed layer."""
     rows: list[list[Any]] = []
     for r in doc["metrics"]:
-        rows.append(["metric", r["metric"], "", r["status"], r["old"], r["new"], r["change"],
-                     r["change_percent"], r["limit_percent"], "", "", ""])
+        figures = [r["old"], r["new"], r["change"], r["change_percent"], r["limit_percent"]]
+        rows.append(["metric", r["metric"], "", r["status"], *figures, "", "", ""])
     for r in doc["op_types"]:
         c = r["change"]
-        rows.append(["op_type", r["op_type"], r["op_type"], "changed", r["old"]["count"], r["new"]["count"],
-                     c["count"], "", "", c["params"], c["weight_bytes"], c["output_bytes"]])
+        counts = [r["old"]["count"], r["new"]["count"], c["count"], "", ""]
+        rows.append(["op_type", r["op_type"], r["op_type"], "changed", *counts,
+                     c["params"], c["weight_bytes"], c["output_bytes"]])
     for r in doc["layers"]:
         c = r["change"]
         rows.append(["layer", r["name"], r["op_type"], r["status"], "", "", "", "", "",
                      c["params"], c["weight_bytes"], c["output_bytes"]])
-    return _csv(header, rows)
-
+    return _csv(_DIFF_CSV, rows)

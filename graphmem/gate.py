@@ -9,9 +9,9 @@ analysis, on a document saved by an earlier run, and inside ``graphmem check``:
 
 Budget conventions: byte budgets take binary or decimal units (``512MiB``, ``1.5GB``; a bare
 ``K``/``M``/``G`` is binary), count budgets decimal prefixes (``25M``, ``4G``). A budget is
-never silently passed: a FLOP budget on a document without FLOPs is an error, and a byte
-figure that is only a lower estimate (tensors of unknown size) fails unless it already
-exceeds the budget, in which case it fails as an excess.
+never silently passed: a FLOP budget on a document without FLOPs is an error, and a figure
+that is only a lower estimate (tensors of unknown size; for FLOPs, ops without a FLOP rule)
+fails unless it already exceeds the budget, in which case it fails as an excess.
 
 :func:`finish` is the tail every gating command shares: evaluate, render in the requested
 format, write (atomically) or print, report failures on stderr (and as GitHub Actions
@@ -26,10 +26,13 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
 from graphmem.units import parse_bytes, parse_count
+
+if TYPE_CHECKING:
+    from graphmem.analysis import Analysis
 
 __all__ = [
     "METRICS",
@@ -43,12 +46,22 @@ __all__ = [
     "evaluate",
     "apply_gate",
     "annotation",
+    "report_failures",
     "finish",
     "deliver",
     "write_atomic",
     "short_bytes",
     "short_count",
     "lookup",
+    "parse_budget",
+    "DIFF_METRICS",
+    "Thresholds",
+    "parse_percent",
+    "parse_thresholds",
+    "Layer",
+    "layer_profile",
+    "compare",
+    "diff_documents",
 ]
 
 
@@ -68,7 +81,8 @@ class Metric:
 
 
 def _metric(key: str, label: str, path: str, unit: Literal["bytes", "count"]) -> Metric:
-    return Metric(key=key, option=f"--max-{key}", label=label, path=tuple(path.split(".")), unit=unit)
+    keys = tuple(path.split("."))
+    return Metric(key=key, option=f"--max-{key}", label=label, path=keys, unit=unit)
 
 
 #: The gated figures, in report order. ``flops`` is absent until the FLOP count lands.
@@ -118,7 +132,8 @@ class Budgets:
 
     def to_json(self) -> dict[str, int]:
         """``{"--max-peak": 10485760, …}`` for the budgets that are set."""
-        return {m.option: self.limit(m) for m in METRICS if self.limit(m) is not None}  # type: ignore[misc]
+        limits = {m.option: self.limit(m) for m in METRICS}
+        return {k: v for k, v in limits.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,7 +186,7 @@ class GateResult:
 def parse_budget(metric: Metric, text: str | int) -> int:
     """Parse one budget value (CLI string or config integer) for ``metric``; UsageError if bad."""
     if isinstance(text, bool) or not isinstance(text, (str, int)):
-        raise UsageError(f"{metric.option} {text!r}: expected a string such as '512MiB' or an integer")
+        raise UsageError(f"{metric.option} {text!r}: expected a string such as '512MiB' or an int")
     if isinstance(text, int):
         if text < 0:
             raise UsageError(f"{metric.option} {text}: a budget cannot be negative")
@@ -196,8 +211,11 @@ def parse_budgets(
 
     Raises :class:`UsageError` (exit 2) naming the option for a malformed or negative value.
     """
-    given = dict(weights=max_weights, peak=max_peak, total=max_total, params=max_params, flops=max_flops)
-    return Budgets(**{"max_" + k: parse_budget(_BY_KEY[k], v) for k, v in given.items() if v is not None})
+    given = dict(
+        weights=max_weights, peak=max_peak, total=max_total, params=max_params, flops=max_flops
+    )
+    parsed = {k: parse_budget(_BY_KEY[k], v) for k, v in given.items() if v is not None}
+    return Budgets(**{"max_" + k: v for k, v in parsed.items()})
 
 
 def budgets_from_mapping(values: Mapping[str, Any], *, where: str = "") -> Budgets:
@@ -248,47 +266,42 @@ def evaluate(doc: Mapping[str, Any], budgets: Budgets) -> GateResult:
         if isinstance(actual, bool) or not isinstance(actual, int):
             where = ".".join(metric.path)
             raise UsageError(f"{metric.option}: the document has no integer '{where}'")
-        unknown = _unknown_sizes(doc, metric)
-        if actual > limit:
-            failures.append(
-                Failure(
-                    metric=metric.key,
-                    option=metric.option,
-                    limit=limit,
-                    actual=actual,
-                    excess=actual - limit,
-                    reason="exceeds",
-                    message=_exceeds_message(metric, actual, limit, lower=bool(unknown)),
-                )
-            )
-        elif unknown:
-            shown = ", ".join(f"'{n}'" for n in unknown[:3]) + (" …" if len(unknown) > 3 else "")
-            failures.append(
-                Failure(
-                    metric=metric.key,
-                    option=metric.option,
-                    limit=limit,
-                    actual=actual,
-                    excess=None,
-                    reason="unknown",
-                    message=(
-                        f"{metric.label} is at least {_fmt(metric, actual)} (within {metric.option} "
-                        f"{_fmt(metric, limit)}), but {len(unknown)} tensors have no static size "
-                        f"({shown}): it cannot be shown to fit"
-                    ),
-                )
-            )
+        failure = _check_one(metric, actual, limit, _unknown_sizes(doc, metric))
+        if failure is not None:
+            failures.append(failure)
     return GateResult(passed=not failures, failures=tuple(failures), budgets=budgets)
 
 
+def _check_one(metric: Metric, actual: int, limit: int, unknown: list[str]) -> Failure | None:
+    """The failure of ``actual`` against ``limit``, or None when it provably fits."""
+    common = dict(metric=metric.key, option=metric.option, limit=limit, actual=actual)
+    if actual > limit:
+        message = _exceeds_message(metric, actual, limit, lower=bool(unknown))
+        return Failure(**common, excess=actual - limit, reason="exceeds", message=message)
+    if not unknown:
+        return None
+    shown = ", ".join(f"'{n}'" for n in unknown[:3]) + (" …" if len(unknown) > 3 else "")
+    what = "op types have no FLOP rule" if metric.key == "flops" else "tensors have no static size"
+    message = (
+        f"{metric.label} is at least {_fmt(metric, actual)} (within {metric.option} "
+        f"{_fmt(metric, limit)}), but {len(unknown)} {what} ({shown}): "
+        "it cannot be shown to fit"
+    )
+    return Failure(**common, excess=None, reason="unknown", message=message)
+
+
 def _unknown_sizes(doc: Mapping[str, Any], metric: Metric) -> list[str]:
-    """Names whose size is missing from ``metric``'s figure (making it a lower estimate)."""
+    """Names missing from ``metric``'s figure (making it a lower estimate).
+
+    Tensors of unknown size for the byte figures; op types without a FLOP rule for FLOPs.
+    """
     acts = list(lookup(doc, ("activations", "unknown")) or ()) + list(
         lookup(doc, ("shapes", "unresolved")) or ()
     )
     weights = list(lookup(doc, ("weights", "unknown")) or ())
-    names = {"weights": weights, "peak": acts, "total": weights + acts}.get(metric.key, [])
-    return list(dict.fromkeys(names))
+    flops = list(lookup(doc, ("flops", "unsupported")) or ())
+    names = {"weights": weights, "peak": acts, "total": weights + acts, "flops": flops}
+    return list(dict.fromkeys(names.get(metric.key, [])))
 
 
 def _exceeds_message(metric: Metric, actual: int, limit: int, *, lower: bool) -> str:
@@ -354,15 +367,18 @@ def annotation(message: str, *, title: str = "graphmem") -> str:
     return f"::error title={prop}::{data}"
 
 
-def report_failures(messages: Iterable[str], *, doc_on_stdout: bool) -> None:
-    """Print each failure on stderr; under GitHub Actions also as an ``::error`` annotation.
+def report_failures(
+    messages: Iterable[str], *, doc_on_stdout: bool, kind: Literal["gate", "error"] = "gate"
+) -> None:
+    """Print each message on stderr; under GitHub Actions also as an ``::error`` annotation.
 
     Annotations go to stdout (where GitHub documents workflow commands) unless stdout carries a
     json/markdown/csv document that they would corrupt; then they go to stderr.
     """
     messages = list(messages)
+    head = "gate failed" if kind == "gate" else "error"
     for m in messages:
-        print(f"graphmem: gate failed: {m}", file=sys.stderr)
+        print(f"graphmem: {head}: {m}", file=sys.stderr)
     if os.environ.get("GITHUB_ACTIONS"):
         stream = sys.stderr if doc_on_stdout else sys.stdout
         for m in messages:
@@ -374,16 +390,23 @@ def report_failures(messages: Iterable[str], *, doc_on_stdout: bool) -> None:
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same directory and ``os.replace``.
 
-    A reader never sees a half-written file. Raises :class:`UsageError` when it cannot write.
+    A reader never sees a half-written file. A symlink is followed; a device or pipe
+    (``/dev/stdout``) is written directly. Raises :class:`UsageError` when it cannot write.
     """
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
+    path = Path(os.path.realpath(path))
     if path.is_dir():
         raise UsageError(f"--output {path}: is a directory")
-    if not directory.is_dir():
-        raise UsageError(f"--output {path}: directory '{directory}' does not exist")
+    if path.exists() and not path.is_file():
+        try:
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+        return
+    if not path.parent.is_dir():
+        raise UsageError(f"--output {path}: directory '{path.parent}' does not exist")
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
         raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
     try:
@@ -391,14 +414,25 @@ def write_atomic(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
 
 
+def _mode_for(path: Path) -> int:
+    """The replaced file's permissions, or what ``open`` would give a new file (0o666 − umask)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def deliver(text: str, *, fmt: str, output: Path | None, failures: Iterable[str]) -> int:
-    """Write ``text`` to ``output`` (atomically) or stdout, report ``failures``; return the exit code."""
+    """Write ``text`` to ``output`` (atomically) or stdout, report ``failures``; return 0 or 1."""
     if not text.endswith("\n"):
         text += "\n"
     if output is not None:
@@ -508,7 +542,8 @@ def parse_thresholds(
     base = None if max_increase is None else parse_percent("--max-increase", max_increase)
     given = dict(weights=weights, peak=peak, total=total, params=params, flops=flops)
     out = {
-        k: (base if v is None else parse_percent(f"--max-increase-{k}", v)) for k, v in given.items()
+        k: base if v is None else parse_percent(f"--max-increase-{k}", v)
+        for k, v in given.items()
     }
     return Thresholds(**out, flops_required=flops is not None)
 
@@ -531,7 +566,7 @@ class Layer:
         }
 
 
-def layer_profile(analysis: Any) -> dict[str, Layer]:
+def layer_profile(analysis: Analysis) -> dict[str, Layer]:
     """Per-node cost of an :class:`~graphmem.analysis.Analysis`, keyed by node name.
 
     Each weight is charged to the first node (in execution order) that reads it, so layer
@@ -560,11 +595,15 @@ def layer_profile(analysis: Any) -> dict[str, Layer]:
         while key in out:
             k += 1
             key = f"{base}#{k}"
-        out[key] = Layer(name=key, op_type=op, params=params, weight_bytes=wbytes, output_bytes=outputs)
+        out[key] = Layer(
+            name=key, op_type=op, params=params, weight_bytes=wbytes, output_bytes=outputs
+        )
     return out
 
 
-def compare(old: Any, new: Any, *, thresholds: Thresholds, top: int = 20) -> dict[str, Any]:
+def compare(
+    old: Analysis, new: Analysis, *, thresholds: Thresholds, top: int = 20
+) -> dict[str, Any]:
     """The ``graphmem diff`` document for two analyses (``old`` → ``new``).
 
     Metric rows give old, new, change and change_percent (None when old is 0 and new is not);
@@ -627,7 +666,7 @@ def _diff_row(
     limit = th.limit(metric)
     if old is None or new is None:
         if metric.key == "flops" and th.flops_required:
-            which = "either model" if old is None and new is None else ("OLD" if old is None else "NEW")
+            which = "OLD" if new is not None else "NEW" if old is not None else "either model"
             raise FlopsUnavailableError(
                 f"--max-increase-flops: FLOPs are unavailable for {which}, so the FLOP "
                 "increase cannot be checked"
@@ -659,7 +698,7 @@ def _diff_row(
     if not exceeded:
         return row, None
     option = f"--max-increase-{metric.key}"
-    grew = "appeared" if pct is None else f"grew {_percent(pct / 100)}"
+    grew = "appeared" if pct is None else f"grew {pct:.1f}%"
     message = (
         f"{metric.label} {grew} ({_fmt(metric, old)} → {_fmt(metric, new)}, "
         f"+{_fmt(metric, change)}), over {option} {limit:g}%"
@@ -684,7 +723,7 @@ def _layer_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list[d
     rows = []
     for name in dict.fromkeys([*old, *new]):
         a, b = old.get(name), new.get(name)
-        if a is not None and b is not None and a.to_json() == b.to_json() and a.op_type == b.op_type:
+        if a is not None and b is not None and a == b:
             continue
         status = "added" if a is None else "removed" if b is None else "changed"
         before = a.to_json() if a else dict.fromkeys(_LAYER_FIELDS, 0)

@@ -25,7 +25,9 @@ T2: Key = (8, (2,))
 T3: Key = (8, (3,))
 
 
-def val(name: str, size: int | None, key: Key = None, *, source: bool = False, output: bool = False) -> Value:
+def val(
+    name: str, size: int | None, key: Key = None, *, source: bool = False, output: bool = False
+) -> Value:
     return Value(name=name, size=size, key=key, source=source, output=output)
 
 
@@ -343,12 +345,6 @@ def test_no_steps() -> None:
     assert placement.arena_bytes == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="liveness bug: an in-place chain x -> y -> z merges only y; the second merge compares "
-    "against storage_last computed before the first merge (stale), so z gets its own storage, the "
-    "lower bound (48) exceeds onnxruntime's peak (25) and check_ort_plan raises",
-)
 def test_an_in_place_chain_is_one_storage() -> None:
     p = program(
         [src(), val("x", 24, A), val("y", 24, A), val("z", 24, A), val("out", 1, T1, output=True)],
@@ -358,17 +354,15 @@ def test_an_in_place_chain_is_one_storage() -> None:
         step("k", "z", "out"),
     )
     # x+y+z 24 [0,3] | out 1 [3,3]; live: 24 | 24 | 24 | 25 (onnxruntime: 24 | 24 | 24 | 25 too)
+    # Regression: the second merge once compared against the life of x's storage computed before
+    # the first merge (it ended at s1), so z got a storage of its own and the lower bound (48)
+    # exceeded onnxruntime's peak (25).
     live = analyze_liveness(p)
     assert storage_of(p, live) == {"y": "x", "z": "x"}
     assert live.live_bytes == (24, 24, 24, 25)
     analyze(p)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="liveness bug: two in-place pairs on one input both merge into its storage, so two "
-    "outputs live at the same time share 24 bytes (onnxruntime takes the buffer for the first only)",
-)
 def test_one_input_is_taken_in_place_by_one_output_only() -> None:
     p = program(
         [src(), val("x", 24, A), val("y", 24, A), val("z", 24, A), val("out", 1, T1, output=True)],
@@ -377,16 +371,12 @@ def test_one_input_is_taken_in_place_by_one_output_only() -> None:
         step("k", "y z", "out"),
     )
     # x+y 24 [0,2] | z 24 [1,2] | out 1 [2,2]; live: 24 | 48 | 49
+    # Regression: both pairs once merged, putting y and z, live together, in one 24-byte storage.
     live, _ = analyze(p)
     assert storage_of(p, live) == {"y": "x"}
     assert live.live_bytes == (24, 48, 49)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="liveness bug: at the last step an in-place output merges into a graph output's storage "
-    "(its storage 'ends' at that step), overwriting a value the caller still holds",
-)
 def test_an_in_place_output_never_merges_into_a_graph_output() -> None:
     p = program(
         [src(), val("o", 24, A, output=True), val("y", 24, A)],
@@ -394,6 +384,8 @@ def test_an_in_place_output_never_merges_into_a_graph_output() -> None:
         step("relu", "o", "y", inplace=[(0, 0)]),
     )
     # o 24 [0,1] | y 24 [1,1]; live: 24 | 48 (onnxruntime: 24 | 48)
+    # Regression: o's storage "ends" at the last step, so y once merged into it, over the
+    # caller's value.
     live, _ = analyze(p)
     assert storage_of(p, live) == {}
     assert live.live_bytes == (24, 48)

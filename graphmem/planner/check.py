@@ -2,7 +2,7 @@
 
 * no two storages that are live at the same step overlap in memory;
 * lower bound <= greedy arena <= no-reuse sum;
-* lower bound <= onnxruntime-emulated peak <= no-reuse sum plus graph outputs held to the end.
+* lower bound <= onnxruntime-emulated peak <= no-reuse sum (which includes graph outputs).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 A storage is the memory one or more values share without any planner's choice: a view (alias
 output) shares its input's storage, and an in-place output shares its input's storage when that
-input dies at the very step and the sizes are equal. Everything else gets a storage of its own.
+input dies at the very step and the sizes are equal (one output per input storage and step, never
+into a storage holding a graph output; chains merge in step order). Everything else gets a
+storage of its own.
 A storage lives from the step that writes it to the last step that reads any value in it;
 graph outputs to the end of the run; a value nothing reads only during its own step.
 

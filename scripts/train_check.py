@@ -298,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
                           f"err {e:+6.1%} {mark:<4}{extra}", flush=True)
                     if gated and not ok:
                         failures.append(f"{name} b{batch} {label}")
+                if optimizer == "adam":
+                    naive = est.weights_bytes + est.grads_bytes + est.optimizer_state_bytes + est.saved_bytes
+                    print(f"{name:<12} b{batch:<2} {'naive W+G+S+saved':<20} {mib(naive)} MiB: measured "
+                          f"adam step peak {err(m.step_peak, naive):+.1%} of it", flush=True)
                 first = False
             print(f"{name:<12} b{batch:<2} ({m.seconds:.0f} s per measured run)", flush=True)
     print("bars missed: " + (", ".join(failures) if failures else "none"))

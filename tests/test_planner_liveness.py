@@ -8,7 +8,6 @@ no-reuse sum), and through the onnxruntime-emulation bound check.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 import pytest
 
@@ -16,51 +15,8 @@ from graphmem.planner.check import check_ort_plan, check_placement
 from graphmem.planner.greedy import Placement, plan_greedy
 from graphmem.planner.liveness import Liveness, analyze_liveness
 from graphmem.planner.ortplan import plan_ort
-from graphmem.planner.program import Key, Program, Step, Value
-
-A: Key = (32, (2, 3))  # 24 bytes
-B: Key = (32, (6,))  # 24 bytes, another rank
-T1: Key = (8, (1,))
-T2: Key = (8, (2,))
-T3: Key = (8, (3,))
-
-
-def val(
-    name: str, size: int | None, key: Key = None, *, source: bool = False, output: bool = False
-) -> Value:
-    return Value(name=name, size=size, key=key, source=source, output=output)
-
-
-def src(name: str = "in", size: int | None = 24, key: Key = A) -> Value:
-    return val(name, size, key, source=True)
-
-
-def step(
-    label: str,
-    inputs: str,
-    outputs: str,
-    *,
-    alias: Sequence[tuple[int, int]] = (),
-    inplace: Sequence[tuple[int, int]] = (),
-) -> tuple[str, str, str, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-    return (label, inputs, outputs, tuple(alias), tuple(inplace))
-
-
-def program(values: Sequence[Value], *steps: tuple) -> Program:  # type: ignore[type-arg]
-    index = {v.name: i for i, v in enumerate(values)}
-    return Program(
-        values=tuple(values),
-        steps=tuple(
-            Step(
-                label=label,
-                inputs=tuple(index[n] for n in ins.split()),
-                outputs=tuple(index[n] for n in outs.split()),
-                alias=alias,
-                inplace=inplace,
-            )
-            for label, ins, outs, alias, inplace in steps
-        ),
-    )
+from graphmem.planner.program import Key, Program
+from planner_programs import A, B, T1, T2, T3, program, src, step, val
 
 
 def analyze(p: Program) -> tuple[Liveness, Placement]:

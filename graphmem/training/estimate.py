@@ -1,0 +1,324 @@
+"""The training estimate, end to end: analysis → who trains → saved tensors → passes → phases.
+
+:func:`estimate_training` is the library call behind ``graphmem train``. One training step of a
+PyTorch-style loop (``zero_grad``; forward; loss; ``backward``; ``step``) in steady state (step 2
+onwards, optimizer state allocated) is split in three phases, each with its peak:
+
+* forward: weights + optimizer state + inputs (+ gradients when ``persistent``) + the forward
+  pass's live activations;
+* backward: the same base + saved tensors not yet released + activation gradients + weight
+  gradients computed so far (``released``) or their temporaries (``persistent``);
+* optimizer step: weights + state + inputs + every gradient + the step's temporaries.
+
+The step's peak is the largest of the three, named by its phase.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from onnx import TensorProto
+
+from graphmem.analysis import Analysis, analyze_model
+from graphmem.dtypes import cast_floats, cast_weights
+from graphmem.errors import UsageError
+from graphmem.loading import load_model
+from graphmem.order import file_order
+from graphmem.training import classify, patterns
+from graphmem.training.optimizer import (
+    GRAD_MODES,
+    OPTIMIZERS,
+    PRECISIONS,
+    check_choice,
+    optimizer_costs,
+)
+from graphmem.training.phases import GRAD_VIEW_OPS, run_backward, run_forward
+from graphmem.training.saved import OpView, saved_by
+from graphmem.training.workspace import backward_temporaries, forward_temporaries
+
+__all__ = [
+    "TrainingConfig",
+    "LayerSaved",
+    "SavedStorageInfo",
+    "PhasePeak",
+    "TrainingEstimate",
+    "estimate_training",
+    "estimate_training_analysis",
+    "layer_of",
+]
+
+
+_HALF = {"mixed-fp16": TensorProto.FLOAT16, "mixed-bf16": TensorProto.BFLOAT16}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingConfig:
+    optimizer: str = "adam"
+    grads: str = "released"
+    precision: str = "fp32"
+    frozen: tuple[str, ...] = ()
+    foreach: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerSaved:
+    """Saved bytes held by one layer (a module scope of the exported node names)."""
+
+    layer: str
+    bytes: int
+    storages: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SavedStorageInfo:
+    """One saved storage, attributed to the first op (in forward order) that holds it."""
+
+    name: str
+    bytes: int | None
+    layer: str
+    op_type: str
+    node: str
+    labels: tuple[str, ...]
+    graph_input: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhasePeak:
+    phase: str  # "forward" | "backward" | "optimizer"
+    total_bytes: int
+    at: str  # the op (or pseudo-step) at the phase's peak
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingEstimate:
+    """Everything ``graphmem train`` reports, as typed data. Byte figures are exact integers."""
+
+    analysis: Analysis
+    config: TrainingConfig
+    params: int
+    trainable_params: int
+    frozen_params: int
+    weights_bytes: int  # model copy of every weight and buffer + fp32 master copies
+    master_weights_bytes: int
+    grads_bytes: int
+    optimizer_state_bytes: int
+    optimizer_temp_bytes: int
+    inputs_bytes: int
+    saved_bytes: int  # unique storages autograd holds (graph inputs it holds included)
+    saved_inputs_bytes: int  # the graph inputs among them (caller's memory, also in inputs)
+    saved_by_layer: tuple[LayerSaved, ...]  # most bytes first
+    saved_storages: tuple[SavedStorageInfo, ...]
+    activation_peak_bytes: int  # forward pass
+    activation_peak_at: str
+    backward_peak_bytes: int  # saved + activation and weight gradients during backward
+    backward_peak_at: str
+    phases: tuple[PhasePeak, ...]
+    step_peak_bytes: int
+    peak_phase: str
+    unknown_ops: tuple[tuple[str, int], ...]  # op type, count: assumed to save their inputs
+    unknown_sizes: tuple[str, ...]  # tensors of unknown size (not in the figures)
+    warnings: tuple[str, ...]
+
+
+def estimate_training(
+    path: str | os.PathLike[str],
+    *,
+    dims: Mapping[str, int] | None = None,
+    optimizer: str = "adam",
+    grads: str = "released",
+    precision: str = "fp32",
+    frozen: Sequence[str] = (),
+    foreach: bool = False,
+) -> TrainingEstimate:
+    """Memory of one training step of the ONNX training-mode export at ``path``.
+
+    Raises :class:`graphmem.errors.GraphmemError` subclasses on bad input: an unknown optimizer,
+    gradient mode or precision, unbound dims, a model with no trainable weights.
+    """
+    config = TrainingConfig(
+        optimizer=check_choice("optimizer", optimizer, tuple(OPTIMIZERS)),
+        grads=check_choice("gradient mode", grads, GRAD_MODES),
+        precision=check_choice("precision", precision, tuple(PRECISIONS)),
+        frozen=tuple(frozen),
+        foreach=foreach,
+    )
+    as_dtype = {"fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16"}[config.precision]
+    analysis = analyze_model(load_model(path), dims=dims, as_dtype=as_dtype)
+    return estimate_training_analysis(analysis, config)
+
+
+def layer_of(node_name: str, fallback: str) -> str:
+    """The module scope of an exported node name: ``/model/layer.0/attn/MatMul`` →
+    ``model.layer.0.attn``; a name without scope is its own layer."""
+    if "/" in node_name.strip("/"):
+        return node_name.strip("/").rsplit("/", 1)[0].replace("/", ".")
+    return node_name.strip("/") or fallback
+
+
+def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingEstimate:
+    """Same as :func:`estimate_training`, for an existing :class:`Analysis` (its dtype what-if
+    must match ``config.precision``)."""
+    g, model = a.graph, a.graph.model
+    half = _HALF.get(config.precision)
+    types = a.types if half is None else cast_floats(a.types, half)
+    w = model.weights if half is None else cast_weights(model.weights, half)
+    order = file_order(g)
+    weight_only = classify.weight_only_nodes(g)
+    roles = classify.weight_roles(g, weight_only, config.frozen)
+    if not roles.trainable:
+        if roles.frozen:
+            raise UsageError(
+                f"--frozen {' '.join(config.frozen)} froze every parameter: nothing to train"
+            )
+        raise UsageError(
+            f"{model.path}: the model has no trainable weights (no floating initializer reaches "
+            "an input that has a gradient): nothing to train"
+        )
+    warnings = [f"--frozen '{p}' matched no parameter" for p in roles.unmatched_patterns]
+    needs_grad = classify.requires_grad(g, order, types, roles.trainable)
+    weightish = frozenset(model.weights) | frozenset(
+        o for n in weight_only for o in g.node(n).output if o
+    )
+    ops = patterns.torch_ops(g, order, weight_only)
+    views = tuple(_view(g, op, types, needs_grad, weightish) for op in ops)
+    saved = tuple(saved_by(v, op.domain) for v, op in zip(views, ops))
+    if not _looks_like_training_export(g, ops):
+        warnings.append(
+            "no Dropout and no training-mode BatchNormalization: if this is an inference export "
+            "(BatchNorm folded, Dropout removed) the estimate misses their saved tensors; "
+            "re-export with training=TrainingMode.TRAINING, do_constant_folding=False"
+        )
+    sources = {n: "input" for n in model.inputs} | {n: "weight" for n in weightish}
+    outputs = tuple(model.outputs)
+    fwd = run_forward(
+        ops, saved, types=types, sources=sources, outputs=outputs,
+        view_input=lambda op: patterns.view_input(g, op, types, weight_only),
+        temporaries=tuple(forward_temporaries(v, op.domain) for v, op in zip(views, ops)),
+    )
+    trainable = roles.trainable
+    grad_bytes = {n: w[n].nbytes or 0 for n in trainable}
+
+    def weight_grads(name: str) -> dict[str, int] | None:
+        if name not in weightish:
+            return None
+        return {s: grad_bytes[s] for s in classify.weight_sources(g, name, weight_only) if s in trainable}
+
+    def grad_view(op: patterns.Op, k: int) -> bool:
+        if op.op_type == "Sub" and k != 0:
+            return False
+        if op.op_type in GRAD_VIEW_OPS or op.op_type == "Sub":
+            same = types.get(op.inputs[k]) == types.get(op.outputs[0])
+            return op.op_type not in ("Add", "Sub", "Sum") or same
+        return op.op_type in ("Cast", "Dropout") and patterns.view_input(g, op, types, weight_only) == 0
+
+    persistent = config.grads == "persistent"
+    bwd = run_backward(
+        ops, fwd, types=types, needs_grad=needs_grad, outputs=outputs,
+        weight_grads=weight_grads, keep_weight_grads=not persistent, grad_view=grad_view,
+        temporaries=tuple(backward_temporaries(v, op.domain) for v, op in zip(views, ops)),
+    )
+    costs = optimizer_costs(
+        config.optimizer,
+        [model.weights[n].numel for n in sorted(trainable)],
+        precision=config.precision,
+        param_bytes=[model.weights[n].nbytes or 0 for n in sorted(trainable)],
+        foreach=config.foreach,
+    )
+    grads_total = sum(grad_bytes.values())
+    weights_total = sum(x.nbytes or 0 for x in w.values()) + costs.master_bytes
+    inputs = a.io.inputs_bytes
+    base = weights_total + costs.state_bytes + inputs
+    kept = grads_total if persistent else 0
+    phases = (
+        _phase("forward", base + kept + fwd.trace.peak_bytes, fwd.trace.peak_label),
+        _phase("backward", base + kept + bwd.peak_bytes, bwd.peak_label),
+        _phase("optimizer", base + grads_total + costs.step_temporary_bytes, "step temporaries"),
+    )
+    top = max(phases, key=lambda p: p.total_bytes)
+    infos = _storage_infos(fwd.saved, ops)
+    unknown_ops = Counter(op.op_type for op, s in zip(ops, saved) if s.outcome == "unsupported")
+    return TrainingEstimate(
+        analysis=a,
+        config=config,
+        params=sum(x.numel for x in model.weights.values()),
+        trainable_params=sum(model.weights[n].numel for n in trainable),
+        frozen_params=sum(model.weights[n].numel for n in roles.frozen),
+        weights_bytes=weights_total,
+        master_weights_bytes=costs.master_bytes,
+        grads_bytes=grads_total,
+        optimizer_state_bytes=costs.state_bytes,
+        optimizer_temp_bytes=costs.step_temporary_bytes,
+        inputs_bytes=inputs,
+        saved_bytes=sum(s.bytes or 0 for s in infos),
+        saved_inputs_bytes=sum(s.bytes or 0 for s in infos if s.graph_input),
+        saved_by_layer=_by_layer(infos),
+        saved_storages=infos,
+        activation_peak_bytes=fwd.trace.peak_bytes,
+        activation_peak_at=fwd.trace.peak_label,
+        backward_peak_bytes=bwd.peak_bytes,
+        backward_peak_at=bwd.peak_label,
+        phases=phases,
+        step_peak_bytes=top.total_bytes,
+        peak_phase=top.phase,
+        unknown_ops=tuple(sorted(unknown_ops.items())),
+        unknown_sizes=fwd.unknown + tuple(s.name for s in infos if s.bytes is None),
+        warnings=tuple(warnings),
+    )
+
+
+def _view(g, op, types, needs_grad, weightish) -> OpView:  # type: ignore[no-untyped-def]
+    return OpView(
+        op_type=op.op_type,
+        node=op.node,
+        inputs=op.inputs,
+        outputs=op.outputs,
+        types=types,
+        needs_grad=needs_grad,
+        weights=weightish,
+        active=op.op_type != "Dropout" or patterns.dropout_active(g, op.node),
+    )
+
+
+def _looks_like_training_export(g, ops) -> bool:  # type: ignore[no-untyped-def]
+    for op in ops:
+        if op.op_type == "Dropout" and patterns.dropout_active(g, op.node):
+            return True
+        if op.op_type == "BatchNormalization":
+            if any(a.name == "training_mode" and a.i for a in op.node.attribute):
+                return True
+    return False
+
+
+def _phase(name: str, total: int, at: str) -> "PhasePeak":
+    return PhasePeak(phase=name, total_bytes=total, at=at)
+
+
+def _storage_infos(saved, ops) -> tuple[SavedStorageInfo, ...]:  # type: ignore[no-untyped-def]
+    infos = []
+    for s in saved:
+        first = ops[min(s.savers)]
+        infos.append(
+            SavedStorageInfo(
+                name=s.name,
+                bytes=s.nbytes,
+                layer=layer_of(first.node.name, first.label),
+                op_type=first.op_type,
+                node=first.label,
+                labels=tuple(dict.fromkeys(s.labels)),
+                graph_input=s.graph_input,
+            )
+        )
+    return tuple(infos)
+
+
+def _by_layer(infos: tuple[SavedStorageInfo, ...]) -> tuple[LayerSaved, ...]:
+    total: dict[str, list[int]] = {}
+    for s in infos:
+        entry = total.setdefault(s.layer, [0, 0])
+        entry[0] += s.bytes or 0
+        entry[1] += 1
+    rows = [LayerSaved(layer=k, bytes=v[0], storages=v[1]) for k, v in total.items()]
+    return tuple(sorted(rows, key=lambda r: (-r.bytes, r.layer)))

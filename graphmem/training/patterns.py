@@ -1,0 +1,247 @@
+"""The graph as PyTorch runs it: one op per kernel, views that share storage.
+
+An exported graph spells some PyTorch kernels out as several ONNX nodes, and some ONNX nodes
+are not kernels at all:
+
+* **fused ops** — ``F.gelu`` exports as ``Div → Erf → Add → Mul → Mul`` (exact) or as a chain of
+  ``Mul``/``Add``/``Tanh`` (``approximate="tanh"``; ``torch/onnx/…/symbolic_opset9.py``, ``gelu``)
+  but autograd sees one op that saves its input. Those exact exporter patterns become one
+  :class:`Op` of type ``Gelu``; their intermediates are never materialised. A tanh-GELU written
+  out in Python (GPT-2's ``gelu_new``, with ``Pow``) is *not* fused: PyTorch runs, and saves
+  for, every one of its ops.
+* **views** — Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Expand, Slice, Split, a
+  ``Gather`` of one index (``select``), a Cast to the same type and an inactive Dropout return a
+  view in PyTorch: no new storage. Saved tensors are counted by storage, so a view saved by one
+  op and its base saved by another count once.
+* **bias add** — ``MatMul`` by a weight then ``Add`` of a weight is one ``addmm`` (``F.linear``):
+  the Add writes into the MatMul's storage.
+* **weight preprocessing** (:func:`~graphmem.training.classify.weight_only_nodes`) is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import onnx
+
+from graphmem.graph import OpGraph
+from graphmem.shapes.types import TensorType
+
+__all__ = ["Op", "torch_ops", "view_input", "dropout_active", "VIEW_OPS"]
+
+#: Ops whose outputs are views of input 0 in PyTorch.
+VIEW_OPS = frozenset(
+    {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Expand", "Slice", "Split"}
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    """One op as PyTorch runs it: an ONNX node, or a fused group standing for one kernel."""
+
+    nid: int  # the node it is (for a fused group: its last node)
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]  # "" marks an omitted optional input
+    outputs: tuple[str, ...]
+    node: onnx.NodeProto
+    members: tuple[int, ...]  # node ids it stands for
+    hidden: tuple[str, ...] = ()  # intermediates of a fused group: never materialised
+
+    @property
+    def label(self) -> str:
+        return self.node.name or f"{self.op_type}_{self.nid}"
+
+
+def torch_ops(g: OpGraph, order: Iterable[int], weight_only: frozenset[int]) -> tuple[Op, ...]:
+    """The ops PyTorch runs, in ``order``: weight preprocessing dropped, GELU patterns fused."""
+    fused = _find_gelus(g, weight_only)
+    ops: list[Op] = []
+    for nid in order:
+        if nid in weight_only:
+            continue
+        group = fused.get(nid)
+        if group is not None:
+            if nid == group.nid:
+                ops.append(group)
+            continue
+        node = g.node(nid)
+        ops.append(
+            Op(
+                nid=nid,
+                op_type=node.op_type,
+                domain="" if node.domain == "ai.onnx" else node.domain,
+                inputs=tuple(node.input),
+                outputs=tuple(node.output),
+                node=node,
+                members=(nid,),
+            )
+        )
+    return tuple(ops)
+
+
+def dropout_active(g: OpGraph, node: onnx.NodeProto) -> bool:
+    """True when a Dropout node drops (training mode with a ratio above 0).
+
+    Opset ≥ 12 reads the ``training_mode`` input (absent: inference); older opsets have no flag
+    and count as training when the mask output is present.
+    """
+    values = g.model.values
+    if g.model.opset < 12:
+        return len(node.output) > 1 and bool(node.output[1])
+    mode = node.input[2] if len(node.input) > 2 else ""
+    if not mode or mode not in values or not bool(values[mode].reshape(-1)[0]):
+        return False
+    ratio = node.input[1] if len(node.input) > 1 else ""
+    if ratio and ratio in values and float(values[ratio].reshape(-1)[0]) == 0.0:
+        return False
+    return True
+
+
+def view_input(
+    g: OpGraph, op: Op, types: dict[str, TensorType], weight_only: frozenset[int]
+) -> int | None:
+    """Input position whose storage the op's outputs share in PyTorch, or None (new storage)."""
+    t = op.op_type
+    if op.domain != "":
+        return None
+    if t in VIEW_OPS:
+        return 0
+    if t == "Cast":
+        a, b = types.get(op.inputs[0]), types.get(op.outputs[0])
+        return 0 if a is not None and b is not None and a.dtype == b.dtype else None
+    if t == "Gather":
+        idx = types.get(op.inputs[1])
+        if not _is_weight(g, op.inputs[0], weight_only) and idx is not None and idx.shape == ():
+            return 0  # x.select(axis, i)
+        return None
+    if t == "Dropout" and not dropout_active(g, op.node):
+        return 0
+    if t == "Add" and _bias_after_matmul(g, op, weight_only) is not None:
+        return _bias_after_matmul(g, op, weight_only)
+    return None
+
+
+def _is_weight(g: OpGraph, name: str, weight_only: frozenset[int]) -> bool:
+    return name in g.model.weights or (name in g.producer and g.producer[name] in weight_only)
+
+
+def _bias_after_matmul(g: OpGraph, op: Op, weight_only: frozenset[int]) -> int | None:
+    """Position of the MatMul output in ``Add(bias, MatMul(x, W))`` (one ``addmm``), or None."""
+    if len(op.inputs) != 2:
+        return None
+    for k, name in enumerate(op.inputs):
+        other = op.inputs[1 - k]
+        if not _is_weight(g, other, weight_only) or name not in g.producer:
+            continue
+        mm = g.node(g.producer[name])
+        if (
+            mm.op_type == "MatMul"
+            and len(mm.input) == 2
+            and _is_weight(g, mm.input[1], weight_only)
+            and g.consumers.get(name) == (op.nid,)
+            and name not in g.model.outputs
+        ):
+            return k
+    return None
+
+
+# --------------------------------------------------------------------------- GELU patterns
+def _only_consumer(g: OpGraph, name: str) -> onnx.NodeProto | None:
+    users = g.consumers.get(name, ())
+    if len(users) != 1 or name in g.model.outputs:
+        return None
+    return g.node(users[0])
+
+
+def _binary(node: onnx.NodeProto | None, op_type: str, name: str) -> str | None:
+    """The other operand of binary ``op_type`` node reading ``name``; None if it is not one."""
+    if node is None or node.op_type != op_type or len(node.input) != 2 or name not in node.input:
+        return None
+    a, b = node.input
+    return b if a == name else a
+
+
+def _find_gelus(g: OpGraph, weight_only: frozenset[int]) -> dict[int, Op]:
+    """Every member node of an exporter GELU pattern → the fused op (keyed by each member)."""
+    const = lambda n: n is not None and _is_weight(g, n, weight_only)  # noqa: E731
+    nid_of = {id(g.node(n)): n for n in g.dag.nodes}
+    found: dict[int, Op] = {}
+    for nid in g.dag.nodes:
+        node = g.node(nid)
+        if node.op_type == "Erf":
+            chain = _exact_gelu(g, node, const)
+        elif node.op_type == "Tanh":
+            chain = _tanh_gelu(g, node, const)
+        else:
+            continue
+        if chain is None:
+            continue
+        x, nodes = chain
+        ids = tuple(sorted(nid_of[id(n)] for n in nodes))
+        last = g.node(ids[-1])
+        hidden = tuple(o for n in nodes for o in n.output if o and o != last.output[0])
+        op = Op(nid=ids[-1], op_type="Gelu", domain="", inputs=(x,), outputs=(last.output[0],),
+                node=last, members=ids, hidden=hidden)
+        for m in ids:
+            found[m] = op
+    return found
+
+
+def _exact_gelu(g, erf, const):  # type: ignore[no-untyped-def]
+    """x → Div(x, √2) → Erf → Add(·, 1) → Mul(x, ·) → Mul(·, 0.5); returns (x, nodes)."""
+    div = g.node(g.producer[erf.input[0]]) if erf.input[0] in g.producer else None
+    if div is None or div.op_type not in ("Div", "Mul") or len(div.input) != 2 or not const(div.input[1]):
+        return None
+    x = div.input[0]
+    if _only_consumer(g, div.output[0]) is not erf:
+        return None
+    add = _only_consumer(g, erf.output[0])
+    if not const(_binary(add, "Add", erf.output[0])):
+        return None
+    mul = _only_consumer(g, add.output[0])
+    if _binary(mul, "Mul", add.output[0]) != x:
+        return None
+    half = _only_consumer(g, mul.output[0])
+    if not const(_binary(half, "Mul", mul.output[0])):
+        return None
+    return x, (div, erf, add, mul, half)
+
+
+def _tanh_gelu(g, tanh, const):  # type: ignore[no-untyped-def]
+    """The exporter's approximate="tanh" GELU: x·x·x·κ + x, ·β, Tanh, +1, ·x, ·0.5."""
+    beta = g.node(g.producer[tanh.input[0]]) if tanh.input[0] in g.producer else None
+    if beta is None or beta.op_type != "Mul":
+        return None
+    inner = next((i for i in beta.input if not const(i)), None)
+    if inner is None or inner not in g.producer or not const(_binary(beta, "Mul", inner)):
+        return None
+    add = g.node(g.producer[inner])
+    if add.op_type != "Add" or len(add.input) != 2:
+        return None
+    for x, k_out in (add.input, add.input[::-1]):
+        kappa = g.node(g.producer[k_out]) if k_out in g.producer else None
+        if kappa is None or kappa.op_type != "Mul":
+            continue
+        cube_out = next((i for i in kappa.input if not const(i)), None)
+        cube = g.node(g.producer[cube_out]) if cube_out in g.producer else None
+        if cube is None or _binary(cube, "Mul", x) is None:
+            continue
+        sq_out = _binary(cube, "Mul", x)
+        sq = g.node(g.producer[sq_out]) if sq_out in g.producer else None
+        if sq is None or sq.op_type != "Mul" or list(sq.input) != [x, x]:
+            continue
+        one = _only_consumer(g, tanh.output[0])
+        if not const(_binary(one, "Add", tanh.output[0])):
+            return None
+        mul = _only_consumer(g, one.output[0])
+        if _binary(mul, "Mul", one.output[0]) != x:
+            return None
+        half = _only_consumer(g, mul.output[0])
+        if not const(_binary(half, "Mul", mul.output[0])):
+            return None
+        chain = (sq, cube, kappa, add, beta, tanh, one, mul, half)
+        if all(_only_consumer(g, n.output[0]) is not None for n in chain[:-1]):
+            return x, chain
+    return None

@@ -1,0 +1,136 @@
+"""Kernel temporaries: bytes a PyTorch CPU kernel allocates beyond its outputs and frees before
+it returns, forward and backward. One table keyed by ``(domain, op_type)``; ops not in it make
+none (most elementwise and reduction kernels write straight into their outputs).
+
+These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as traced with
+``torch.profiler(profile_memory=True)`` (``scripts/train_check.py``):
+
+* **Conv**, oneDNN path (``aten::mkldnn_convolution``): the weight is reordered into a blocked
+  layout on every call, and so is the input when its channels are a multiple of the block (8);
+  the result is computed into a blocked buffer (channels padded to the block) and copied out.
+  Backward computes the input gradient from reordered output gradient and weight into a blocked
+  buffer, then the weight gradient from reordered output gradient and input into another: each
+  blocked result lives while it is copied out.
+* **Conv**, native path (``thnn_conv2d``, chosen by ``ConvParams::use_mkldnn`` in
+  ``aten/src/ATen/native/Convolution.cpp`` for a single small image with few channels): an
+  im2col buffer of ``C_in·kh·kw × H_out·W_out`` per image, forward and backward.
+* **ConvTranspose** (oneDNN): the blocked result, the output and a contiguous clone of it:
+  two outputs beyond the output; backward as Conv.
+* **LSTM** (``mkldnn_rnn_layer``, per direction): both weight matrices re-laid with a padded
+  leading dimension, the gates scratchpad of every step and the summed bias.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from graphmem.memory import tensor_size
+from graphmem.training.saved import OpView, good_ld
+
+__all__ = ["forward_temporaries", "backward_temporaries", "conv_uses_onednn", "TEMPORARIES"]
+
+Temp = Callable[[OpView], int]
+
+#: oneDNN's channel block for fp32 on this class of machine (AVX2: 8; AVX-512 machines use 16).
+BLOCK = 8
+
+
+def _size(op: OpView, name: str) -> int:
+    return tensor_size(op.type(name)) or 0
+
+
+def _shape(op: OpView, name: str) -> tuple[int, ...] | None:
+    t = op.type(name)
+    if t is None or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+        return None
+    return tuple(t.shape)  # type: ignore[arg-type]
+
+
+def conv_uses_onednn(op: OpView) -> bool:
+    """``ConvParams::use_mkldnn`` for fp32 CPU tensors with more than one thread."""
+    x, w = _shape(op, op.input(0)), _shape(op, op.input(1))
+    if x is None or w is None or len(x) < 3:
+        return True
+    groups = op.attr("group", 1)
+    big_kernel = len(w) >= 4 and w[-1] > 3 and w[-2] > 3
+    return groups > 1 or big_kernel or x[0] > 1 or math.prod(x) > 20480
+
+
+def _reordered(op: OpView, name: str) -> int:
+    """Bytes of a blocked copy of an input: made only when its channels fill whole blocks."""
+    shape = _shape(op, name)
+    return _size(op, name) if shape is not None and len(shape) > 1 and shape[1] % BLOCK == 0 else 0
+
+
+def _blocked(op: OpView, name: str) -> int:
+    """Bytes of a result computed in the blocked layout: channels padded to whole blocks."""
+    shape, size = _shape(op, name), _size(op, name)
+    if shape is None or len(shape) < 2 or not shape[1]:
+        return size
+    return size // shape[1] * (-(-shape[1] // BLOCK) * BLOCK)
+
+
+def _columns(op: OpView) -> int:
+    """im2col buffer of the native convolution: C_in·kh·kw per output position, per image."""
+    x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
+    if x is None or w is None or y is None:
+        return 0
+    elem = _size(op, op.outputs[0]) // max(math.prod(y), 1)
+    return x[0] * w[1] * math.prod(w[2:]) * math.prod(y[2:]) * elem
+
+
+def conv_forward(op: OpView) -> int:
+    if not conv_uses_onednn(op):
+        return _columns(op)
+    out, blocked = _size(op, op.outputs[0]), _blocked(op, op.outputs[0])
+    return max(_reordered(op, op.input(0)) + _size(op, op.input(1)) + blocked, blocked + out) - out
+
+
+def conv_backward(op: OpView) -> int:
+    if not conv_uses_onednn(op):
+        return _columns(op)
+    grad_out, x, weight = _reordered(op, op.outputs[0]), _reordered(op, op.input(0)), _size(op, op.input(1))
+    gi = _size(op, op.input(0)) if op.grad(0) else 0
+    gi_blocked = _blocked(op, op.input(0)) if op.grad(0) else 0
+    gw = weight if op.grad(1) else 0
+    # input gradient: grad_out' + weight' + blocked result, then the result copied out;
+    # weight gradient: grad_out' + input' + blocked result, then copied out
+    data = max(grad_out + weight + gi_blocked, gi_blocked + gi) if gi else 0
+    filt = gi + max(grad_out + x + gw, 2 * gw) if gw else 0
+    return max(data, filt, gi + gw) - gi - gw
+
+
+def conv_transpose_forward(op: OpView) -> int:
+    return 2 * _size(op, op.outputs[0])
+
+
+def lstm_forward(op: OpView) -> int:
+    x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
+    if x is None or hidden is None:
+        return 0
+    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
+    ld = good_ld(4 * hidden)
+    weights = (size + hidden) * ld * 4
+    scratch = steps * batch * ld * 4
+    return weights + scratch + 4 * hidden * 4
+
+
+#: ``(domain, op_type) -> (forward temporaries, backward temporaries)``.
+TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
+    ("", "Conv"): (conv_forward, conv_backward),
+    ("", "ConvTranspose"): (conv_transpose_forward, conv_backward),
+    ("", "LSTM"): (lstm_forward, lstm_forward),
+}
+
+
+def forward_temporaries(op: OpView, domain: str = "") -> int:
+    """Bytes the op's forward kernel holds beyond its outputs at its busiest moment."""
+    entry = TEMPORARIES.get((domain, op.op_type))
+    return entry[0](op) if entry else 0
+
+
+def backward_temporaries(op: OpView, domain: str = "") -> int:
+    """Bytes the op's backward kernel holds beyond the gradients it returns."""
+    entry = TEMPORARIES.get((domain, op.op_type))
+    return entry[1](op) if entry else 0

@@ -1,0 +1,378 @@
+"""graphmem.training: saved-tensor rules, optimizer state, frozen weights, precision, phases.
+
+Tiny inline graphs with hand-computed integers. Conventions of the comments: ``f32[2,3,8,8]``
+is 2·3·8·8·4 = 1536 bytes; "saves" lists what autograd holds for backward; ``W`` is always a
+trainable weight and ``x`` the graph input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from graphmem.analysis import analyze_model
+from graphmem.errors import GraphmemError, UsageError
+from graphmem.loading import model_from_proto
+from graphmem.training import (
+    TrainingConfig,
+    estimate_training,
+    estimate_training_analysis,
+)
+from graphmem.training.classify import weight_only_nodes
+from graphmem.training.optimizer import optimizer_costs
+from graphmem.training.saved import RULES, lstm_workspace_bytes
+
+F, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def vi(name, shape, dtype=F):  # type: ignore[no-untyped-def]
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def w(name, *shape, dtype=np.float32):  # type: ignore[no-untyped-def]
+    return numpy_helper.from_array(np.full(shape, 0.5, dtype=dtype), name)
+
+
+def const(name, value, dtype=np.float32):  # type: ignore[no-untyped-def]
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+
+
+def estimate(nodes, inputs, outputs, inits, dims=None, **config):  # type: ignore[no-untyped-def]
+    graph = helper.make_graph(list(nodes), "g", list(inputs), list(outputs), list(inits))
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    a = analyze_model(model_from_proto(proto), dims=dims, as_dtype={"fp32": None}.get(config.get("precision", "fp32"), "float16"))
+    return estimate_training_analysis(a, TrainingConfig(**config))
+
+
+def through(op_nodes, x_shape, out_name, out_shape, inits=(), out_dtype=F):  # type: ignore[no-untyped-def]
+    """x → Add(x, b) → h → <op_nodes reading h> → out_name. The Add makes ``h`` need a
+    gradient (b is trainable) and saves nothing, so saved bytes are the op's alone."""
+    channels = x_shape[-1]
+    nodes = [helper.make_node("Add", ["x", "b"], ["h"]), *op_nodes]
+    return estimate(nodes, [vi("x", x_shape)], [vi(out_name, out_shape, out_dtype)], [w("b", channels), *inits])
+
+
+# --------------------------------------------------------------------------- per-op rules
+RULE_CASES = [
+    # id, op nodes on h (f32[2,3,8,8] = 1536 B unless said), output, its shape, extra inits, saved bytes
+    ("Relu saves its output", [helper.make_node("Relu", ["h"], ["y"])], "y", [2, 3, 8, 8], [], 1536),
+    ("Sigmoid saves its output", [helper.make_node("Sigmoid", ["h"], ["y"])], "y", [2, 3, 8, 8], [], 1536),
+    ("Tanh saves its output", [helper.make_node("Tanh", ["h"], ["y"])], "y", [2, 3, 8, 8], [], 1536),
+    ("Erf saves its input", [helper.make_node("Erf", ["h"], ["y"])], "y", [2, 3, 8, 8], [], 1536),
+    ("Softmax saves its output", [helper.make_node("Softmax", ["h"], ["y"], axis=-1)], "y", [2, 3, 8, 8], [], 1536),
+    ("Add saves nothing", [helper.make_node("Add", ["h", "h"], ["y"])], "y", [2, 3, 8, 8], [], 0),
+    ("Sub saves nothing", [helper.make_node("Sub", ["h", "h"], ["y"])], "y", [2, 3, 8, 8], [], 0),
+    # Mul(h, h): each operand for the other's gradient, one storage: 1536
+    ("Mul of one tensor by itself", [helper.make_node("Mul", ["h", "h"], ["y"])], "y", [2, 3, 8, 8], [], 1536),
+    # Mul by a constant: the constant would be saved (a weight: not counted), h is not needed
+    ("Mul by a constant saves nothing", [const("c", 2.0), helper.make_node("Mul", ["h", "c"], ["y"])],
+     "y", [2, 3, 8, 8], [], 0),
+    # Relu r (1536) then Mul(h, r): h and r both saved; Relu also holds r -> 1536 + 1536
+    ("Mul of two activations", [helper.make_node("Relu", ["h"], ["r"]), helper.make_node("Mul", ["h", "r"], ["y"])],
+     "y", [2, 3, 8, 8], [], 3072),
+    # Div(h, r): divisor for h's gradient, both for r's: h + r, r also held by Relu
+    ("Div of two activations", [helper.make_node("Relu", ["h"], ["r"]), helper.make_node("Div", ["h", "r"], ["y"])],
+     "y", [2, 3, 8, 8], [], 3072),
+    ("Div by a constant saves nothing", [const("c", 3.0), helper.make_node("Div", ["h", "c"], ["y"])],
+     "y", [2, 3, 8, 8], [], 0),
+    ("Pow saves its base", [const("p", 3.0), helper.make_node("Pow", ["h", "p"], ["y"])], "y", [2, 3, 8, 8], [], 1536),
+    # Dropout: on CPU a mask of the input's dtype (f32), 1536; the bool mask output is not held
+    ("Dropout saves a float mask",
+     [const("ratio", 0.1), const("train", True, np.bool_),
+      helper.make_node("Dropout", ["h", "ratio", "train"], ["y", "m"])], "y", [2, 3, 8, 8], [], 1536),
+    ("Dropout in inference mode saves nothing",
+     [const("ratio", 0.1), const("train", False, np.bool_),
+      helper.make_node("Dropout", ["h", "ratio", "train"], ["y", "m"])], "y", [2, 3, 8, 8], [], 0),
+    # MaxPool 2x2: input 1536 + int64 indices of the output [2,3,4,4] = 96 x 8 = 768
+    ("MaxPool saves input and int64 indices",
+     [helper.make_node("MaxPool", ["h"], ["y"], kernel_shape=[2, 2], strides=[2, 2])], "y", [2, 3, 4, 4], [], 2304),
+    # BatchNormalization training: input 1536 + mean and invstd per channel, 2 x 3 x 4 = 24
+    ("BatchNormalization in training mode",
+     [helper.make_node("BatchNormalization", ["h", "s", "b2", "rm", "rv"], ["y", "nm", "nv"], training_mode=1)],
+     "y", [2, 3, 8, 8], [w("s", 3), w("b2", 3), w("rm", 3), w("rv", 3)], 1560),
+    # LayerNormalization over the last axis: input 1536 + mean and invstd per row (2*3*8 rows x 4) x 2
+    ("LayerNormalization saves input, mean and invstd",
+     [helper.make_node("LayerNormalization", ["h", "s"], ["y"], axis=-1)], "y", [2, 3, 8, 8], [w("s", 8)], 1536 + 384),
+    # Conv 3->4 3x3: input 1536 (the weight is counted as a weight)
+    ("Conv saves its input", [helper.make_node("Conv", ["h", "K"], ["y"], kernel_shape=[3, 3])],
+     "y", [2, 4, 6, 6], [w("K", 4, 3, 3, 3)], 1536),
+    # MatMul by a trainable weight: the activation operand
+    ("MatMul saves the activation operand", [helper.make_node("MatMul", ["h", "M"], ["y"])],
+     "y", [2, 3, 8, 5], [w("M", 8, 5)], 1536),
+    # views save nothing and share storage: Relu holds r, MatMul holds a reshape of r: one storage
+    ("views share storage",
+     [helper.make_node("Relu", ["h"], ["r"]), const("shape", [48, 8], np.int64),
+      helper.make_node("Reshape", ["r", "shape"], ["v"]), helper.make_node("MatMul", ["v", "M"], ["y"])],
+     "y", [48, 5], [w("M", 8, 5)], 1536),
+    # Where saves its bool condition: [2,3,8,8] x 1 byte
+    ("Where saves the condition",
+     [const("z", 0.0), helper.make_node("Greater", ["h", "z"], ["cond"]),
+      helper.make_node("Where", ["cond", "h", "z"], ["y"])], "y", [2, 3, 8, 8], [], 384),
+]
+
+
+@pytest.mark.parametrize("op_nodes,out,shape,inits,expected", [c[1:] for c in RULE_CASES], ids=[c[0] for c in RULE_CASES])
+def test_saved_tensor_rule(op_nodes, out, shape, inits, expected) -> None:  # type: ignore[no-untyped-def]
+    est = through(op_nodes, [2, 3, 8, 8], out, shape, inits)
+    assert est.saved_bytes == expected
+    assert sum(r.bytes for r in est.saved_by_layer) == expected
+    assert est.unknown_ops == ()
+
+
+def test_gemm_with_a_frozen_weight_saves_nothing() -> None:
+    # F.linear with a frozen weight: the input is only needed for the weight's gradient
+    nodes = [helper.make_node("Add", ["x", "b"], ["h"]), helper.make_node("Gemm", ["h", "W"], ["y"], transB=1)]
+    args = ([vi("x", [4, 8])], [vi("y", [4, 5])], [w("b", 8), w("W", 5, 8)])
+    assert estimate(nodes, *args).saved_bytes == 4 * 8 * 4
+    assert estimate(nodes, *args, frozen=("W",)).saved_bytes == 0
+
+
+def test_conv_saves_its_input_even_when_only_the_weight_trains() -> None:
+    # convolution_backward's saved input does not depend on which gradient is needed:
+    # the graph input itself is held, f32[1,3,8,8] = 768 bytes
+    nodes = [helper.make_node("Conv", ["x", "K"], ["y"], kernel_shape=[3, 3])]
+    est = estimate(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w("K", 4, 3, 3, 3)])
+    assert est.saved_bytes == est.saved_inputs_bytes == 768
+
+
+def test_embedding_saves_its_int64_indices() -> None:
+    nodes = [helper.make_node("Gather", ["E", "ids"], ["y"])]
+    est = estimate(nodes, [vi("ids", [2, 5], I64)], [vi("y", [2, 5, 4])], [w("E", 10, 4)])
+    assert est.saved_bytes == 2 * 5 * 8
+
+
+def test_exported_exact_gelu_is_one_op_saving_its_input() -> None:
+    # Div(h, √2) → Erf → Add(1) → Mul(h, ·) → Mul(0.5): PyTorch's F.gelu saves h only (1536);
+    # op by op it would hold h, h/√2 and 1+erf (3 x 1536)
+    nodes = [
+        const("sqrt2", 1.4142135), const("one", 1.0), const("half", 0.5),
+        helper.make_node("Div", ["h", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["h", "a"], ["m"]),
+        helper.make_node("Mul", ["m", "half"], ["y"]),
+    ]
+    est = through(nodes, [2, 3, 8, 8], "y", [2, 3, 8, 8])
+    assert est.saved_bytes == 1536
+    assert [s.op_type for s in est.saved_storages] == ["Gelu"]
+
+
+def test_tanh_gelu_written_out_saves_every_intermediate() -> None:
+    # GPT-2's gelu_new: 0.5*h*(1+tanh(c*(h+0.044715*h**3))), PyTorch runs every op:
+    # Pow holds h, Tanh its output t, the last Mul both 0.5*h and 1+t: 4 x 1536
+    nodes = [
+        const("half", 0.5), const("three", 3.0), const("k", 0.044715), const("c", 0.79788), const("one", 1.0),
+        helper.make_node("Mul", ["h", "half"], ["hh"]), helper.make_node("Pow", ["h", "three"], ["p"]),
+        helper.make_node("Mul", ["p", "k"], ["pk"]), helper.make_node("Add", ["h", "pk"], ["s"]),
+        helper.make_node("Mul", ["s", "c"], ["sc"]), helper.make_node("Tanh", ["sc"], ["t"]),
+        helper.make_node("Add", ["t", "one"], ["t1"]), helper.make_node("Mul", ["hh", "t1"], ["y"]),
+    ]
+    assert through(nodes, [2, 3, 8, 8], "y", [2, 3, 8, 8]).saved_bytes == 4 * 1536
+
+
+def test_unknown_op_is_listed_and_assumed_to_save_its_inputs() -> None:
+    nodes = [helper.make_node("Add", ["x", "b"], ["h"]), helper.make_node("Foo", ["h"], ["y"], domain="com.example")]
+    graph = helper.make_graph(nodes, "g", [vi("x", [2, 4])], [vi("y", [2, 4])], [w("b", 4)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    proto.ir_version = 8
+    est = estimate_training_analysis(analyze_model(model_from_proto(proto)), TrainingConfig())
+    assert est.unknown_ops == (("Foo", 1),)
+    assert est.saved_bytes == 2 * 4 * 4
+
+
+@pytest.mark.parametrize(
+    "steps,batch,inputs,hidden,expected",
+    # measured: the uint8 workspace PyTorch 2.13 CPU saves for nn.LSTM (one layer, one direction)
+    [(5, 2, 4, 6, 28672), (16, 2, 32, 48, 114688), (64, 4, 128, 256, 4116480), (64, 1, 128, 256, 1036288),
+     (32, 3, 64, 64, 397312), (20, 7, 300, 100, 1609728)],
+)
+def test_lstm_workspace_matches_pytorch(steps, batch, inputs, hidden, expected) -> None:  # type: ignore[no-untyped-def]
+    assert lstm_workspace_bytes(steps, batch, inputs, hidden) == expected
+
+
+def test_lstm_saves_gates_and_states_of_every_step() -> None:
+    # X f32[5,2,4] (160, held by Add as h), zero initial h and c per direction (2 x 48),
+    # output [5,2,6] (240), final h and c (48 each), workspace 28672
+    nodes = [helper.make_node("Add", ["x", "b"], ["h"]),
+             helper.make_node("LSTM", ["h", "Wx", "Rh"], ["Y", "Yh", "Yc"], hidden_size=6)]
+    est = estimate(nodes, [vi("x", [5, 2, 4])], [vi("Yh", [1, 2, 6])], [w("b", 4), w("Wx", 1, 24, 4), w("Rh", 1, 24, 6)])
+    assert est.saved_bytes == 160 + 2 * 48 + 240 + 48 + 48 + 28672
+
+
+def test_rules_table_is_keyed_by_domain_and_op_type() -> None:
+    assert all(isinstance(k, tuple) and len(k) == 2 for k in RULES)
+    assert {kind for _, kind in RULES.values()} <= {"counted", "zero", "unsupported"}
+
+
+# --------------------------------------------------------------------------- weight preprocessing
+def test_weight_transposes_are_not_activations() -> None:
+    nodes = [helper.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]), helper.make_node("MatMul", ["x", "Wt"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [vi("x", [4, 8])], [vi("y", [4, 5])], [w("W", 5, 8)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    a = analyze_model(model_from_proto(proto))
+    assert weight_only_nodes(a.graph) == frozenset({0})
+    est = estimate_training_analysis(a, TrainingConfig(optimizer="sgd"))
+    assert est.trainable_params == 40
+    assert est.saved_bytes == est.saved_inputs_bytes == 4 * 8 * 4  # x, for W's gradient
+    assert est.activation_peak_bytes == 4 * 5 * 4  # y only; Wt is a view of W
+
+
+# --------------------------------------------------------------------------- phases, by hand
+def mlp(**config):  # type: ignore[no-untyped-def]
+    # x f32[1,4] (16) → MatMul W[4,4] (64) → h (16) → Relu → r (16) → MatMul W2[4,2] (32) → y (8)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "W2"], ["y"])]
+    return estimate(nodes, [vi("x", [1, 4])], [vi("y", [1, 2])], [w("W", 4, 4), w("W2", 4, 2)], **config)
+
+
+def test_phases_by_hand_adam() -> None:
+    # saves: x (input, 16) for W, r (16) by Relu and MatMul2 -> 32
+    # forward live: MatMul1 h=16; Relu h+r=32 (peak); MatMul2 r+y=24; end r+y=24
+    # backward (released): loss r+y+dy=32; MatMul2 r+dy+dr+dW2=72; Relu r+dr+dh+dW2=80;
+    #                      MatMul1 dh+dW2+dW=112 (peak); end dW2+dW=96
+    e = mlp(optimizer="adam")
+    assert (e.weights_bytes, e.grads_bytes, e.inputs_bytes) == (96, 96, 16)
+    assert e.saved_bytes == 32 and e.saved_inputs_bytes == 16
+    assert (e.activation_peak_bytes, e.activation_peak_at) == (32, "Relu_1")
+    assert (e.backward_peak_bytes, e.backward_peak_at) == (112, "MatMul_0")
+    assert e.optimizer_state_bytes == 2 * 96 + 2 * 4  # exp_avg, exp_avg_sq, a 4-byte step each
+    assert e.optimizer_temp_bytes == 2 * 64  # twice the largest parameter
+    base = 96 + 200 + 16
+    assert [p.total_bytes for p in e.phases] == [base + 32, base + 112, base + 96 + 128]
+    assert (e.step_peak_bytes, e.peak_phase) == (base + 224, "optimizer")
+
+
+def test_phases_by_hand_sgd_released_and_persistent() -> None:
+    e = mlp(optimizer="sgd")
+    assert [p.total_bytes for p in e.phases] == [112 + 32, 112 + 112, 112 + 96]
+    assert e.peak_phase == "backward"
+    # persistent: gradients live all step; in backward each new one is a temporary added into
+    # .grad: MatMul2 r+dy+dr+dW2=72, Relu r+dr+dh=48, MatMul1 dh+dW=80 (peak)
+    p = mlp(optimizer="sgd", grads="persistent")
+    assert [x.total_bytes for x in p.phases] == [112 + 96 + 32, 112 + 96 + 80, 112 + 96]
+
+
+@pytest.mark.parametrize("name,state", [("sgd", 0), ("momentum", 96), ("adam", 200), ("adamw", 200)])
+def test_optimizer_state_multiples(name: str, state: int) -> None:
+    assert mlp(optimizer=name).optimizer_state_bytes == state
+
+
+def test_optimizer_costs_foreach_and_unknown_name() -> None:
+    assert optimizer_costs("adam", [1000, 10], foreach=True).step_temporary_bytes == 4040
+    assert optimizer_costs("momentum", [1000, 10]).step_temporary_bytes == 0
+    with pytest.raises(UsageError, match="unknown optimizer 'lion'"):
+        optimizer_costs("lion", [10])
+
+
+def test_mixed_precision_halves_copies_and_adds_fp32_masters() -> None:
+    e = mlp(optimizer="adam", precision="mixed-fp16")
+    # 24 params: half copies 48 + fp32 masters 96; half gradients 48; fp32 state 2 x 96 + 8
+    assert (e.weights_bytes, e.master_weights_bytes, e.grads_bytes) == (144, 96, 48)
+    assert e.optimizer_state_bytes == 200
+    assert e.saved_bytes == 16 and e.activation_peak_bytes == 16  # every activation in fp16
+    assert e.optimizer_temp_bytes == 2 * 64 + 64  # Adam's two, plus one fp32 gradient copy
+
+
+# --------------------------------------------------------------------------- frozen weights, errors
+def test_frozen_patterns_drop_gradients_state_and_upstream_saves() -> None:
+    e = mlp(optimizer="adam", frozen=("W",))
+    # W frozen: x is no longer needed (only W's gradient reads it); h needs no gradient,
+    # so Relu saves nothing; MatMul2 still holds r for W2's gradient
+    assert (e.trainable_params, e.frozen_params, e.grads_bytes) == (8, 16, 32)
+    assert e.saved_bytes == 16 and e.saved_inputs_bytes == 0
+    assert not any("--frozen" in x for x in e.warnings)
+
+
+def test_frozen_pattern_matching_nothing_warns() -> None:
+    e = mlp(frozen=("backbone.*",))
+    assert e.warnings[0] == "--frozen 'backbone.*' matched no parameter"
+    assert e.trainable_params == 24
+
+
+def test_everything_frozen_or_no_weights_is_an_error() -> None:
+    with pytest.raises(UsageError, match="froze every parameter"):
+        mlp(frozen=("W*",))
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    with pytest.raises(UsageError, match="no trainable weights"):
+        estimate(nodes, [vi("x", [2, 4])], [vi("y", [2, 4])], [])
+
+
+def test_bad_choices_are_usage_errors(models_dir: Path) -> None:
+    path = models_dir / "train_cnn.onnx"
+    for kw, match in (({"optimizer": "rmsprop"}, "optimizer"), ({"grads": "kept"}, "gradient mode"),
+                      ({"precision": "fp8"}, "precision")):
+        with pytest.raises(UsageError, match=match):
+            estimate_training(path, dims={"batch": 2}, **kw)
+    with pytest.raises(GraphmemError):
+        estimate_training(path)  # batch unbound
+
+
+def test_inference_export_is_flagged() -> None:
+    assert any("inference export" in x for x in mlp().warnings)
+
+
+# --------------------------------------------------------------------------- committed exports
+def test_train_cnn_saved_bytes_by_hand(models_dir: Path) -> None:
+    e = estimate_training(models_dir / "train_cnn.onnx", dims={"batch": 2})
+    expected = (
+        24576  # conv1 holds the input f32[2,3,32,32]
+        + 131072 + 128  # bn1: its input f32[2,16,32,32], mean and invstd of 16 channels
+        + 131072  # relu1: output (also MaxPool's input)
+        + 65536  # maxpool: int64 indices [2,16,16,16]
+        + 32768  # conv2: input f32[2,16,16,16]
+        + 65536 + 256  # bn2: input f32[2,32,16,16], 2 x 32 stats
+        + 65536  # relu2: output
+        + 256  # dropout: float mask f32[2,32]
+        + 256  # gemm: its input (dropout output)
+    )
+    assert e.saved_bytes == expected
+    assert e.warnings == ()
+    assert sum(r.bytes for r in e.saved_by_layer) == e.saved_bytes
+    assert {s.op_type for s in e.saved_storages} >= {"Dropout", "MaxPool", "BatchNormalization"}
+
+
+def test_train_bert_scales_with_batch_and_fuses_gelu(models_dir: Path) -> None:
+    path = models_dir / "train_bert.onnx"
+    e2 = estimate_training(path, dims={"batch": 2, "seq": 16})
+    e4 = estimate_training(path, dims={"batch": 4, "seq": 16})
+    assert e2.warnings == () and e2.unknown_ops == () and e2.unknown_sizes == ()
+    # everything saved is per sample except the token-type embedding's indices, an int64
+    # [1, seq] view of a buffer (16 x 8 = 128 bytes): doubling the batch doubles the rest
+    assert e4.saved_bytes == 2 * e2.saved_bytes - 128
+    assert "Gelu" in {s.op_type for s in e2.saved_storages}
+    assert e2.weights_bytes == e4.weights_bytes and e2.grads_bytes == e4.grads_bytes
+    assert e2.step_peak_bytes == max(p.total_bytes for p in e2.phases)
+    frozen = estimate_training(path, dims={"batch": 2, "seq": 16}, frozen=("model.embeddings.*",))
+    assert frozen.trainable_params < e2.trainable_params
+    assert frozen.grads_bytes < e2.grads_bytes
+
+
+# --------------------------------------------------------------------------- kernel temporaries
+@pytest.mark.parametrize(
+    "batch,expected",
+    [
+        # oneDNN (batch > 1): weight f32[16,16,3,3] 9216 and input 8192 reordered, beside the
+        # output f32[2,16,6,6] 4608: 4608 + max(8192 + 9216, 4608) = 22016
+        (2, 4608 + 17408),
+        # one small image: the native kernel's im2col buffer, 16*3*3 x 6*6 floats = 20736,
+        # beside the output f32[1,16,6,6] 2304
+        (1, 2304 + 20736),
+    ],
+)
+def test_conv_forward_temporaries(batch: int, expected: int) -> None:
+    nodes = [helper.make_node("Conv", ["x", "K"], ["y"], kernel_shape=[3, 3])]
+    e = estimate(nodes, [vi("x", [batch, 16, 8, 8])], [vi("y", [batch, 16, 6, 6])], [w("K", 16, 16, 3, 3)])
+    assert e.activation_peak_bytes == expected
+
+
+def test_public_surface() -> None:
+    import graphmem.training as training
+
+    assert sorted(training.__all__) == sorted(
+        ["GRAD_MODES", "OPTIMIZERS", "PRECISIONS", "LayerSaved", "PhasePeak", "SavedStorageInfo",
+         "TrainingConfig", "TrainingEstimate", "estimate_training", "estimate_training_analysis"]
+    )
+    assert all(hasattr(training, name) for name in training.__all__)

@@ -23,7 +23,7 @@ from onnx import TensorProto, numpy_helper
 from graphmem.dtypes import tensor_bytes
 from graphmem.errors import ModelLoadError
 from graphmem.protoscan import CorruptProtobuf, read_stripped
-from graphmem.shapes.types import Shape, TensorType, type_from_proto
+from graphmem.shapes.types import TensorType, type_from_proto
 
 __all__ = ["Weight", "Model", "load_model", "model_from_proto", "KEEP_VALUE_MAX_ELEMENTS"]
 

@@ -91,7 +91,7 @@ def main() -> int:
     if not llama.exists():
         subprocess.run([sys.executable, str(ROOT / "scripts" / "make_llama7b.py")], check=True, capture_output=True)
     t_llama, rss = timed(GRAPHMEM, [str(llama), "batch=1", "seq=2048"])
-    print(f"\nllama7b.onnx (32 layers, hidden 4096, external-data weights not present), batch 1, seq 2048")
+    print("\nllama7b.onnx (32 layers, hidden 4096, external-data weights not present), batch 1, seq 2048")
     print(f"  graphmem peak        {t_llama:6.2f} s   max RSS {rss / 2**20:.0f} MiB (bars: < 5 s, < 500 MB)")
     return 0
 

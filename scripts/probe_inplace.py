@@ -16,7 +16,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import onnx
 from onnx import TensorProto, defs, helper
 
 from graphmem.errors import GraphmemError

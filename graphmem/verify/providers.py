@@ -198,7 +198,6 @@ def _probe_cuda_session() -> tuple[list[str], str]:
 
 def _probe_model_bytes() -> bytes:
     """A serialized one-Identity model, the cheapest thing a session can load."""
-    import onnx
     from onnx import TensorProto, helper
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphmem.analysis import Analysis
-from graphmem.units import format_bytes, format_count
+from graphmem.units import byte_table, format_bytes, format_count
 
 __all__ = ["SCHEMA_VERSION", "peak_json", "peak_table"]
 
@@ -76,10 +76,8 @@ def peak_table(a: Analysis) -> str:
         f"graphmem peak: {a.model.path}",
         f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}",
         "",
-        f"  {'':<18} {'size':>12} {'bytes':>16}  note",
+        *byte_table(rows),
     ]
-    for label, n, note in rows:
-        lines.append(f"  {label:<18} {format_bytes(n):>12} {n:>16,}  {note}".rstrip())
     f = a.flops
     lines.append(
         f"  {'FLOPs':<18} {format_count(f.flops):>12} {f.flops:>16,}  "

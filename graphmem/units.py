@@ -10,7 +10,7 @@ import re
 
 from graphmem.errors import UsageError
 
-__all__ = ["format_bytes", "format_count", "parse_bytes", "parse_count"]
+__all__ = ["format_bytes", "format_count", "parse_bytes", "parse_count", "byte_table"]
 
 _BINARY = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 _BYTE_UNITS = {
@@ -51,6 +51,14 @@ def format_count(n: int | None) -> str:
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"
     return str(n)
+
+
+def byte_table(rows: list[tuple[str, int, str]], *, width: int = 18) -> list[str]:
+    """Aligned table lines: label, size in binary units, exact bytes, note (header first)."""
+    lines = [f"  {'':<{width}} {'size':>12} {'bytes':>16}  note"]
+    for label, n, note in rows:
+        lines.append(f"  {label:<{width}} {format_bytes(n):>12} {n:>16,}  {note}".rstrip())
+    return lines
 
 
 def parse_bytes(text: str) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphmem.training.estimate import TrainingEstimate
-from graphmem.units import format_bytes, format_count
+from graphmem.units import byte_table, format_bytes, format_count
 
 __all__ = ["SCHEMA_VERSION", "training_json", "training_table"]
 
@@ -84,10 +84,8 @@ def training_table(e: TrainingEstimate, *, top: int = 10) -> str:
         f"graphmem train: {a.model.path}",
         f"  dims: {dims}; optimizer {c.optimizer}, grads {c.grads}, precision {c.precision}{frozen}",
         "",
-        f"  {'':<20} {'size':>12} {'bytes':>16}  note",
+        *byte_table(rows, width=20),
     ]
-    for label, n, note in rows:
-        lines.append(f"  {label:<20} {format_bytes(n):>12} {n:>16,}  {note}".rstrip())
     lines += ["", "  step phases (totals: weights, state, inputs and gradients included)"]
     for p in e.phases:
         mark = "  <- step peak" if p.phase == e.peak_phase else ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphmem.analysis import Analysis
-from graphmem.units import byte_table, format_bytes, format_count
+from graphmem.units import byte_table, format_count
 
 __all__ = ["SCHEMA_VERSION", "peak_json", "peak_table"]
 

@@ -15,12 +15,13 @@ from graphmem.errors import ShapeInferenceError, UnboundDimError, UnknownDimErro
 from graphmem.graph import OpGraph, build_graph
 from graphmem.loading import Model, load_model
 from graphmem.memory import build_program, tensor_size
-from graphmem.order import ort_order
+from graphmem.order import file_order, ort_order
 from graphmem.ort_rewrites import remove_duplicate_casts
 from graphmem.ort_rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.planner.ortplan import OrtPlan, plan_ort
+from graphmem.scratch import replay_run
 from graphmem.flops import FlopReport, count_flops
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
 from graphmem.shapes.types import TensorType, is_concrete
@@ -34,6 +35,7 @@ __all__ = [
     "ShapesInfo",
     "analyze",
     "analyze_model",
+    "analyze_graph_opt",
     "MAX_DIM",
 ]
 
@@ -53,6 +55,7 @@ class ModelInfo:
     opset: int
     nodes: int
     dims: dict[str, int]
+    graph_opt: str = "none"  # onnxruntime optimization level of the graph analysed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,6 +82,11 @@ class ActivationsInfo:
     unknown: tuple[str, ...]  # activations of unknown size: not in the figures above
     runtime: str
     timeline: tuple[tuple[str, int], ...] = ()  # (node, bytes held after it) in execution order
+    # Kernel scratch (graphmem.scratch): the largest one kernel requests, and the arena's in-use
+    # high-water mark with it, in arena chunk bytes (the profiler's mem_in_use_peak).
+    scratch_bytes: int = 0
+    in_use_peak_bytes: int = 0
+    scratch_unmodelled: tuple[str, ...] = ()  # op types without a scratch rule (counted 0)
     live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
 
 
@@ -116,14 +124,21 @@ def analyze(
     dims: Mapping[str, int] | None = None,
     provider: str = "cpu",
     as_dtype: str | None = None,
+    execution_order: str = "ort",
 ) -> Analysis:
     """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``.
 
     ``as_dtype`` ("float16", "bfloat16", "int8", …) is a what-if: every floating tensor, weights
     included, is sized as if cast to that type; integer shape tensors are untouched.
+    ``execution_order``: "ort" runs the nodes in onnxruntime's order for the graph as given;
+    "file" in the file's node order — for a graph onnxruntime wrote after optimizing
+    (``graphmem.verify.optimized``), which it writes in its session's execution order but
+    renumbered, so that its reverse DFS over the file no longer gives that order.
     Raises a :class:`graphmem.errors.GraphmemError` subclass on bad input.
     """
-    return analyze_model(load_model(path), dims=dims, provider=provider, as_dtype=as_dtype)
+    return analyze_model(
+        load_model(path), dims=dims, provider=provider, as_dtype=as_dtype, execution_order=execution_order
+    )
 
 
 def analyze_model(
@@ -132,21 +147,26 @@ def analyze_model(
     dims: Mapping[str, int] | None = None,
     provider: str = "cpu",
     as_dtype: str | None = None,
+    execution_order: str = "ort",
 ) -> Analysis:
     """Same as :func:`analyze`, for an already loaded :class:`Model`."""
     if provider not in ("cpu",):
         raise UsageError(f"provider '{provider}' is not modelled yet; use --provider cpu")
+    orders = {"ort": ort_order, "file": file_order}
+    if execution_order not in orders:
+        raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
+    ordering = orders[execution_order]
     bound = check_dims(model, dict(dims or {}))
     file_nodes = len(model.nodes)
     g = build_graph(model)
-    order = ort_order(g)
+    order = ordering(g)
     runtime = infer_types(g, order, view=RUNTIME, dims=bound)
     static = infer_types(g, order, view=ORT_STATIC)
     _check_domains(g, runtime.types)
     rewritten = remove_duplicate_casts(model, static.types)
     if rewritten is not model:  # onnxruntime runs the rewritten graph, in its own order
         model, g = rewritten, build_graph(rewritten)
-        order = ort_order(g)
+        order = ordering(g)
     if as_dtype is not None:
         target = parse_dtype(as_dtype)
         runtime = replace(runtime, types=cast_floats(runtime.types, target))
@@ -156,6 +176,7 @@ def analyze_model(
         g, order, runtime=runtime.types, static=static.types, sharing=sharing, unwritten=unwritten_outputs
     )
     plan = plan_ort(program)
+    run = replay_run(program, plan, graph=g, order=order, types=runtime.types)
     live = analyze_liveness(program)
     arena = plan_greedy(live)
     produced = [o for nid in order for o in g.node(nid).output if o]
@@ -177,6 +198,9 @@ def analyze_model(
         runtime="onnxruntime 1.31 CPU",
         timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
         live_at_peak=_live_at(plan, names, peak_step),
+        scratch_bytes=max(run.per_step, default=0),
+        in_use_peak_bytes=run.peak_bytes,
+        scratch_unmodelled=run.unmodelled,
     )
     return Analysis(
         model=ModelInfo(path=model.path, opset=model.opset, nodes=file_nodes, dims=bound),
@@ -273,3 +297,30 @@ def _weights(model: Model) -> WeightsInfo:
     return WeightsInfo(
         params=params, bytes=total, by_dtype=by, external_bytes=external, unknown=tuple(unknown)
     )
+
+
+def analyze_graph_opt(
+    path: str | os.PathLike[str],
+    graph_opt: str = "none",
+    *,
+    dims: Mapping[str, int] | None = None,
+    provider: str = "cpu",
+    as_dtype: str | None = None,
+) -> Analysis:
+    """:func:`analyze` of the graph onnxruntime runs at ``graph_opt`` (none|basic|extended|all).
+
+    Above ``none`` onnxruntime itself optimizes the file (:func:`graphmem.verify.optimized_model`,
+    into a private temporary directory, never next to the model) and the graph it writes is
+    analysed in its execution order; the result names the original file and the level.
+    """
+    if graph_opt == "none":
+        return analyze(path, dims=dims, provider=provider, as_dtype=as_dtype)
+    from pathlib import Path
+
+    from graphmem.verify.optimized import optimized_model, temporary_dir
+
+    load_model(path)  # one-line errors for bad files before onnxruntime sees them
+    with temporary_dir() as tmp:
+        optimized = optimized_model(Path(path), graph_opt, Path(tmp))
+        result = analyze(optimized, dims=dims, provider=provider, as_dtype=as_dtype, execution_order="file")
+    return replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))

@@ -69,13 +69,21 @@ def peak(
     max_total: MaxTotalOption = None,
     max_params: MaxParamsOption = None,
     max_flops: MaxFlopsOption = None,
+    graph_opt: Annotated[
+        str,
+        typer.Option(
+            "--graph-opt",
+            help="none, basic, extended or all: analyse the graph onnxruntime runs at that "
+            "optimization level (onnxruntime on this machine writes it; 'all' is machine-specific).",
+        ),
+    ] = "none",
 ) -> None:
     """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs.
 
     With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
     the model fits and gives a roofline latency bound.
     """
-    from graphmem.analysis import analyze
+    from graphmem.analysis import analyze_graph_opt
     from graphmem.devices import resolve_device
     from graphmem.formats import resolve_format
     from graphmem.gate import finish, parse_budgets
@@ -90,7 +98,7 @@ def peak(
     )
     dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
-    result = analyze(model, dims=parse_dims(dim), provider=provider, as_dtype=as_dtype)
+    result = analyze_graph_opt(model, graph_opt, dims=parse_dims(dim), provider=provider, as_dtype=as_dtype)
     kv = kv_cache(result)
     doc = peak_json(result)
     if as_dtype is not None:

@@ -60,6 +60,7 @@ def verify_command(
                 "measured_bytes": v.measured_bytes,
                 "measured_run2_bytes": v.measured_run2_bytes,
                 "measured_scratch_bytes": v.measured_scratch_bytes,
+                "predicted_scratch_bytes": v.predicted_scratch_bytes,
                 "weights_held_bytes": v.weights_held_bytes,
                 "ratio": v.ratio,
                 "tolerance": v.tolerance,
@@ -80,7 +81,7 @@ def verify_command(
         rows = [
             ("activation peak (run 1)", v.predicted_bytes, v.measured_bytes),
             ("  run 2 (memory pattern)", None, v.measured_run2_bytes),
-            ("  with kernel scratch", None, v.measured_scratch_bytes),
+            ("  with kernel scratch", v.predicted_scratch_bytes, v.measured_scratch_bytes),
             ("arena held before run 1", None, v.weights_held_bytes),
         ]
         typer.echo(f"graphmem verify: {model}  ({v.provider}: {v.provider_reason}; graph-opt {v.graph_opt})")

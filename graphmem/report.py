@@ -25,6 +25,7 @@ def peak_json(a: Analysis) -> dict[str, Any]:
             "opset": a.model.opset,
             "nodes": a.model.nodes,
             "dims": dict(a.model.dims),
+            "graph_opt": a.model.graph_opt,
         },
         "weights": {
             "params": a.weights.params,
@@ -41,6 +42,9 @@ def peak_json(a: Analysis) -> dict[str, Any]:
             "lower_bound_bytes": a.activations.lower_bound_bytes,
             "no_reuse_bytes": a.activations.no_reuse_bytes,
             "best_arena_bytes": a.activations.best_arena_bytes,
+            "scratch_bytes": a.activations.scratch_bytes,
+            "in_use_peak_bytes": a.activations.in_use_peak_bytes,
+            "scratch_unmodelled": list(a.activations.scratch_unmodelled),
             "runtime": a.activations.runtime,
             "unknown": list(a.activations.unknown),
         },
@@ -68,13 +72,15 @@ def peak_table(a: Analysis) -> str:
         ("  lower bound", act.lower_bound_bytes, "most bytes that must be live at one step"),
         ("  best arena", act.best_arena_bytes, "greedy offset planner, same lifetimes"),
         ("  no reuse", act.no_reuse_bytes, "every op output in its own buffer"),
+        ("  with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)"),
+        ("  largest scratch", act.scratch_bytes, "one kernel's temporary buffers"),
         ("inputs", a.io.inputs_bytes, ""),
         ("outputs", a.io.outputs_bytes, "included in the activations peak"),
         ("total", a.total_bytes, "weights + activations peak + inputs"),
     ]
     lines = [
         f"graphmem peak: {a.model.path}",
-        f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}",
+        f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}, graph-opt {a.model.graph_opt}",
         "",
         *byte_table(rows),
     ]
@@ -102,6 +108,8 @@ def _unknowns(a: Analysis) -> list[str]:
     if a.flops.unsupported:
         ops = ", ".join(f"{k} ×{v}" for k, v in sorted(a.flops.unsupported.items()))
         out.append(f"  FLOPs UNSUPPORTED (not counted, so FLOPs are a lower bound): {ops}")
+    if a.activations.scratch_unmodelled:
+        out.append(f"  scratch not modelled (counted 0): {', '.join(a.activations.scratch_unmodelled)}")
     if a.weights.unknown:
         out.append(f"  weights of unknown size (strings): {', '.join(a.weights.unknown[:8])}")
     return out

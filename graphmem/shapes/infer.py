@@ -24,7 +24,7 @@ from onnx.numpy_helper import from_array
 
 from graphmem.dtypes import is_integer
 from graphmem.graph import OpGraph
-from graphmem.shapes.contrib import infer_contrib
+from graphmem.shapes.contrib import infer_contrib, nchwc_block_sizes
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.shapes.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
 
@@ -75,6 +75,8 @@ def infer_types(
     """Infer every node output's type in ``order`` (a topological order of ``g``)."""
     model = g.model
     dims = dims or {}
+    # NCHWc block sizes a graph onnxruntime saved at level all is consistent with (its filters).
+    blocks = nchwc_block_sizes(model.nodes, {name: w.dims for name, w in model.weights.items()})
     types: dict[str, TensorType] = {}
     values: dict[str, np.ndarray] = {}
     for name, t in model.inputs.items():
@@ -90,7 +92,7 @@ def infer_types(
     failed: list[int] = []
     for nid in order:
         node = g.node(nid)
-        inferred = _infer_node(model, node, types, values, serialized, data_bytes)
+        inferred = _infer_node(model, node, types, values, serialized, data_bytes, blocks)
         if inferred is None:
             failed.append(nid)
             inferred = {}
@@ -126,14 +128,14 @@ def _keep_value(view: View, v: np.ndarray) -> bool:
     return not view.int_values_only or np.issubdtype(v.dtype, np.integer)
 
 
-def _infer_node(model, node, types, values, serialized, data_bytes):  # type: ignore[no-untyped-def]
+def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # type: ignore[no-untyped-def]
     """ONNX per-node inference; None when the node has no schema or inference raised."""
     domain = node.domain or ""
     version = model.opsets.get(domain, model.opsets.get("ai.onnx", 0) if domain == "" else 0)
     try:
         schema = defs.get_schema(node.op_type, version, domain)
     except defs.SchemaError:
-        return infer_contrib(node, types, values)
+        return infer_contrib(node, types, values, block_sizes=blocks)
     if not schema.has_type_and_shape_inference_function:
         return None
     in_types: dict[str, bytes] = {}

@@ -39,6 +39,7 @@ class Verification:
     measured_bytes: int
     measured_run2_bytes: int | None
     measured_scratch_bytes: int  # in-use peak, kernel scratch included (arena chunk sizes)
+    predicted_scratch_bytes: int  # the same, predicted (graphmem.scratch)
     weights_held_bytes: int  # what the session held before run 1 (weights materialised)
     ratio: float
     tolerance: float
@@ -100,12 +101,13 @@ def verify(
                 )
             runnable = with_random_weights(path, work / "random_weights.onnx", seed=seed)
         analysed = optimized_model(runnable, graph_opt, work)
-        predicted = graphmem.analyze(analysed, dims=dims)
+        order = "ort" if graph_opt == "none" else "file"  # onnxruntime writes its execution order
+        predicted = graphmem.analyze(analysed, dims=dims, execution_order=order)
         if graph_opt != "none" and predicted.shapes.unresolved:
             raise UnsupportedOpError(
                 f"--graph-opt {graph_opt}: the optimized graph has {len(predicted.shapes.unresolved)} "
-                "tensors of ops graphmem does not model yet (e.g. com.microsoft.nchwc); use --graph-opt "
-                "none or basic"
+                f"tensors without a static size (first: '{predicted.shapes.unresolved[0]}'), made by "
+                "contrib ops graphmem has no shape rule for; use --graph-opt none"
             )
         proto = onnx.load(str(runnable), load_external_data=False)
         feeds = make_feeds(proto, dims, seed=seed, int_range=int_range)
@@ -122,27 +124,30 @@ def verify(
         measured_bytes=q,
         measured_run2_bytes=run2.requested_peak if run2 else None,
         measured_scratch_bytes=run1.in_use_peak_bytes,
+        predicted_scratch_bytes=predicted.activations.in_use_peak_bytes,
         weights_held_bytes=run1.primary.session_baseline,
         ratio=ratio,
         tolerance=tolerance,
         passed=abs(ratio - 1) <= tolerance and not mismatches,
-        # The file onnxruntime saves after optimizing is re-sorted, so per-node running totals are
-        # comparable only on the graph as given.
-        divergence=_first_divergence(predicted.activations.timeline, run1, tolerance, q)
-        if graph_opt == "none"
-        else None,
+        divergence=_first_divergence(predicted, run1, tolerance, q),
         outputs_match=not mismatches,
         output_mismatches=mismatches,
     )
 
 
-def _first_divergence(timeline, run, tolerance: float, peak: int) -> Divergence | None:  # type: ignore[no-untyped-def]
+def _first_divergence(predicted, run, tolerance: float, peak: int) -> Divergence | None:  # type: ignore[no-untyped-def]
+    """Steps are matched by position (the profile lists kernels in execution order; names of
+    nodes onnxruntime's optimizers create, such as ReorderOutput's, vary between sessions);
+    None when the two orders do not have the same op types."""
+    ops = [predicted.graph.node(nid).op_type for nid in predicted.order]
+    if ops != [n.op_type for n in run.nodes]:
+        return None
     base = run.primary.session_baseline
-    measured = {n.name: n.requested_in_use - base for n in run.nodes}
     slack = tolerance * max(peak, 1)
-    for step, (name, held) in enumerate(timeline):
-        if name in measured and abs(measured[name] - held) > slack:
-            return Divergence(node=name, step=step, predicted_bytes=held, measured_bytes=measured[name])
+    for step, ((name, held), node) in enumerate(zip(predicted.activations.timeline, run.nodes)):
+        got = node.requested_in_use - base
+        if abs(got - held) > slack:
+            return Divergence(node=name, step=step, predicted_bytes=held, measured_bytes=got)
     return None
 
 

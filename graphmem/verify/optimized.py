@@ -2,10 +2,13 @@
 
 ``SessionOptions.optimized_model_filepath`` makes onnxruntime write the graph it built after its
 optimizers ran. graphmem analyses that file for ``--graph-opt basic|extended|all``; at ``none``
-the file's own graph is what runs. Levels above ``basic`` introduce contrib ops
-(``com.microsoft``, ``com.microsoft.nchwc``) whose shapes and buffer rules graphmem does not
-model yet: their outputs show up as unresolved, and the prediction refuses to pass them off as
-exact (see :func:`optimized_model`).
+the file's own graph is what runs. onnxruntime writes the nodes in its session's execution order
+(``Graph::ToGraphProto`` walks ``GraphViewer::GetNodesInTopologicalOrder``), renumbered, so the
+file is analysed in file order (``analyze(..., execution_order="file")``). Levels above ``basic``
+introduce contrib ops (``com.microsoft``, ``com.microsoft.nchwc``): their shapes come from
+``graphmem.shapes.contrib``, their buffer sharing from ``graphmem.ort_rules``. Level ``all``
+lays CNNs out in NCHWc blocks of this machine's MLAS block size (8 on AVX2, 16 on AVX-512), so
+its file, and its memory, are specific to the machine that made it.
 """
 
 from __future__ import annotations

@@ -83,13 +83,23 @@ def remove_duplicate_casts(model: Model, types: dict[str, TensorType]) -> Model:
         t = types.get(name)
         return t.dtype if t is not None else 0
 
+    if not any(n.op_type == "Cast" for n in model.nodes):
+        return model
+    readers: dict[str, list[int]] = {}  # tensor -> reading node ids, one entry per input slot
+    for nid, n in entries:
+        for x in n.input:
+            readers.setdefault(x, []).append(nid)
     for nid, _ in entries:
         node = nodes.get(nid)
         if node is None or node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
             continue
         src, dst = dtype(node.input[0]), dtype(node.output[0])
         loss = _unsafe(src, dst, node.name)
-        edges = [(cid, c) for cid, c in nodes.items() for x in c.input if x == node.output[0]]
+        edges = [
+            (cid, nodes[cid])
+            for cid in readers.get(node.output[0], ())
+            if cid in nodes and node.output[0] in nodes[cid].input
+        ]
         remove, keep, inconsistent = [], [], False
         for cid, child in edges:
             if child.op_type != "Cast" or child.domain not in ("", "ai.onnx"):
@@ -106,11 +116,11 @@ def remove_duplicate_casts(model: Model, types: dict[str, TensorType]) -> Model:
             continue
         for cid in dict.fromkeys(remove):
             gone = nodes.pop(cid)
-            _rewire(nodes, gone.output[0], node.input[0])
+            _rewire(nodes, readers, gone.output[0], node.input[0])
             changed = True
         if edges and len(remove) + len(keep) == len(edges) and node.output[0] not in outputs:
             del nodes[nid]
-            _rewire(nodes, node.output[0], node.input[0])
+            _rewire(nodes, readers, node.output[0], node.input[0])
             changed = True
     if not changed:
         return model
@@ -124,8 +134,13 @@ def _copy(node: onnx.NodeProto) -> onnx.NodeProto:
     return c
 
 
-def _rewire(nodes: dict[int, onnx.NodeProto], old: str, new: str) -> None:
-    for n in nodes.values():
+def _rewire(nodes: dict[int, onnx.NodeProto], readers: dict[str, list[int]], old: str, new: str) -> None:
+    """Make every reader of ``old`` read ``new`` instead, keeping the reader index current."""
+    for rid in readers.pop(old, ()):
+        n = nodes.get(rid)
+        if n is None:
+            continue
         for k, x in enumerate(n.input):
             if x == old:
                 n.input[k] = new
+                readers.setdefault(new, []).append(rid)

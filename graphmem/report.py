@@ -11,22 +11,27 @@ from typing import Any
 from graphmem.analysis import Analysis
 from graphmem.units import byte_table, format_count
 
-__all__ = ["SCHEMA_VERSION", "peak_json", "peak_table"]
+__all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table"]
 
 SCHEMA_VERSION = 1
+
+
+def model_json(a: Analysis) -> dict[str, Any]:
+    """The ``model`` object every document shares: file, opset, nodes, dims, graph-opt level."""
+    return {
+        "path": a.model.path,
+        "opset": a.model.opset,
+        "nodes": a.model.nodes,
+        "dims": dict(a.model.dims),
+        "graph_opt": a.model.graph_opt,
+    }
 
 
 def peak_json(a: Analysis) -> dict[str, Any]:
     """The ``graphmem peak --json`` document."""
     return {
         "schema_version": SCHEMA_VERSION,
-        "model": {
-            "path": a.model.path,
-            "opset": a.model.opset,
-            "nodes": a.model.nodes,
-            "dims": dict(a.model.dims),
-            "graph_opt": a.model.graph_opt,
-        },
+        "model": model_json(a),
         "weights": {
             "params": a.weights.params,
             "bytes": a.weights.bytes,

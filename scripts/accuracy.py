@@ -39,12 +39,7 @@ def main() -> int:
     )
     args = ap.parse_args()
     batches = tuple(int(b) for b in args.batches.split(","))
-    exported, missing = corpus.exported_models()
-    paths = corpus.light_models() + corpus.committed_models() + exported
-    if args.pytorch_converted:
-        paths += corpus.pytorch_converted()
-    if args.only:
-        paths = [p for p in paths if any(s in p.name for s in args.only)]
+    paths, missing = corpus.select(pytorch_converted=args.pytorch_converted, only=args.only)
     print(f"{'model':<28} {'dims':<22} {'predicted':>12} {'measured':>12} {'ratio':>8}  {'analyze':>8}")
     worst = 0.0
     rows = skipped = 0
@@ -62,7 +57,7 @@ def main() -> int:
             try:
                 measured = measure(str(path), feeds, graph_opt="none", threads=1, runs=1)
             except GraphmemError as exc:
-                print(f"{_name(path):<28} skipped: onnxruntime cannot run it ({str(exc)[:60]}…)")
+                print(f"{corpus.name(path):<28} skipped: onnxruntime cannot run it ({str(exc)[:60]}…)")
                 skipped += 1
                 continue
             m = measured.runs[0].requested_peak
@@ -71,15 +66,11 @@ def main() -> int:
             worst = max(worst, abs(ratio - 1))
             rows += 1
             dim_text = ",".join(f"{k}={v}" for k, v in dims.items()) or "static"
-            print(f"{_name(path):<28} {dim_text:<22} {p:>12,} {m:>12,} {ratio:>8.4f}  {elapsed:>7.2f}s", flush=True)
+            print(f"{corpus.name(path):<28} {dim_text:<22} {p:>12,} {m:>12,} {ratio:>8.4f}  {elapsed:>7.2f}s", flush=True)
     for name in missing:
         print(f"{name:<28} (not exported: run python scripts/export_corpus.py)")
     print(f"\n{rows} measurements ({skipped} skipped: onnxruntime cannot run them), worst deviation {worst * 100:.3f}% (bar: {TOLERANCE * 100}%)")
     return 0 if worst <= TOLERANCE and not missing else 1
-
-
-def _name(path: Path) -> str:
-    return path.parent.name if path.stem == "model" else path.stem
 
 
 if __name__ == "__main__":

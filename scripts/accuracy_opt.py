@@ -119,12 +119,7 @@ def main() -> int:
     )
     args = ap.parse_args()
     batches = tuple(int(b) for b in args.batches.split(","))
-    exported, missing = corpus.exported_models()
-    paths = corpus.light_models() + corpus.committed_models() + exported
-    if args.pytorch_converted:
-        paths += corpus.pytorch_converted()
-    if args.only:
-        paths = [p for p in paths if any(s in _name(p) for s in args.only)]
+    paths, missing = corpus.select(pytorch_converted=args.pytorch_converted, only=args.only)
     print(f"graph-opt {args.level}")
     print(
         f"{'model':<24} {'dims':<18} {'predicted':>12} {'measured':>12} {'ratio':>7} "
@@ -143,8 +138,8 @@ def main() -> int:
                 # the tiny transformers in models/ have 64 positions (as in scripts/accuracy.py)
                 bindings = corpus.bindings(path, batches, seq=64 if path.parent == corpus.MODELS else 128)
             except GraphmemError as exc:
-                skipped.append(_name(path))
-                print(f"{_name(path)[:24]:<24} skipped: onnxruntime cannot load it ({str(exc)[:70]}…)", flush=True)
+                skipped.append(corpus.name(path))
+                print(f"{corpus.name(path)[:24]:<24} skipped: onnxruntime cannot load it ({str(exc)[:70]}…)", flush=True)
                 continue
             for dims in bindings:
                 try:
@@ -152,14 +147,14 @@ def main() -> int:
                     result, profile = analyze_optimized(optimized, dims)
                     elapsed = time.perf_counter() - t0
                 except GraphmemError as exc:
-                    failed.append(_name(path))
-                    print(f"{_name(path)[:24]:<24} analysis failed: {str(exc)[:90]}", flush=True)
+                    failed.append(corpus.name(path))
+                    print(f"{corpus.name(path)[:24]:<24} analysis failed: {str(exc)[:90]}", flush=True)
                     continue
                 try:
                     run = measure_fresh(path, make_feeds(proto, dims, seed=0), args.level)
                 except GraphmemError as exc:
-                    skipped.append(_name(path))
-                    print(f"{_name(path)[:24]:<24} skipped: onnxruntime cannot run it ({str(exc)[:70]}…)", flush=True)
+                    skipped.append(corpus.name(path))
+                    print(f"{corpus.name(path)[:24]:<24} skipped: onnxruntime cannot run it ({str(exc)[:70]}…)", flush=True)
                     continue
                 p, m = result.activations.peak_bytes, run.requested_peak
                 ps, ms = profile.peak_bytes, run.in_use_peak_bytes
@@ -172,7 +167,7 @@ def main() -> int:
                 rows += 1
                 dim_text = ",".join(f"{k}={v}" for k, v in dims.items()) or "static"
                 print(
-                    f"{_name(path)[:24]:<24} {dim_text[:18]:<18} {p:>12,} {m:>12,} {ratio:>7.4f} "
+                    f"{corpus.name(path)[:24]:<24} {dim_text[:18]:<18} {p:>12,} {m:>12,} {ratio:>7.4f} "
                     f"{ps:>12,} {ms:>12,} {sratio:>7.4f} {len(result.shapes.unresolved):>5} {elapsed:>7.2f}s",
                     flush=True,
                 )
@@ -193,11 +188,6 @@ def main() -> int:
         print(f"analysis failed: {', '.join(dict.fromkeys(failed))}")
     ok = worst <= TOLERANCE and worst_scratch <= SCRATCH_TOLERANCE and not unresolved and not missing and not failed
     return 0 if ok else 1
-
-
-def _name(path: Path) -> str:
-    """The model's name: the file stem, or its directory for ``*/model.onnx``."""
-    return path.parent.name if path.stem == "model" else path.stem
 
 
 def _show_divergence(result, run, profile, limit: int = 8) -> None:  # type: ignore[no-untyped-def]

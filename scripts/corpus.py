@@ -23,7 +23,7 @@ EXPORTED_NAMES = ("resnet50", "mobilenetv2", "bert_base", "gpt2_small")
 PYTORCH_CONVERTED = LIGHT.parent / "pytorch-converted"
 
 
-def pytorch_converted() -> list[Path]:
+def pytorch_converted_models() -> list[Path]:
     """The onnx wheel's 82 small converted PyTorch modules (fixed shapes, old opsets)."""
     return sorted(PYTORCH_CONVERTED.glob("*/model.onnx"))
 
@@ -41,6 +41,23 @@ def exported_models() -> tuple[list[Path], list[str]]:
     present = [EXPORTED / f"{n}.onnx" for n in EXPORTED_NAMES if (EXPORTED / f"{n}.onnx").exists()]
     missing = [n for n in EXPORTED_NAMES if not (EXPORTED / f"{n}.onnx").exists()]
     return present, missing
+
+
+def select(*, pytorch_converted: bool = False, only: list[str] | None = None) -> tuple[list[Path], list[str]]:
+    """(model files, missing exported names): light, committed, exported, optionally the
+    pytorch-converted ones, kept to those whose name contains one of ``only``."""
+    exported, missing = exported_models()
+    paths = light_models() + committed_models() + exported
+    if pytorch_converted:
+        paths += pytorch_converted_models()
+    if only:
+        paths = [p for p in paths if any(s in name(p) for s in only)]
+    return paths, missing
+
+
+def name(path: Path) -> str:
+    """A model's display name (its folder for the pytorch-converted ``*/model.onnx``)."""
+    return path.parent.name if path.stem == "model" else path.stem
 
 
 def bindings(path: Path, batches: tuple[int, ...] = (1, 8), seq: int = 128) -> list[dict[str, int]]:

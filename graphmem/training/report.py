@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphmem.report import model_json
 from graphmem.training.estimate import TrainingEstimate
 from graphmem.units import byte_table, format_bytes, format_count
 
@@ -21,12 +22,7 @@ def training_json(e: TrainingEstimate) -> dict[str, Any]:
     a, c = e.analysis, e.config
     return {
         "schema_version": SCHEMA_VERSION,
-        "model": {
-            "path": a.model.path,
-            "opset": a.model.opset,
-            "nodes": a.model.nodes,
-            "dims": dict(a.model.dims),
-        },
+        "model": model_json(a),
         "config": {
             "optimizer": c.optimizer,
             "grads": c.grads,

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from graphmem.cli_common import DimOption, JsonOption, ModelArg, handled, parse_dims
+from graphmem.cli_gate import MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption
 from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
 
 __all__ = ["register", "verify_command"]
@@ -28,16 +29,26 @@ def verify_command(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random inputs.")] = 0,
     as_json: JsonOption = False,
+    max_weights: MaxWeightsOption = None,
+    max_peak: MaxPeakOption = None,
+    max_total: MaxTotalOption = None,
+    max_params: MaxParamsOption = None,
+    max_flops: MaxFlopsOption = None,
 ) -> None:
     """Run the graph with onnxruntime, measure its activation peak, compare with the prediction.
 
-    Exit 0 within tolerance, 1 outside it, 2 on errors.
+    Exit 0 within tolerance (and budgets, --max-*, on the predicted figures), 1 outside, 2 on
+    errors.
     """
-    from graphmem.report import SCHEMA_VERSION
+    from graphmem.gate import evaluate, parse_budgets, report_failures
+    from graphmem.report import SCHEMA_VERSION, peak_json
     from graphmem.units import format_bytes
     from graphmem.verify.compare import parse_tolerance, verify
 
     int_range = _parse_range(input_range)
+    budgets = parse_budgets(
+        max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
+    )
     v = verify(
         model,
         dims=parse_dims(dim),
@@ -48,6 +59,8 @@ def verify_command(
         int_range=int_range,
         seed=seed,
     )
+    gate = evaluate(peak_json(v.analysis), budgets) if budgets.active else None
+    passed = v.passed and (gate is None or gate.passed)
     if as_json:
         doc = {
             "schema_version": SCHEMA_VERSION,
@@ -76,6 +89,8 @@ def verify_command(
                 "output_mismatches": list(v.output_mismatches),
             },
         }
+        if gate is not None:
+            doc["gate"] = gate.to_json()
         typer.echo(json.dumps(doc, indent=2))
     else:
         rows = [
@@ -99,8 +114,12 @@ def verify_command(
             )
         for line in v.output_mismatches:
             typer.echo(f"  output shape mismatch: {line}")
-        typer.echo("  PASS" if v.passed else "  FAIL")
-    raise typer.Exit(EXIT_OK if v.passed else EXIT_GATE_FAILED)
+        typer.echo("  prediction: PASS" if v.passed else "  prediction: FAIL")
+        if gate is not None:
+            typer.echo(f"  budgets: {'ok' if gate.passed else 'FAILED'}")
+    if gate is not None and not gate.passed:
+        report_failures([f.message for f in gate.failures], doc_on_stdout=as_json)
+    raise typer.Exit(EXIT_OK if passed else EXIT_GATE_FAILED)
 
 
 def _parse_range(text: str | None) -> tuple[int, int] | None:

@@ -53,3 +53,16 @@ def test_random_weights_for_stripped_model(tmp_path: Path) -> None:
 def test_tolerance_parsing() -> None:
     assert parse_tolerance("5%") == 0.05
     assert parse_tolerance("0.1") == 0.1
+
+
+def test_verify_gates_budgets_on_the_prediction(models_dir: Path) -> None:
+    # tiny_cnn at batch 4: predicted peak 1.25 MiB (= 4 x 320 KiB), measured the same.
+    args = ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=4", "--json"]
+    r = CliRunner().invoke(app, [*args, "--max-peak", "100KiB"])
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    assert doc["verify"]["passed"] is True and doc["gate"]["passed"] is False
+    r = CliRunner().invoke(app, [*args, "--max-peak", "2MiB"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, [*args, "--max-peak", "12XB"])
+    assert r.exit_code == 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from graphmem.errors import UnsupportedOpError, UsageError
 
@@ -47,6 +48,7 @@ class Verification:
     divergence: Divergence | None
     outputs_match: bool
     output_mismatches: tuple[str, ...]
+    analysis: Any = None  # the prediction (graphmem.Analysis), for budgets and reports
 
 
 def parse_tolerance(text: str) -> float:
@@ -132,6 +134,7 @@ def verify(
         divergence=_first_divergence(predicted, run1, tolerance, q),
         outputs_match=not mismatches,
         output_mismatches=mismatches,
+        analysis=predicted,
     )
 
 

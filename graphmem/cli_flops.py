@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -64,18 +65,39 @@ def layers_command(
 
 @handled
 def ops_command(
-    opset: Annotated[int, typer.Option(help="Default-domain opset to list.")] = 21,
+    model: Annotated[
+        Optional[Path], typer.Argument(help="A model: list at its opset and count the nodes using each op.")
+    ] = None,
+    opset: Annotated[Optional[int], typer.Option(help="Default-domain opset to list (default 21, or the model's).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Every op graphmem knows and its FLOP rule: counted, zero (data movement) or unsupported."""
-    from graphmem.flops import conventions_text, coverage
+    from graphmem.flops import conventions_text, coverage, lookup
 
+    used: dict[tuple[str, str], int] = {}
+    if model is not None:
+        from graphmem.loading import load_model
+
+        loaded = load_model(model)
+        opset = opset or loaded.opset
+        for node in loaded.nodes:
+            key = ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
+            used[key] = used.get(key, 0) + 1
+    opset = opset or 21
     rows = coverage(opset)
+    listed = {(d, o) for d, o, _ in rows}
+    for d, o in sorted(used):
+        if (d, o) not in listed:  # e.g. an op of another opset or domain
+            entry = lookup(d, o)
+            rows.append((d, o, entry.kind if entry else "unsupported"))
     if as_json:
         doc = {
             "schema_version": 1,
             "opset": opset,
-            "ops": [{"domain": d or "ai.onnx", "op_type": o, "outcome": k} for d, o, k in rows],
+            "ops": [
+                {"domain": d or "ai.onnx", "op_type": o, "outcome": k, "nodes": used.get((d, o), 0)}
+                for d, o, k in rows
+            ],
         }
         typer.echo(json.dumps(doc, indent=2))
         return
@@ -83,7 +105,8 @@ def ops_command(
     for _, _, kind in rows:
         counts[kind] = counts.get(kind, 0) + 1
     for d, o, k in rows:
-        typer.echo(f"{d or 'ai.onnx':<22} {o:<34} {k}")
+        n = used.get((d, o), 0)
+        typer.echo(f"{d or 'ai.onnx':<22} {o:<34} {k:<12} {f'{n} nodes' if n else ''}".rstrip())
     typer.echo(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     typer.echo("")
     typer.echo(conventions_text())

@@ -53,3 +53,13 @@ def test_peak_json_reports_flops(models_dir: Path) -> None:
         assert key in doc["flops"]
     assert doc["flops"]["total"] >= 2 * doc["flops"]["macs"] > 0
     assert doc["flops"]["unsupported"] == {}
+
+
+def test_ops_for_a_model_uses_its_opset_and_counts_nodes(models_dir: Path) -> None:
+    r = CliRunner().invoke(app, ["ops", str(models_dir / "tiny_cnn.onnx"), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["opset"] == 17
+    nodes = {o["op_type"]: o["nodes"] for o in doc["ops"] if o["nodes"]}
+    assert nodes["Conv"] == 4 and nodes["Relu"] == 4
+    assert all(o["outcome"] != "unsupported" for o in doc["ops"] if o["nodes"])

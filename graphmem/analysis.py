@@ -239,7 +239,10 @@ def check_dims(model: Model, dims: dict[str, int]) -> dict[str, int]:
     missing = [d for d in known if d not in dims]
     if missing:
         hint = " ".join(f"--dim {d}=N" for d in missing)
-        raise UnboundDimError(f"unbound symbolic dims: {', '.join(missing)} (bind them with {hint})")
+        raise UnboundDimError(
+            f"unbound symbolic dims: {', '.join(missing)} (bind them with {hint}, or ask for formulas "
+            "with --symbolic)"
+        )
     unnamed = [n for n, t in model.inputs.items() if t.shape is not None and None in t.shape]
     if unnamed:
         raise UnboundDimError(

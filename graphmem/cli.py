@@ -8,6 +8,7 @@ Every command calls a library function and renders its result; errors from the
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -30,7 +31,7 @@ from graphmem.cli_gate import (
     MaxWeightsOption,
     OutputOption,
 )
-from graphmem.errors import EXIT_INPUT_ERROR
+from graphmem.errors import EXIT_INPUT_ERROR, UsageError
 
 __all__ = ["app", "main", "run"]
 
@@ -69,6 +70,14 @@ def peak(
     max_total: MaxTotalOption = None,
     max_params: MaxParamsOption = None,
     max_flops: MaxFlopsOption = None,
+    symbolic: Annotated[
+        bool,
+        typer.Option(
+            "--symbolic",
+            help="Leave dims unbound: print each figure as a formula of them (fitted on exact "
+            "analyses over a grid, checked at a held-out point).",
+        ),
+    ] = False,
     graph_opt: Annotated[
         str,
         typer.Option(
@@ -92,6 +101,11 @@ def peak(
     from graphmem.roofline import device_lines, device_section
     from graphmem.units import parse_bytes
 
+    if symbolic:
+        if any(x is not None for x in (max_weights, max_peak, max_total, max_params, max_flops, device)):
+            raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
+        _symbolic(model, parse_dims(dim), as_json)
+        return
     fmt = resolve_format(fmt, as_json=as_json)
     budgets = parse_budgets(
         max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
@@ -111,6 +125,55 @@ def peak(
         if fmt == "table":
             lines += device_lines(result, dev, overhead_bytes=overhead_bytes)
     raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table="\n".join(lines)))
+
+
+def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
+    """``peak --symbolic``: the figures as formulas of the dims left unbound."""
+    import json
+
+    from graphmem.analysis import check_dims
+    from graphmem.loading import load_model
+    from graphmem.report import SCHEMA_VERSION
+    from graphmem.symbolic import CHECK_VALUE, GRID, symbolic_peak
+
+    loaded = load_model(model)
+    known = loaded.symbolic_dims
+    check_dims(loaded, {**{d: 1 for d in known}, **dims})  # names and values of the given --dim
+    s = symbolic_peak(loaded, dims)
+    if as_json:
+        doc = {
+            "schema_version": SCHEMA_VERSION,
+            "model": {"path": str(model), "dims": dims},
+            "symbolic": {
+                "free": list(s.free),
+                "grid": list(GRID),
+                "check_value": CHECK_VALUE,
+                "exact": s.exact,
+                "formulas": {
+                    name: {
+                        "text": f.text(),
+                        "terms": [{"monomial": list(m), "coefficient": c} for m, c in f.terms if c],
+                        "worst_error_bytes": f.worst_error,
+                    }
+                    for name, f in s.formulas.items()
+                },
+            },
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    bound = ", ".join(f"{k}={v}" for k, v in dims.items()) or "none"
+    typer.echo(f"graphmem peak --symbolic: {model}")
+    typer.echo(f"  bound: {bound}; free: {', '.join(s.free)} (bytes, fitted on {s.points} exact analyses)")
+    typer.echo("")
+    for name, f in s.formulas.items():
+        note = "" if f.worst_error < 0.5 else f"   (approximate: off by up to {f.worst_error:,.0f} B)"
+        typer.echo(f"  {name:<18} {f.text()}{note}")
+    typer.echo("")
+    if s.exact:
+        typer.echo(f"  exact at every grid point ({', '.join(map(str, GRID))}) and at {CHECK_VALUE}")
+    else:
+        typer.echo("  approximate: the node at the peak changes with the dims, so memory is piecewise;")
+        typer.echo("  bind the dims (--dim) for exact figures, or use graphmem sweep over one dim")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = ["SCHEMAS", "SchemaError", "load_schema", "schema_errors", "validate"]
 
-SCHEMAS = ("peak", "check", "diff")
+SCHEMAS = ("peak", "check", "diff", "symbolic")
 
 _ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "title", "description"})
 _CHECKED = frozenset(

@@ -19,13 +19,20 @@ not fit, then binary search between the last fit and the first miss. The answer 
 ``n`` analysed as fitting and ``n + 1`` as not. The search assumes memory grows with the dim; it
 checks that on every probed point and reports each decrease (the answer is then the boundary the
 search found, and another value beyond it may fit too).
+
+**What is measured** is a cost function of each analysis (:data:`Cost`), by default its total
+(inference). :func:`search_largest_training` and :func:`check_fit_training` pass the peak of one
+training step instead (:func:`graphmem.training.estimate_training_analysis`, the largest of the
+forward, backward and optimizer-step phases): the same search, gate and monotonicity check, with
+``total_bytes`` everywhere meaning the measured figure and :class:`TrainingFit` attached.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +43,13 @@ if TYPE_CHECKING:
     from graphmem.analysis import Analysis
     from graphmem.devices import Device
     from graphmem.loading import Model
+    from graphmem.training import TrainingConfig, TrainingEstimate
 
 __all__ = [
     "SweepSpec", "SweepRow", "MemoryFit", "Sweep", "Probe", "SearchResult", "FitCheck",
     "parse_dim_values", "parse_sweep_dims", "parse_bound_dims", "sweep", "fit_memory",
-    "search_largest", "check_fit", "breakdown", "dominant",
+    "search_largest", "check_fit", "breakdown", "dominant", "Cost", "TrainingFit",
+    "training_config", "search_largest_training", "check_fit_training", "PRECISION_DTYPES",
     "sweep_json", "sweep_table", "fit_json", "fit_table", "fit_formula",
     "INT64_MAX", "MAX_SWEEP_POINTS", "QUADRATIC_RULE",
 ]
@@ -292,10 +301,26 @@ def fit_memory(dim: str, rows: Sequence[SweepRow]) -> MemoryFit:
 
 # --- exact search ----------------------------------------------------------------------------
 
+#: What the search and the gate compare with the budget (minus overhead), in bytes, for one
+#: analysis. ``None`` where a cost is optional means the analysis total (inference).
+Cost = Callable[["Analysis"], int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingFit:
+    """What ``fit --train`` adds to a :class:`SearchResult` or :class:`FitCheck`."""
+
+    config: TrainingConfig
+    estimate: TrainingEstimate | None  # at the answer (or the bound dims); None: nothing fits
+    probes: dict[int, tuple[int, str]]  # probed value -> (step peak bytes, phase that sets it)
+    warnings: tuple[str, ...]  # the estimate's (a --frozen pattern matching nothing, …)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Probe:
     value: int
-    total_bytes: int
+    total_bytes: int  # the measured figure (the cost): the analysis total unless a cost is given
+    analysis_total_bytes: int  # the analysis total (inference), whatever the cost
     fits: bool
     unresolved: int  # tensors without a static size: the total is a lower estimate
     complete: bool  # no more unresolved tensors than at value 1 (else: never "fits")
@@ -311,20 +336,22 @@ class SearchResult:
     overhead_bytes: int
     largest: int
     analysis: Analysis | None  # at ``largest``
-    next_total_bytes: int | None  # at ``largest + 1``; None when ``unbounded``
+    total_bytes: int | None  # measured at ``largest`` (the cost); None when nothing fits
+    next_total_bytes: int | None  # measured at ``largest + 1``; None when ``unbounded``
     next_complete: bool  # False: ``largest + 1`` does not fit because its shapes do not resolve
     unbounded: bool  # fits even at the limit (memory does not grow enough with the dim)
     limit: int
     probes: tuple[Probe, ...]  # in the order analysed
     monotone: bool
     violations: tuple[tuple[int, int, int, int], ...]  # (x, total, larger x, smaller total)
+    training: TrainingFit | None = None  # set by :func:`search_largest_training`
 
     @property
     def headroom_bytes(self) -> int | None:
-        """Budget left at ``largest`` after its total and the overhead."""
-        if self.analysis is None:
+        """Budget left at ``largest`` after its measured total and the overhead."""
+        if self.total_bytes is None:
             return None
-        return self.budget_bytes - self.overhead_bytes - self.analysis.total_bytes
+        return self.budget_bytes - self.overhead_bytes - self.total_bytes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -334,9 +361,11 @@ class FitCheck:
     analysis: Analysis
     budget_bytes: int
     overhead_bytes: int
+    total_bytes: int  # the measured figure (the cost): the analysis total unless a cost is given
     needed_bytes: int
     fits: bool
     headroom_bytes: int  # negative: the shortfall
+    training: TrainingFit | None = None  # set by :func:`check_fit_training`
 
 
 def _budget(budget_bytes: int, overhead_bytes: int) -> int:
@@ -352,8 +381,12 @@ def _budget(budget_bytes: int, overhead_bytes: int) -> int:
 
 def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_bytes: int,
                    dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
-                   as_dtype: str | None = None, limit: int | None = None) -> SearchResult:
+                   as_dtype: str | None = None, limit: int | None = None,
+                   cost: Cost | None = None) -> SearchResult:
     """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc).
+
+    ``cost``: what is compared with the budget at each probed value (default: the analysis
+    total); the monotonicity check and every ``total_bytes`` of the result are in its terms.
 
     Raises:
         UsageError: ``solve`` also in ``dims``; bad budget or overhead.
@@ -383,9 +416,10 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
         complete = unresolved <= base[0]
-        ok = complete and a.total_bytes <= available
-        probes.append(Probe(value=v, total_bytes=a.total_bytes, fits=ok, unresolved=unresolved,
-                            complete=complete))
+        measured = a.total_bytes if cost is None else cost(a)
+        ok = complete and measured <= available
+        probes.append(Probe(value=v, total_bytes=measured, analysis_total_bytes=a.total_bytes,
+                            fits=ok, unresolved=unresolved, complete=complete))
         if ok and (not best or v > best[0].model.dims[solve]):
             best[:] = [a]
         return ok
@@ -408,9 +442,11 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         (x0, t0, x1, t1) for (x0, t0), (x1, t1) in zip(by_x, by_x[1:]) if t1 < t0
     )
     after = next((p for p in probes if p.value == lo + 1), None)
+    at = next((p for p in probes if p.value == lo), None) if lo else None
     return SearchResult(
         dim=solve, dims=dims, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
         largest=lo, analysis=best[0] if lo else None,
+        total_bytes=at.total_bytes if at is not None else None,
         next_total_bytes=after.total_bytes if after is not None else None,
         next_complete=after is None or after.complete,
         unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
@@ -420,15 +456,114 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
 
 def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
               dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
-              as_dtype: str | None = None) -> FitCheck:
-    """Whether the model with every dim bound fits ``budget_bytes`` after ``overhead_bytes``."""
+              as_dtype: str | None = None, cost: Cost | None = None) -> FitCheck:
+    """Whether the model with every dim bound fits ``budget_bytes`` after ``overhead_bytes``
+    (``cost``: what is compared, default the analysis total)."""
     from graphmem.analysis import analyze_model
 
     available = _budget(budget_bytes, overhead_bytes)
     a = analyze_model(_as_model(model), dims=dims, as_dtype=as_dtype)
+    measured = a.total_bytes if cost is None else cost(a)
     return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
-                    needed_bytes=a.total_bytes + overhead_bytes,
-                    fits=a.total_bytes <= available, headroom_bytes=available - a.total_bytes)
+                    total_bytes=measured, needed_bytes=measured + overhead_bytes,
+                    fits=measured <= available, headroom_bytes=available - measured)
+
+
+# --- training: the step peak as the cost -----------------------------------------------------
+
+#: ``--precision`` → the dtype what-if of the analysis (as ``graphmem train`` does).
+PRECISION_DTYPES: dict[str, str | None] = {
+    "fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16",
+}
+
+
+def training_config(*, optimizer: str = "adam", grads: str = "released",
+                    precision: str = "fp32", frozen: Sequence[str] = (),
+                    foreach: bool = False) -> TrainingConfig:
+    """A checked :class:`~graphmem.training.TrainingConfig` (names case-insensitive).
+
+    Raises:
+        UsageError: an unknown optimizer, gradient mode or precision (naming the choices).
+    """
+    from graphmem.training import GRAD_MODES, OPTIMIZERS, PRECISIONS, TrainingConfig
+    from graphmem.training.optimizer import check_choice
+
+    return TrainingConfig(
+        optimizer=check_choice("optimizer", optimizer, tuple(OPTIMIZERS)),
+        grads=check_choice("gradient mode", grads, GRAD_MODES),
+        precision=check_choice("precision", precision, tuple(PRECISIONS)),
+        frozen=tuple(frozen), foreach=foreach,
+    )
+
+
+def _checked(config: TrainingConfig | None) -> TrainingConfig:
+    c = config
+    if c is None:
+        return training_config()
+    return training_config(optimizer=c.optimizer, grads=c.grads, precision=c.precision,
+                           frozen=c.frozen, foreach=c.foreach)
+
+
+def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str,
+                            budget_bytes: int, config: TrainingConfig | None = None,
+                            dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+                            limit: int | None = None) -> SearchResult:
+    """The largest value of ``solve`` whose training step peak + overhead ≤ budget:
+    :func:`search_largest` with the step peak of ``config`` (default Adam, fp32, gradients
+    released) as its cost, and ``result.training`` set (the estimate at the answer, the step
+    peak and phase of every probed value).
+
+    Raises:
+        as :func:`search_largest`, and UsageError for a bad training option or a model with
+        nothing to train.
+    """
+    from graphmem.training import estimate_training_analysis
+
+    config = _checked(config)
+    seen: dict[int, tuple[int, str]] = {}
+    kept: dict[int, TrainingEstimate] = {}  # the largest value whose step peak was in budget
+    warnings: list[tuple[str, ...]] = []
+
+    def step_peak(a: Analysis) -> int:
+        e = estimate_training_analysis(a, config)
+        v = a.model.dims[solve]
+        seen[v] = (e.step_peak_bytes, e.peak_phase)
+        warnings[:] = warnings or [e.warnings]
+        if e.step_peak_bytes <= budget_bytes - overhead_bytes and all(v > k for k in kept):
+            kept.clear()
+            kept[v] = e
+        return e.step_peak_bytes
+
+    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, dims=dims,
+                       overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
+                       as_dtype=PRECISION_DTYPES[config.precision])
+    est = kept.get(r.largest) if r.analysis is not None else None
+    if r.analysis is not None and est is None:  # the kept value did not count (shapes)
+        est = estimate_training_analysis(r.analysis, config)
+    return dataclasses.replace(r, training=TrainingFit(
+        config=config, estimate=est, probes=seen, warnings=warnings[0] if warnings else ()))
+
+
+def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: int,
+                       config: TrainingConfig | None = None,
+                       dims: Mapping[str, int] | None = None,
+                       overhead_bytes: int = 0) -> FitCheck:
+    """Whether one training step of the fully bound model fits: :func:`check_fit` with the
+    step peak as its cost and ``result.training`` set."""
+    from graphmem.training import estimate_training_analysis
+
+    config = _checked(config)
+    held: list[TrainingEstimate] = []
+
+    def step_peak(a: Analysis) -> int:
+        held[:] = [estimate_training_analysis(a, config)]
+        return held[0].step_peak_bytes
+
+    r = check_fit(model, budget_bytes=budget_bytes, dims=dims, overhead_bytes=overhead_bytes,
+                  as_dtype=PRECISION_DTYPES[config.precision], cost=step_peak)
+    e = held[0]
+    return dataclasses.replace(r, training=TrainingFit(
+        config=config, estimate=e, probes={}, warnings=e.warnings))
 
 
 def breakdown(a: Analysis) -> dict[str, int]:

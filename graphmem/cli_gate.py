@@ -171,7 +171,8 @@ def diff(
     """
     from graphmem.analysis import analyze
     from graphmem.formats import render_diff, resolve_format
-    from graphmem.gate import compare, deliver, parse_thresholds
+    from graphmem.diff import compare, parse_thresholds
+    from graphmem.gate import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
     thresholds = parse_thresholds(

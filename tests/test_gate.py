@@ -18,19 +18,16 @@ import pytest
 from graphmem.config import ConfigError, find_config, load_config, parse_config
 from graphmem.errors import UsageError
 from graphmem.formats import render_check, render_diff, render_peak, resolve_format
+from graphmem.diff import Layer, Thresholds, diff_documents, parse_thresholds
 from graphmem.gate import (
     Budgets,
     FlopsUnavailableError,
-    Layer,
-    Thresholds,
     annotation,
     apply_gate,
     budgets_from_mapping,
-    diff_documents,
     evaluate,
     finish,
     parse_budgets,
-    parse_thresholds,
     short_bytes,
     short_count,
     write_atomic,

@@ -27,7 +27,6 @@ count), the setting graphmem's measurements use. Float kernels only, where dtype
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,8 +36,8 @@ import onnx
 from onnx import helper
 
 from graphmem.dtypes import element_bits, tensor_bytes
-from graphmem.planner.check import PlanInvariantError
 from graphmem.errors import UsageError
+from graphmem.planner.bfc import BfcArena, Chunk
 from graphmem.shapes.types import TensorType, is_concrete
 
 if TYPE_CHECKING:
@@ -377,141 +376,6 @@ def kernel_scratch(
     return KernelScratch() if key in NO_SCRATCH else None
 
 
-# --- the CPU arena ---------------------------------------------------------------------------
-
-
-class _Chunk:
-    __slots__ = ("ptr", "size", "prev", "next", "used")
-
-    def __init__(self, ptr: int, size: int) -> None:
-        self.ptr, self.size = ptr, size
-        self.prev: _Chunk | None = None
-        self.next: _Chunk | None = None
-        self.used = False
-
-
-class BfcArena:
-    """onnxruntime's ``BFCArena`` (``core/framework/bfc_arena.cc``) with the CPU EP's defaults,
-    tracking only what the statistics see: chunk sizes in use and their high-water mark.
-
-    * a request is rounded up to 256 bytes; the search starts at its size's bin (bin *b* holds
-      chunks of 256·2^b up to twice that, the last bin everything larger) and takes, bin by bin,
-      the first free chunk that fits in (size, address) order;
-    * the chunk is split only when it is at least twice the rounded request (or would waste
-      ``max_dead_bytes`` = 128 MiB); otherwise the whole chunk is in use;
-    * with no fit the arena extends by a new region of ``curr`` bytes, ``curr`` starting at 1 MiB
-      and doubling until it covers the request, then doubling after a region of unchanged size
-      (kNextPowerOfTwo);
-    * a freed chunk merges with free neighbours of its region.
-
-    Region addresses only break ties between equal-sized free chunks of different regions, but
-    they come from the C allocator: a process's first session gets its regions from mmap, each
-    below the previous (``descending=True``, the default); later sessions of a long-lived process
-    may get them from the heap, in rising order (``descending=False``). Of the corpus' points
-    (light models, models/, exported corpus at batch 1 and 8, four levels) only tiny_bert at
-    batch 8, graph-opt none and basic, depends on it: 6.03 MB first-session vs 4.98 MB.
-    """
-
-    MIN_ALLOC = 256
-    NUM_BINS = 21
-    MAX_DEAD = 128 << 20
-
-    def __init__(self, *, initial_region: int = 1 << 20, descending: bool = True) -> None:
-        self._bins: list[list[tuple[int, int, _Chunk]]] = [[] for _ in range(self.NUM_BINS)]
-        self._curr = initial_region
-        self._descending = descending
-        self._next_base = 1 << 60 if descending else 1 << 40
-        self.in_use = 0
-        self.high = 0
-        self.held = 0
-
-    @classmethod
-    def rounded(cls, n: int) -> int:
-        return -(-n // cls.MIN_ALLOC) * cls.MIN_ALLOC
-
-    def _bin(self, size: int) -> int:
-        v = max(size, self.MIN_ALLOC) >> 8
-        return min(self.NUM_BINS - 1, v.bit_length() - 1)
-
-    def _insert(self, c: _Chunk) -> None:
-        bisect.insort(self._bins[self._bin(c.size)], (c.size, c.ptr, c))
-
-    def _remove(self, c: _Chunk) -> None:
-        b = self._bins[self._bin(c.size)]
-        del b[bisect.bisect_left(b, (c.size, c.ptr))]
-
-    def alloc(self, nbytes: int) -> _Chunk | None:
-        """Take a chunk for a request of ``nbytes``; None for a zero-byte request."""
-        if nbytes <= 0:
-            return None
-        size = self.rounded(nbytes)
-        c = self._find(size)
-        if c is None:
-            self._extend(size)
-            c = self._find(size)
-        if c is None:  # the new region is at least ``size``: cannot happen
-            raise PlanInvariantError(f"arena emulation found no chunk for {size} bytes after extending")
-        c.used = True
-        self.in_use += c.size
-        self.high = max(self.high, self.in_use)
-        return c
-
-    def free(self, c: _Chunk | None) -> None:
-        if c is None:
-            return
-        c.used = False
-        self.in_use -= c.size
-        nxt = c.next
-        if nxt is not None and not nxt.used:
-            self._remove(nxt)
-            c.size += nxt.size
-            c.next = nxt.next
-            if nxt.next is not None:
-                nxt.next.prev = c
-        prv = c.prev
-        if prv is not None and not prv.used:
-            self._remove(prv)
-            prv.size += c.size
-            prv.next = c.next
-            if c.next is not None:
-                c.next.prev = prv
-            c = prv
-        self._insert(c)
-
-    def _find(self, size: int) -> _Chunk | None:
-        for b in range(self._bin(size), self.NUM_BINS):
-            entries = self._bins[b]
-            i = bisect.bisect_left(entries, (size, -1))
-            if i < len(entries):
-                c = entries.pop(i)[2]
-                if c.size >= 2 * size or c.size - size >= self.MAX_DEAD:
-                    rest = _Chunk(c.ptr + size, c.size - size)
-                    rest.prev, rest.next = c, c.next
-                    if c.next is not None:
-                        c.next.prev = rest
-                    c.next, c.size = rest, size
-                    self._insert(rest)
-                return c
-        return None
-
-    def _extend(self, size: int) -> None:
-        grew = False
-        while size > self._curr:
-            self._curr *= 2
-            grew = True
-        region = self._curr
-        if not grew:
-            self._curr *= 2
-        if self._descending:
-            self._next_base -= region + (1 << 20)
-            base = self._next_base
-        else:
-            base = self._next_base
-            self._next_base += region + (1 << 20)
-        self.held += region
-        self._insert(_Chunk(base, region))
-
-
 # --- run 1 through the arena -----------------------------------------------------------------
 
 
@@ -613,7 +477,7 @@ def replay_run(
     for value, end in zip(plan.fresh, plan.free_step):
         if end is not None:
             releases.setdefault(end, []).append(value)
-    chunks: dict[int, _Chunk | None] = {}
+    chunks: dict[int, Chunk | None] = {}
     in_use: list[int] = []
     high: list[int] = []
     for s, ks in enumerate(scratch):

@@ -23,7 +23,7 @@ dynamic mmap threshold, later sessions get them from the heap, which changes whi
 equal-sized free chunks the arena picks (on the corpus only tiny_bert at batch 8, graph-opt basic,
 moves: 6.03 MB vs 4.98 MB). So every measurement runs in a fresh interpreter, as a process's first
 session, with ``MALLOC_MMAP_THRESHOLD_=131072`` pinning the threshold: the placement
-:class:`graphmem.scratch.BfcArena` models.
+:class:`graphmem.planner.bfc.BfcArena` models.
 
 Exit status 1 when any requested peak is off by more than 5 % or any scratch-inclusive peak by
 more than 10 %, a tensor is unresolved, or an analysis fails; models onnxruntime cannot load or

@@ -3,19 +3,23 @@
 
 The option types below (``DeviceOption``, ``AsDtypeOption``, …) are shared with ``peak``.
 Exit codes: 0 success (``fit``: it fits), 1 ``fit`` found nothing that fits / the bound model
-does not fit, 2 usage or input error.
+does not fit, 2 usage or input error. ``fit --train`` measures the training step peak instead of
+the inference total (:func:`graphmem.batch.search_largest_training`), with the same exit codes.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from graphmem.cli_common import JsonOption, ModelArg, handled
 from graphmem.errors import EXIT_GATE_FAILED
+
+if TYPE_CHECKING:
+    from graphmem.batch import TrainingFit
 
 __all__ = [
     "register",
@@ -76,6 +80,37 @@ OverheadOption = Annotated[
     typer.Option("--overhead",
                  help="Memory reserved outside the model (CUDA context, workspace), e.g. 500MiB."),
 ]
+TrainOption = Annotated[
+    bool,
+    typer.Option("--train",
+                 help="Fit one training step: compare the step peak (largest of forward, "
+                 "backward, optimizer step; see `graphmem train`) with the budget."),
+]
+OptimizerOption = Annotated[
+    Optional[str],
+    typer.Option("--optimizer", show_default=False,
+                 help="With --train: sgd | momentum | adam | adamw (default adam)."),
+]
+GradsOption = Annotated[
+    Optional[str],
+    typer.Option("--grads", show_default=False,
+                 help="With --train: released (zero_grad(), default) | persistent."),
+]
+PrecisionOption = Annotated[
+    Optional[str],
+    typer.Option("--precision", show_default=False,
+                 help="With --train: fp32 (default) | mixed-fp16 | mixed-bf16."),
+]
+FrozenOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--frozen", show_default=False,
+                 help="With --train: freeze parameters matching this fnmatch pattern "
+                 "(repeatable)."),
+]
+ForeachOption = Annotated[
+    bool,
+    typer.Option("--foreach", help="With --train: optimizer with foreach=True (CUDA default)."),
+]
 SolveOption = Annotated[
     Optional[str],
     typer.Option("--solve", show_default=False,
@@ -110,18 +145,50 @@ def fit_command(
     devices_file: DevicesFileOption = None,
     as_dtype: AsDtypeOption = None,
     as_json: JsonOption = False,
+    train: TrainOption = False,
+    optimizer: OptimizerOption = None,
+    grads: GradsOption = None,
+    precision: PrecisionOption = None,
+    frozen: FrozenOption = None,
+    foreach: ForeachOption = False,
 ) -> None:
     """Largest value of a dim that fits a memory budget, or whether a fully bound model fits.
 
-    Exact search on real analyses, never extrapolated. Exit 0 fits, 1 does not (or nothing fits).
+    Exact search on real analyses, never extrapolated. With --train, of one training step.
+    Exit 0 fits, 1 does not (or nothing fits).
     """
     from graphmem.analysis import check_dims
-    from graphmem.batch import check_fit, fit_json, fit_table, parse_bound_dims, search_largest
+    from graphmem.batch import (
+        check_fit,
+        check_fit_training,
+        fit_json,
+        fit_table,
+        parse_bound_dims,
+        search_largest,
+        search_largest_training,
+        training_config,
+    )
     from graphmem.devices import resolve_device
     from graphmem.errors import UnboundDimError, UsageError
     from graphmem.loading import load_model
     from graphmem.units import parse_bytes
 
+    given = [name for name, value in (("--optimizer", optimizer), ("--grads", grads),
+                                      ("--precision", precision), ("--frozen", frozen),
+                                      ("--foreach", foreach or None)) if value is not None]
+    config = None
+    if train:
+        if as_dtype is not None:
+            raise UsageError("--as-dtype does not apply with --train: use --precision "
+                             "mixed-fp16 or mixed-bf16")
+        config = training_config(
+            optimizer="adam" if optimizer is None else optimizer,
+            grads="released" if grads is None else grads,
+            precision="fp32" if precision is None else precision,
+            frozen=tuple(frozen or ()), foreach=foreach,
+        )
+    elif given:
+        raise UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --train")
     dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     if dev is None:
         raise UsageError("fit needs a budget: --device NAME or --memory SIZE (e.g. 24GiB)")
@@ -142,18 +209,34 @@ def fit_command(
         solve = unbound[0] if unbound else None
     shown = {"device": dev if device or device_spec else None}
     if solve is None:
-        check = check_fit(m, dims=dims, budget_bytes=dev.memory_bytes,
-                          overhead_bytes=overhead_bytes, as_dtype=as_dtype)
+        if config is not None:
+            check = check_fit_training(m, dims=dims, budget_bytes=dev.memory_bytes,
+                                       overhead_bytes=overhead_bytes, config=config)
+        else:
+            check = check_fit(m, dims=dims, budget_bytes=dev.memory_bytes,
+                              overhead_bytes=overhead_bytes, as_dtype=as_dtype)
+        _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
         if not check.fits:
             raise typer.Exit(EXIT_GATE_FAILED)
         return
-    found = search_largest(m, solve=solve, dims=dims, budget_bytes=dev.memory_bytes,
-                           overhead_bytes=overhead_bytes, as_dtype=as_dtype)
+    if config is not None:
+        found = search_largest_training(m, solve=solve, dims=dims, budget_bytes=dev.memory_bytes,
+                                        overhead_bytes=overhead_bytes, config=config)
+    else:
+        found = search_largest(m, solve=solve, dims=dims, budget_bytes=dev.memory_bytes,
+                               overhead_bytes=overhead_bytes, as_dtype=as_dtype)
+    _warn(found.training)
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
           as_json)
     if found.largest == 0:
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def _warn(training: TrainingFit | None) -> None:
+    """The training estimate's warnings on stderr (as ``graphmem train`` prints them)."""
+    for warning in training.warnings if training is not None else ():
+        typer.echo(f"graphmem: warning: {warning}", err=True)
 
 
 def _emit(doc: object, as_json: bool) -> None:

@@ -2,7 +2,9 @@
 
 Models: ``models/tiny_cnn.onnx`` (dim batch), ``models/tiny_bert.onnx`` (batch, seq) and two
 graphs written inline here: a two-layer decoder step with past key/value inputs, and a graph whose
-memory first falls, then grows with its dim (to see the monotonicity check fire).
+memory first falls, then grows with its dim (to see the monotonicity check fire). Training:
+``models/train_cnn.onnx`` (a training-mode export, dim batch) and an inline two-layer MLP whose
+step peak is the optimizer step at small batches and the backward pass at large ones.
 """
 
 from __future__ import annotations
@@ -28,15 +30,21 @@ from graphmem.batch import (
     sweep,
     sweep_json,
     sweep_table,
+    fit_json,
     fit_table,
+    check_fit_training,
+    search_largest_training,
+    training_config,
 )
 from graphmem.errors import UnboundDimError, UnknownDimError, UsageError
 from graphmem.kvcache import context_dim, kv_cache
 from graphmem.loading import load_model
+from graphmem.training import TrainingConfig, estimate_training
 
 ROOT = Path(__file__).resolve().parent.parent
 CNN = ROOT / "models" / "tiny_cnn.onnx"
 BERT = ROOT / "models" / "tiny_bert.onnx"
+TRAIN_CNN = ROOT / "models" / "train_cnn.onnx"
 
 LAYERS, HIDDEN, HEADS = 2, 32, 4
 HEAD_DIM = HIDDEN // HEADS
@@ -374,3 +382,132 @@ def test_longest_context_that_fits(decoder: Path) -> None:
     _assert_rows_equal_analyze(s, decoder)
     assert [r.kv_cache_bytes for r in s.rows] == [
         kv_cache(graphmem.analyze(decoder, dims=r.dims)).total_bytes for r in s.rows]
+
+
+# --- training: the step peak as the search's cost --------------------------------------------
+
+MLP_WIDTH = 256
+
+
+def mlp_model(width: int = MLP_WIDTH) -> onnx.ModelProto:
+    """x [batch, width] → MatMul → Relu → MatMul: two 256 KiB weights. With Adam the optimizer
+    step (weights, 2x state, gradients, 2x the largest weight of temporaries) sets the step peak
+    up to batch ≈ 256, the backward pass above."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32),
+                                     f"w{i}") for i in range(2)]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"]),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w1"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mlp") / "mlp.onnx"
+    onnx.save(mlp_model(), str(path))
+    return path
+
+
+def _step_peak(path: Path, n: int, **config: object) -> int:
+    e = estimate_training(path, dims={"batch": n}, **config)  # type: ignore[arg-type]
+    return e.step_peak_bytes
+
+
+@pytest.mark.parametrize("budget, overhead, config", [
+    (2 << 20, 0, {}),
+    (16 << 20, 1 << 20, {}),
+    (3_000_017, 54_321, {"optimizer": "sgd", "grads": "persistent"}),
+    (8 << 20, 0, {"precision": "mixed-fp16", "foreach": True, "frozen": ("0.*",)}),
+])
+def test_training_search_is_exact_on_train_cnn(budget: int, overhead: int,
+                                               config: dict[str, object]) -> None:
+    r = search_largest_training(TRAIN_CNN, solve="batch", budget_bytes=budget,
+                                overhead_bytes=overhead, config=training_config(**config))
+    n = r.largest
+    assert n >= 1 and r.monotone and not r.unbounded and r.training is not None
+    at, after = _step_peak(TRAIN_CNN, n, **config), _step_peak(TRAIN_CNN, n + 1, **config)
+    assert at + overhead <= budget < after + overhead
+    e = r.training.estimate
+    assert e is not None and e.step_peak_bytes == r.total_bytes == at
+    assert e.peak_phase == estimate_training(TRAIN_CNN, dims={"batch": n}, **config).peak_phase
+    assert r.next_total_bytes == after and r.headroom_bytes == budget - overhead - at
+    assert r.analysis is not None and e.analysis.total_bytes == r.analysis.total_bytes
+    # every probe measured the step peak; the inference total stays beside it
+    for p in r.probes:
+        assert r.training.probes[p.value][0] == p.total_bytes
+        assert p.analysis_total_bytes < p.total_bytes
+    assert len(r.probes) <= 2 * n.bit_length() + 2
+    inference = search_largest(TRAIN_CNN, solve="batch", budget_bytes=budget,
+                               overhead_bytes=overhead)
+    assert inference.largest > n  # a training step needs more than inference
+
+
+def test_training_phase_at_the_answer(mlp: Path) -> None:
+    small = search_largest_training(mlp, solve="batch", budget_bytes=2_700_000)
+    large = search_largest_training(mlp, solve="batch", budget_bytes=4 << 20)
+    assert small.training and large.training and small.training.estimate and large.training.estimate
+    assert small.training.estimate.peak_phase == "optimizer"
+    assert large.training.estimate.peak_phase == "backward"
+    phases = {phase for _, phase in large.training.probes.values()}
+    assert phases == {"optimizer", "backward"}  # the dominant phase changes along the search
+    for r, budget in ((small, 2_700_000), (large, 4 << 20)):
+        assert _step_peak(mlp, r.largest) <= budget < _step_peak(mlp, r.largest + 1)
+    assert "no Dropout" in small.training.warnings[0]  # an inference-style graph: warned
+    text = fit_table(large)
+    assert "largest batch that fits for training" in text and "step peaks in backward" in text
+    doc = fit_json(small)
+    assert doc["measure"] == "training_step_peak" and doc["dominant"] == "optimizer"
+    assert doc["breakdown"]["optimizer"] == doc["total_bytes"] == doc["training"]["step_peak_bytes"]
+    assert doc["training"]["next_step_peak_bytes"] == _step_peak(mlp, small.largest + 1)
+
+
+def test_training_nothing_fits_and_check(mlp: Path) -> None:
+    r = search_largest_training(TRAIN_CNN, solve="batch", budget_bytes=100_000)
+    assert r.largest == 0 and r.training is not None and r.training.estimate is None
+    assert r.headroom_bytes is None and r.probes[0].total_bytes == _step_peak(TRAIN_CNN, 1)
+    assert "NOTHING FITS" in fit_table(r) and "one training step" in fit_table(r)
+    assert fit_json(r)["training"]["step_peak_bytes"] is None
+    peak = _step_peak(TRAIN_CNN, 8, optimizer="momentum")
+    config = TrainingConfig(optimizer="momentum")
+    ok = check_fit_training(TRAIN_CNN, dims={"batch": 8}, budget_bytes=peak + 100,
+                            overhead_bytes=100, config=config)
+    assert ok.fits and ok.headroom_bytes == 0 and ok.total_bytes == peak
+    assert ok.needed_bytes == peak + 100 and ok.training and ok.training.estimate
+    assert ok.analysis.total_bytes < peak
+    no = check_fit_training(TRAIN_CNN, dims={"batch": 8}, budget_bytes=peak + 99,
+                            overhead_bytes=100, config=config)
+    assert not no.fits and no.headroom_bytes == -1 and "DOES NOT FIT" in fit_table(no)
+    assert fit_json(no)["training"]["optimizer"] == "momentum"
+
+
+def test_training_config_and_input_errors() -> None:
+    assert training_config(optimizer="AdamW").optimizer == "adamw"
+    for kwargs, needle in (({"optimizer": "lamb"}, "sgd, momentum, adam, adamw"),
+                           ({"grads": "kept"}, "released, persistent"),
+                           ({"precision": "fp8"}, "fp32, mixed-fp16, mixed-bf16")):
+        with pytest.raises(UsageError, match=needle):
+            training_config(**kwargs)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="unknown optimizer"):
+        search_largest_training(TRAIN_CNN, solve="batch", budget_bytes=1 << 30,
+                                config=TrainingConfig(optimizer="lamb"))
+    with pytest.raises(UsageError, match="nothing to train"):
+        search_largest_training(TRAIN_CNN, solve="batch", budget_bytes=1 << 30,
+                                config=training_config(frozen=("*",)))
+    with pytest.raises(UnknownDimError, match="its dims: batch"):
+        search_largest_training(TRAIN_CNN, solve="bach", budget_bytes=1 << 30)
+
+
+def test_search_takes_any_cost() -> None:
+    doubled = search_largest(CNN, solve="batch", budget_bytes=2 * (5 << 20),
+                             cost=lambda a: 2 * a.total_bytes)
+    plain = search_largest(CNN, solve="batch", budget_bytes=5 << 20)
+    assert doubled.largest == plain.largest and doubled.total_bytes == 2 * plain.total_bytes
+    assert all(p.total_bytes == 2 * p.analysis_total_bytes for p in doubled.probes)
+    falling = search_largest(CNN, solve="batch", budget_bytes=1 << 30, limit=16,
+                             cost=lambda a: (1 << 29) - a.total_bytes)
+    assert falling.largest == 16 and falling.unbounded and not falling.monotone
+    assert len(falling.violations) == 4  # 1 > 2 > 4 > 8 > 16: the check runs on the cost

@@ -1,4 +1,5 @@
-"""``graphmem sweep``, ``fit`` and ``devices`` through typer's CliRunner: exit codes and JSON."""
+"""``graphmem sweep``, ``fit`` (``fit --train`` too) and ``devices`` through typer's CliRunner:
+exit codes and JSON."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from graphmem.cli import app
 ROOT = Path(__file__).resolve().parent.parent
 CNN = str(ROOT / "models" / "tiny_cnn.onnx")
 BERT = str(ROOT / "models" / "tiny_bert.onnx")
+TRAIN_CNN = str(ROOT / "models" / "train_cnn.onnx")
 
 runner = CliRunner()
 
@@ -173,3 +175,98 @@ def test_devices_command(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["devices"][-1]["name"] == "lab"
     code, _, err = run("devices", "--device-spec", "memory")
     assert code == 2 and "KEY=VALUE" in err
+
+
+# --- fit --train ------------------------------------------------------------------------------
+
+def _step(n: int, **config: object):  # type: ignore[no-untyped-def]
+    from graphmem.training import estimate_training
+
+    return estimate_training(TRAIN_CNN, dims={"batch": n}, **config)  # type: ignore[arg-type]
+
+
+def test_fit_train_solves_exactly() -> None:
+    budget, overhead = 2 << 20, 100 << 10
+    code, out, _ = run("fit", TRAIN_CNN, "--train", "--memory", "2MiB", "--overhead", "100KiB",
+                       "--json")
+    assert code == 0
+    doc = json.loads(out)
+    n = doc["largest"]
+    at, after = _step(n), _step(n + 1)
+    assert at.step_peak_bytes + overhead <= budget < after.step_peak_bytes + overhead
+    assert doc["mode"] == "solve" and doc["measure"] == "training_step_peak" and doc["monotone"]
+    assert doc["total_bytes"] == at.step_peak_bytes
+    assert doc["total_bytes"] + overhead + doc["headroom_bytes"] == budget
+    assert doc["dominant"] == at.peak_phase == doc["training"]["peak_phase"]
+    assert doc["breakdown"] == {p.phase: p.total_bytes for p in at.phases}
+    t = doc["training"]
+    assert {k: t[k] for k in ("optimizer", "grads", "precision", "frozen", "foreach")} == {
+        "optimizer": "adam", "grads": "released", "precision": "fp32", "frozen": [],
+        "foreach": False}
+    assert t["step_peak_bytes"] == at.step_peak_bytes
+    assert t["next_step_peak_bytes"] == after.step_peak_bytes
+    assert t["inference_total_bytes"] == at.analysis.total_bytes
+    for p in doc["probes"]:  # the per-probe step peaks are estimate_training's
+        e = _step(p["value"])
+        assert p["step_peak_bytes"] == p["total_bytes"] == e.step_peak_bytes
+        assert p["peak_phase"] == e.peak_phase
+        assert p["analysis_total_bytes"] == e.analysis.total_bytes
+        assert p["fits"] == (e.step_peak_bytes + overhead <= budget)
+    code, out, _ = run("fit", TRAIN_CNN, "--memory", "2MiB", "--overhead", "100KiB", "--json")
+    assert code == 0 and json.loads(out)["largest"] > n and json.loads(out)["measure"] == "total"
+
+
+def test_fit_train_options_pass_through() -> None:
+    config = {"optimizer": "sgd", "grads": "persistent", "precision": "mixed-fp16",
+              "frozen": ("0.*",), "foreach": True}
+    code, out, _ = run("fit", TRAIN_CNN, "--train", "--memory", "3MiB", "--optimizer", "sgd",
+                       "--grads", "persistent", "--precision", "mixed-fp16", "--frozen", "0.*",
+                       "--foreach", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    n = doc["largest"]
+    assert _step(n, **config).step_peak_bytes <= 3 << 20 < _step(n + 1, **config).step_peak_bytes
+    t = doc["training"]
+    assert (t["optimizer"], t["grads"], t["precision"], t["frozen"], t["foreach"]) == (
+        "sgd", "persistent", "mixed-fp16", ["0.*"], True)
+    assert t["optimizer_state_bytes"] == 0 and t["master_weights_bytes"] > 0
+
+
+def test_fit_train_gate_exit_codes() -> None:
+    peak = _step(8).step_peak_bytes
+    code, out, _ = run("fit", TRAIN_CNN, "--train", "--memory", str(peak + 1000), "--overhead",
+                       "1000", "--dim", "batch=8", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["mode"] == "check" and doc["fits"] and doc["headroom_bytes"] == 0
+    assert doc["total_bytes"] == peak and doc["needed_bytes"] == peak + 1000
+    assert doc["training"]["step_peak_bytes"] == peak and doc["dominant"] == "backward"
+    code, out, _ = run("fit", TRAIN_CNN, "--train", "--memory", str(peak - 1), "--dim", "batch=8")
+    assert code == 1 and "DOES NOT FIT" in out and "short by 1 B" in out
+    assert "one training step peaks at" in out and "step peaks in backward" in out
+    code, out, _ = run("fit", TRAIN_CNN, "--train", "--memory", "100KiB")  # not even batch 1
+    assert code == 1 and "NOTHING FITS" in out
+    code, out, _ = run("fit", TRAIN_CNN, "--train", "--memory", "16MiB")
+    assert code == 0 and "largest batch that fits for training" in out and "backward" in out
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--optimizer", "sgd"], "--optimizer needs --train"),
+    (["--grads", "persistent", "--foreach"], "--grads, --foreach need --train"),
+    (["--train", "--as-dtype", "float16"], "use --precision"),
+    (["--train", "--optimizer", "lamb"], "choose one of sgd, momentum, adam, adamw"),
+    (["--train", "--grads", "kept"], "released, persistent"),
+    (["--train", "--precision", "fp8"], "mixed-bf16"),
+    (["--train", "--frozen", "*"], "nothing to train"),
+    (["--train", "--solve", "bach"], "its dims: batch"),
+])
+def test_fit_train_bad_input(args: list[str], needle: str) -> None:
+    code, _, err = run("fit", TRAIN_CNN, "--memory", "1GiB", *args)
+    assert code == 2 and needle in err, err
+
+
+def test_fit_train_warnings() -> None:
+    code, out, err = run("fit", TRAIN_CNN, "--train", "--memory", "8MiB", "--frozen", "nope*",
+                         "--json")
+    assert code == 0 and "--frozen 'nope*' matched no parameter" in err
+    assert json.loads(out)["training"]["warnings"] == ["--frozen 'nope*' matched no parameter"]

@@ -127,7 +127,8 @@ def sweep_command(
     as_dtype: AsDtypeOption = None,
 ) -> None:
     """Memory at each value of one dim, and a fitted model total ≈ fixed + per_unit × dim."""
-    from graphmem.batch import parse_sweep_dims, sweep, sweep_json, sweep_table
+    from graphmem.batch import parse_sweep_dims, sweep
+    from graphmem.batch_report import sweep_json, sweep_table
 
     result = sweep(model, parse_sweep_dims(dim), as_dtype=as_dtype)
     typer.echo(json.dumps(sweep_json(result), indent=2) if as_json else sweep_table(result))
@@ -161,13 +162,12 @@ def fit_command(
     from graphmem.batch import (
         check_fit,
         check_fit_training,
-        fit_json,
-        fit_table,
         parse_bound_dims,
         search_largest,
         search_largest_training,
         training_config,
     )
+    from graphmem.batch_report import fit_json, fit_table
     from graphmem.devices import resolve_device
     from graphmem.errors import UnboundDimError, UsageError
     from graphmem.loading import load_model

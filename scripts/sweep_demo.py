@@ -32,7 +32,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graphmem.batch import fit_formula, parse_sweep_dims, search_largest, sweep, sweep_table
+from graphmem.batch import parse_sweep_dims, search_largest, sweep
+from graphmem.batch_report import fit_formula, sweep_table
 from graphmem.devices import find_device
 from graphmem.loading import load_model
 from graphmem.units import format_bytes, parse_bytes

@@ -28,14 +28,11 @@ from graphmem.batch import (
     parse_sweep_dims,
     search_largest,
     sweep,
-    sweep_json,
-    sweep_table,
-    fit_json,
-    fit_table,
     check_fit_training,
     search_largest_training,
     training_config,
 )
+from graphmem.batch_report import fit_json, fit_table, sweep_json, sweep_table
 from graphmem.errors import UnboundDimError, UnknownDimError, UsageError
 from graphmem.kvcache import context_dim, kv_cache
 from graphmem.loading import load_model

@@ -87,6 +87,7 @@ def verify_command(
                     "measured_bytes": v.divergence.measured_bytes,
                 },
                 "output_mismatches": list(v.output_mismatches),
+                "cuda_outside_arena": _cuda_json(v),
             },
         }
         if gate is not None:
@@ -95,6 +96,11 @@ def verify_command(
     else:
         rows = [
             ("activation peak (run 1)", v.predicted_bytes, v.measured_bytes),
+            *(
+                [("CUDA outside arena", None, v.cuda_outside_arena.outside_arena_bytes)]
+                if v.cuda_outside_arena is not None
+                else []
+            ),
             ("  run 2 (memory pattern)", None, v.measured_run2_bytes),
             ("  with kernel scratch", v.predicted_scratch_bytes, v.measured_scratch_bytes),
             ("arena held before run 1", None, v.weights_held_bytes),
@@ -120,6 +126,19 @@ def verify_command(
     if gate is not None and not gate.passed:
         report_failures([f.message for f in gate.failures], doc_on_stdout=as_json)
     raise typer.Exit(EXIT_OK if passed else EXIT_GATE_FAILED)
+
+
+def _cuda_json(v) -> dict | None:  # type: ignore[no-untyped-def]
+    """Device memory a CUDA session holds outside its arena (context, cuBLAS/cuDNN handles)."""
+    f = v.cuda_outside_arena
+    if f is None:
+        return None if v.cuda_problem is None else {"unavailable": v.cuda_problem}
+    return {
+        "bytes": f.outside_arena_bytes,
+        "basis": f.basis,
+        "context_included": f.context_included,
+        "caveats": list(f.caveats),
+    }
 
 
 def _parse_range(text: str | None) -> tuple[int, int] | None:

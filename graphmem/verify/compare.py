@@ -49,6 +49,8 @@ class Verification:
     outputs_match: bool
     output_mismatches: tuple[str, ...]
     analysis: Any = None  # the prediction (graphmem.Analysis), for budgets and reports
+    cuda_outside_arena: Any = None  # CudaFootprint | None: device bytes outside the CUDA arena
+    cuda_problem: str | None = None  # why there is no such figure on a CUDA session
 
 
 def parse_tolerance(text: str) -> float:
@@ -135,6 +137,8 @@ def verify(
         outputs_match=not mismatches,
         output_mismatches=mismatches,
         analysis=predicted,
+        cuda_outside_arena=m.cuda_footprint,
+        cuda_problem=m.cuda_footprint_problem,
     )
 
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
+from graphmem.verify import cuda as cuda_memory
 from graphmem.errors import ExternalDataError, MeasureError, ModelLoadError, RuntimeUnavailableError, UsageError
 from graphmem.verify.providers import (
     CUDA,
@@ -49,6 +50,8 @@ from graphmem.verify.providers import (
 
 if TYPE_CHECKING:
     import onnxruntime
+
+    from graphmem.verify.cuda import CudaFootprint
 
 NODE_EVENT_SUFFIX = "_kernel_time"
 
@@ -154,6 +157,8 @@ class Measurement:
     threads: int
     mem_pattern: bool
     runs: tuple[RunMemory, ...]
+    cuda_footprint: CudaFootprint | None = None  # device bytes outside the CUDA arena
+    cuda_footprint_problem: str | None = None  # why there is none on a CUDA session
 
     @property
     def requested_peak(self) -> int:
@@ -181,14 +186,24 @@ def measure(
     """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise UsageError(f"runs must be an int >= 1, got {runs!r}")
+    # Read the GPU before the provider probe: its session creates the CUDA context for good.
+    first = cuda_memory.device_memory(0) if provider != "cpu" else None
     choice = choose_provider(provider)
+    on_cuda = choice.name == CUDA
+
+    def reading() -> cuda_memory.DeviceMemory | None:
+        return cuda_memory.device_memory(0) if on_cuda else None
+
     options = session_options(graph_opt, threads, True, None, mem_pattern=mem_pattern)
     with tempfile.TemporaryDirectory(prefix="graphmem-measure-") as tmp:
         workdir = Path(tmp)
         options.profile_file_prefix = str(workdir / "profile")
         session = _create_session(session_source(model, workdir), options, choice.name)
+        after_session = reading()
+        after_run = None
         try:
             outputs = _run_session(session, feeds, runs)
+            after_run = reading()  # session alive, outputs released
         finally:
             profile = Path(session.end_profiling())
         events = load_events(profile)
@@ -197,6 +212,13 @@ def measure(
     per_run_nodes = split_runs(events, runs)
     order = provider_order(providers, per_run_nodes)
     allocators = summarize_allocators(per_run_nodes, order)
+    footprint = problem = None
+    if on_cuda:
+        if first is not None and after_session is not None and after_run is not None:
+            arena = cuda_memory.arena_held(node for nodes in per_run_nodes for node in nodes)
+            footprint = cuda_memory.footprint(first, after_session, after_run, arena)
+        else:
+            problem = cuda_memory.device_memory_problem(0)
     return Measurement(
         providers=providers,
         provider_reason=choice.reason,
@@ -207,6 +229,8 @@ def measure(
             RunMemory(run=index + 1, nodes=nodes, allocators=allocators[index], outputs=outputs[index])
             for index, nodes in enumerate(per_run_nodes)
         ),
+        cuda_footprint=footprint,
+        cuda_footprint_problem=problem,
     )
 
 

@@ -25,6 +25,7 @@ def ort_order(g: OpGraph) -> tuple[int, ...]:
     """Node ids in onnxruntime's default execution order (see module doc)."""
     dag = g.dag
     rev = nx.DiGraph()
+    rev.add_node(_ROOT)
     rev.add_nodes_from(dag)
     rev.add_edges_from((v, u) for u, v in dag.edges())
     leaves = [n for n in dag.nodes if dag.out_degree(n) == 0]

@@ -167,3 +167,11 @@ def test_duplicate_casts_removed_as_onnxruntime_does(tmp_path: Path, casts, src)
     path = save(m, tmp_path / "casts.onnx")
     a = graphmem.analyze(path)
     assert a.activations.peak_bytes == measured_peak(path, {})
+
+
+def test_graph_of_only_constants(tmp_path: Path) -> None:
+    # The Constant node becomes a weight: no op runs, no activation is requested.
+    node = helper.make_node("Constant", [], ["Y"], value=init("v", np.ones(4, np.float32)))
+    path = save(model([node], [], [tensor("Y", [4])]), tmp_path / "const.onnx")
+    a = graphmem.analyze(path)
+    assert a.activations.peak_bytes == 0 and a.weights.params == 4 and a.model.nodes == 0

@@ -70,7 +70,8 @@ def sharing(domain: str, op_type: str) -> tuple[tuple[tuple[int, int], ...], tup
 #: Outputs a CPU kernel never writes, so onnxruntime never allocates them: BatchNormalization's
 #: training outputs (running mean/var, saved mean/var) in the inference build
 #: (``providers/cpu/nn/batch_norm.h``: written only under BATCHNORM_INCLUDE_TRAINING_SUPPORT);
-#: measured on training-mode exports (``models/train_cnn.onnx``).
+#: measured on training-mode exports (``models/train_cnn.onnx``). Graph outputs among them are
+#: allocated all the same (onnx's test_batchnorm_example_training_mode).
 UNWRITTEN_OUTPUTS: dict[tuple[str, str], tuple[int, ...]] = {("", "BatchNormalization"): (1, 2, 3, 4)}
 
 

@@ -75,6 +75,7 @@ def verify_command(
                 "measured_scratch_bytes": v.measured_scratch_bytes,
                 "predicted_scratch_bytes": v.predicted_scratch_bytes,
                 "weights_held_bytes": v.weights_held_bytes,
+                "predicted_weights_bytes": v.analysis.weights.bytes,
                 "ratio": v.ratio,
                 "tolerance": v.tolerance,
                 "passed": v.passed,

@@ -5,16 +5,22 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from graphmem.cli_common import DimOption, JsonOption, ModelArg, handled, parse_dims
+from graphmem.cli_gate import FormatOption, OutputOption
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from graphmem.analysis import Analysis
+
+__all__ = ["register", "layers_json"]
 
 LAYERS_HELP = """Per-layer table: op type, output shape, parameters, FLOPs and share, output bytes,
 and whether the layer's output is held at the activation peak ('*').
+--format json|markdown|csv (--json = --format json) for CI and pull-request comments (csv: one
+row per layer); --output FILE writes the report atomically instead of printing it.
 
 FLOP conventions: a multiply-add is 1 MAC and 2 FLOPs; add/sub/mul/div/compare 1 FLOP per
 output element; exp, log, sqrt, tanh, erf, pow 1 each; FLOPs are work per run, not FLOP/s.
@@ -31,36 +37,39 @@ def layers_command(
         Optional[int], typer.Option(help="Group nodes by name scope to this depth (/layer1/... = 1).")
     ] = None,
     as_json: JsonOption = False,
+    fmt: FormatOption = "table",
+    output: OutputOption = None,
 ) -> None:
     from graphmem.analysis import analyze
+    from graphmem.formats import render_layers, resolve_format
+    from graphmem.gate import deliver
+
+    fmt = resolve_format(fmt, as_json=as_json)
+    a = analyze(model, dims=parse_dims(dim))
+    doc = layers_json(a, str(model), sort=sort, top=top, group=group)
+    raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=()))
+
+
+def layers_json(
+    a: Analysis, path: str, *, sort: str = "order", top: int | None = None, group: int | None = None
+) -> dict[str, Any]:
+    """The ``graphmem layers --json`` document (``layers.schema.json``, schema_version 1)."""
     from graphmem.layers import layer_rows
     from graphmem.report import SCHEMA_VERSION
-    from graphmem.units import format_bytes, format_count
 
-    a = analyze(model, dims=parse_dims(dim))
     rows = layer_rows(a, sort=sort, top=top, group_depth=group)
-    if as_json:
-        doc = {
-            "schema_version": SCHEMA_VERSION,
-            "model": {"path": str(model), "dims": a.model.dims},
-            "layers": [asdict(r) for r in rows],
-            "totals": {"params": a.weights.params, "flops": a.flops.flops, "macs": a.flops.macs},
-        }
-        typer.echo(json.dumps(doc, indent=2, default=list))
-        return
-    typer.echo(f"{'layer':<44} {'op':<18} {'output shape':<20} {'params':>10} {'FLOPs':>10} {'share':>6} {'output':>11} peak")
+    layers = []
     for r in rows:
-        shape = "x".join(str(d) for d in r.output_shape) if r.output_shape else "?"
-        unsup = f" +{r.unsupported} unsupported" if r.unsupported else ""
-        typer.echo(
-            f"{r.name[-44:]:<44} {r.op_type[:18]:<18} {shape[:20]:<20} {format_count(r.params):>10} "
-            f"{format_count(r.flops):>10} {r.flop_share:>6.1%} {format_bytes(r.output_bytes):>11} "
-            f"{'*' if r.live_at_peak else ''}{unsup}"
-        )
-    typer.echo(
-        f"{'total':<44} {'':<18} {'':<20} {format_count(a.weights.params):>10} {format_count(a.flops.flops):>10} "
-        f"{'100%':>6} {'':>11} peak {format_bytes(a.activations.peak_bytes)} at '{a.activations.peak_node}'"
-    )
+        row = asdict(r)
+        row["output_shape"] = None if r.output_shape is None else list(r.output_shape)
+        layers.append(row)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": {"path": path, "dims": dict(a.model.dims)},
+        "layers": layers,
+        "totals": {"params": a.weights.params, "flops": a.flops.flops, "macs": a.flops.macs},
+        "activations": {"peak_bytes": a.activations.peak_bytes, "peak_node": a.activations.peak_node},
+    }
 
 
 @handled

@@ -1,12 +1,13 @@
 """Output formats of the gating commands: ``--format table|json|markdown|csv``.
 
-Every renderer takes a JSON document (peak, check or diff; ``schema_version`` 1) and returns
-text, so what the table, the markdown and the CSV show is exactly what the JSON holds:
+Every renderer takes a JSON document (peak, check, diff or layers; ``schema_version`` 1) and
+returns text, so what the table, the markdown and the CSV show is exactly what the JSON holds:
 
 * **table** — aligned text for a terminal (binary units, three significant digits);
 * **json** — the document, indented; exact integers;
 * **markdown** — GitHub-flavoured, for a pull-request comment (✅/❌ marks, details blocks);
-* **csv** — one row per model (peak, check) or per changed figure (diff), exact integers.
+* **csv** — one row per model (peak, check), per changed figure (diff) or per layer (layers),
+  exact integers.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "render_peak",
     "render_check",
     "render_diff",
+    "render_layers",
     "to_json",
 ]
 
@@ -412,3 +414,100 @@ def _diff_csv(doc: Mapping[str, Any]) -> str:
         rows.append(["layer", r["name"], r["op_type"], r["status"], "", "", "", "", "",
                      c["params"], c["weight_bytes"], c["output_bytes"]])
     return _csv(_DIFF_CSV, rows)
+
+
+# --- layers -------------------------------------------------------------------------------
+
+_LAYERS_CSV = (
+    "name", "op_type", "output_shape", "params", "flops", "macs", "flop_share", "output_bytes",
+    "live_at_peak", "unsupported", "nodes",
+)
+_LAYERS_MD_HEADER = ["layer", "op", "output shape", "params", "FLOPs", "share", "output", "peak"]
+_LAYERS_MD_OPEN = 25  # more rows than this: the markdown table goes into a <details> block
+
+
+def render_layers(doc: Mapping[str, Any], fmt: str) -> str:
+    """Render the ``graphmem layers`` document (rows as the document holds them)."""
+    check_format(fmt)
+    if fmt == "json":
+        return to_json(doc)
+    if fmt == "csv":
+        rows = [
+            [r["name"], r["op_type"], _shape(r["output_shape"], csv=True), r["params"], r["flops"],
+             r["macs"], r["flop_share"], r["output_bytes"], str(r["live_at_peak"]).lower(),
+             r["unsupported"], r["nodes"]]
+            for r in doc["layers"]
+        ]
+        return _csv(_LAYERS_CSV, rows)
+    if fmt == "markdown":
+        return "\n".join(_layers_markdown(doc))
+    return "\n".join(_layers_table(doc))
+
+
+def _shape(shape: Sequence[Any] | None, *, csv: bool = False) -> str:
+    """``1x16x64x64``; a dim of unknown size ``?``; an unknown shape ``?`` (csv: empty)."""
+    if shape is None:
+        return "" if csv else "?"
+    if not shape:
+        return "scalar"
+    return "x".join("?" if d is None else str(d) for d in shape)
+
+
+def _layers_table(doc: Mapping[str, Any]) -> list[str]:
+    """The aligned text table ``graphmem layers`` prints (three significant digits)."""
+    from graphmem.units import format_bytes, format_count
+
+    totals, act = doc["totals"], doc["activations"]
+    lines = [
+        f"{'layer':<44} {'op':<18} {'output shape':<20} {'params':>10} {'FLOPs':>10} "
+        f"{'share':>6} {'output':>11} peak"
+    ]
+    for r in doc["layers"]:
+        shape = _shape(r["output_shape"])
+        unsup = f" +{r['unsupported']} unsupported" if r["unsupported"] else ""
+        lines.append(
+            f"{r['name'][-44:]:<44} {r['op_type'][:18]:<18} {shape[:20]:<20} "
+            f"{format_count(r['params']):>10} {format_count(r['flops']):>10} "
+            f"{r['flop_share']:>6.1%} {format_bytes(r['output_bytes']):>11} "
+            f"{'*' if r['live_at_peak'] else ''}{unsup}"
+        )
+    lines.append(
+        f"{'total':<44} {'':<18} {'':<20} {format_count(totals['params']):>10} "
+        f"{format_count(totals['flops']):>10} {'100%':>6} {'':>11} peak "
+        f"{format_bytes(act['peak_bytes'])} at '{act['peak_node']}'"
+    )
+    return lines
+
+
+def _layers_markdown(doc: Mapping[str, Any]) -> list[str]:
+    """GitHub-flavoured markdown for a pull-request comment; long tables fold into <details>."""
+    model, totals, act, layers = doc["model"], doc["totals"], doc["activations"], doc["layers"]
+    dims = ", ".join(f"{k}={v}" for k, v in model["dims"].items()) or "none"
+    peak = f"{short_bytes(act['peak_bytes'])} at `{act['peak_node']}`"
+    rows = [
+        [f"`{r['name']}`", r["op_type"], _shape(r["output_shape"]), short_count(r["params"]),
+         short_count(r["flops"]) + (f" (+{r['unsupported']} unsupported)" if r["unsupported"] else ""),
+         f"{r['flop_share']:.1%}", short_bytes(r["output_bytes"]), "●" if r["live_at_peak"] else ""]
+        for r in layers
+    ]
+    rows.append(["**total**", "", "", short_count(totals["params"]), short_count(totals["flops"]),
+                 "100%", "", ""])
+    table = _md(_LAYERS_MD_HEADER, rows, {3, 4, 5, 6})
+    n = len(layers)
+    lines = [
+        f"### graphmem layers: `{model['path']}`",
+        "",
+        f"dims: {dims} · {n} layer{'s' if n != 1 else ''} · {short_count(totals['params'])} params "
+        f"· {short_count(totals['flops'])} FLOPs ({short_count(totals['macs'])} MACs) "
+        f"· activations peak {peak}",
+        "",
+    ]
+    if n > _LAYERS_MD_OPEN:
+        lines += [f"<details><summary>{n} layers</summary>", "", *table, "", "</details>"]
+    else:
+        lines += table
+    lines += ["", "● an output of the layer is held at the activation peak."]
+    unsupported = sum(r["unsupported"] for r in layers)
+    if unsupported:
+        lines += ["", f"⚠️ {unsupported} nodes have no FLOP rule: the FLOPs are a lower bound."]
+    return lines

@@ -1,15 +1,28 @@
 """JSON schemas of the documents the CLI emits, and a small validator for them.
 
-``peak.schema.json`` (``graphmem peak --json``), ``check.schema.json`` (``graphmem check``),
-``diff.schema.json`` (``graphmem diff``); all ``schema_version`` 1 (draft 2020-12). Later
-versions add keys, never rename or remove them; ``schema_version`` changes only with a
+One file per document, all ``schema_version`` 1 (draft 2020-12):
+
+* ``peak.schema.json`` — ``graphmem peak --json`` (``--format json``);
+* ``symbolic.schema.json`` — ``graphmem peak --symbolic --json``;
+* ``check.schema.json`` — ``graphmem check --format json``;
+* ``diff.schema.json`` — ``graphmem diff --format json``;
+* ``layers.schema.json`` — ``graphmem layers --json`` (``--format json``);
+* ``ops.schema.json`` — ``graphmem ops --json``;
+* ``verify.schema.json`` — ``graphmem verify --json``;
+* ``sweep.schema.json`` — ``graphmem sweep --json``;
+* ``fit.schema.json`` — ``graphmem fit --json`` (modes "check" and "solve", with or without
+  ``--train``, with or without ``--device``);
+* ``devices.schema.json`` — ``graphmem devices --json``;
+* ``train.schema.json`` — ``graphmem train --json``.
+
+Later versions add keys, never rename or remove them; ``schema_version`` changes only with a
 documented migration.
 
 The validator implements exactly the subset of JSON Schema these files use — ``type``,
 ``const``, ``enum``, ``properties``, ``required``, ``additionalProperties``, ``items``,
-``minimum``, ``anyOf``, ``$ref`` (``#/$defs/…`` and a sibling file such as
-``peak.schema.json``) — and rejects any other keyword, so a schema can never silently ask
-for more than is checked. No third-party dependency.
+``minimum``, ``anyOf``, ``allOf``, ``not``, ``$ref`` (``#/…`` and a sibling file such as
+``peak.schema.json#/$defs/gate``) — and rejects any other keyword, so a schema can never
+silently ask for more than is checked. No third-party dependency.
 """
 
 from __future__ import annotations
@@ -21,12 +34,15 @@ from typing import Any
 
 __all__ = ["SCHEMAS", "SchemaError", "load_schema", "schema_errors", "validate"]
 
-SCHEMAS = ("peak", "check", "diff", "symbolic")
+SCHEMAS = (
+    "peak", "check", "diff", "symbolic", "layers", "ops", "verify", "sweep", "fit", "devices",
+    "train",
+)
 
 _ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "title", "description"})
 _CHECKED = frozenset(
     {"type", "const", "enum", "properties", "required", "additionalProperties", "items",
-     "minimum", "anyOf", "$ref"}
+     "minimum", "anyOf", "allOf", "not", "$ref"}
 )
 _TYPES: dict[str, Any] = {
     "object": lambda v: isinstance(v, dict),
@@ -45,7 +61,7 @@ class SchemaError(ValueError):
 
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
-    """The schema ``name`` (``"peak"``, ``"check"``, ``"diff"`` or a file name) as a dict."""
+    """The schema ``name`` (one of :data:`SCHEMAS`, or a file name) as a dict."""
     file = name if name.endswith(".json") else f"{name}.schema.json"
     try:
         text = resources.files(__name__).joinpath(file).read_text(encoding="utf-8")
@@ -80,14 +96,26 @@ def _check(
     if "$ref" in schema:
         target, target_root = _resolve(schema["$ref"], root)
         _check(value, target, target_root, path, out)
+    if "allOf" in schema:
+        for part in schema["allOf"]:
+            _check(value, part, root, path, out)
     if "anyOf" in schema:
+        trials: list[list[str]] = []
         for option in schema["anyOf"]:
             trial: list[str] = []
             _check(value, option, root, path, trial)
             if not trial:
                 break
+            trials.append(trial)
         else:
-            out.append(f"{path}: matches none of the allowed forms")
+            closest = min(trials, key=len) if trials else []
+            hint = f" (closest: {'; '.join(closest[:3])})" if closest else ""
+            out.append(f"{path}: matches none of the allowed forms{hint}")
+    if "not" in schema:
+        banned: list[str] = []
+        _check(value, schema["not"], root, path, banned)
+        if not banned:
+            out.append(f"{path}: matches a form that is not allowed")
     if "type" in schema:
         types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         if not any(_TYPES[t](value) for t in types):

@@ -17,30 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # noqa: E402
-import onnx  # noqa: E402
 
 import graphmem  # noqa: E402
-from graphmem.verify import make_feeds  # noqa: E402
-
-
-def runtime_types(path: Path, dims: dict[str, int]) -> dict[str, tuple[tuple[int, ...], int]]:
-    import onnxruntime as ort
-
-    proto = onnx.load(str(path))
-    known = {o.name for o in proto.graph.output}
-    for node in proto.graph.node:
-        for out in node.output:
-            if out and out not in known and node.op_type != "Constant":
-                proto.graph.output.append(onnx.ValueInfoProto(name=out))
-                known.add(out)
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    data = proto.SerializeToString()
-    sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    values = sess.run(names, make_feeds(proto, dims))
-    return {n: (tuple(v.shape), onnx.helper.np_dtype_to_tensor_dtype(v.dtype)) for n, v in zip(names, values)}
+from graphmem.verify.shapes import runtime_types  # noqa: E402
 
 
 def main() -> int:

@@ -76,6 +76,7 @@ def verify_command(
                 "predicted_scratch_bytes": v.predicted_scratch_bytes,
                 "weights_held_bytes": v.weights_held_bytes,
                 "predicted_weights_bytes": v.analysis.weights.bytes,
+                "weights_measured_bytes": v.weights_unpacked_bytes,
                 "ratio": v.ratio,
                 "tolerance": v.tolerance,
                 "passed": v.passed,
@@ -104,6 +105,7 @@ def verify_command(
             ),
             ("  run 2 (memory pattern)", None, v.measured_run2_bytes),
             ("  with kernel scratch", v.predicted_scratch_bytes, v.measured_scratch_bytes),
+            ("weights (prepacking off)", v.analysis.weights.bytes, v.weights_unpacked_bytes),
             ("arena held before run 1", None, v.weights_held_bytes),
         ]
         typer.echo(f"graphmem verify: {model}  ({v.provider}: {v.provider_reason}; graph-opt {v.graph_opt})")

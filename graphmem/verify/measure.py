@@ -175,8 +175,11 @@ def measure(
     threads: int = 1,
     runs: int = 2,
     mem_pattern: bool = True,
+    session_config: Mapping[str, str] | None = None,
 ) -> Measurement:
     """Run ``model`` ``runs`` times in a fresh profiled session and return its memory figures.
+
+    ``session_config`` adds onnxruntime session config entries (e.g. ``session.disable_prepacking``).
 
     ``provider`` is "cpu" | "cuda" | "auto" (see ``choose_provider``).  A path
     is handed to ORT as is, so external data resolves next to it; a ModelProto
@@ -195,6 +198,8 @@ def measure(
         return cuda_memory.device_memory(0) if on_cuda else None
 
     options = session_options(graph_opt, threads, True, None, mem_pattern=mem_pattern)
+    for key, value in (session_config or {}).items():
+        options.add_session_config_entry(key, value)
     with tempfile.TemporaryDirectory(prefix="graphmem-measure-") as tmp:
         workdir = Path(tmp)
         options.profile_file_prefix = str(workdir / "profile")

@@ -17,7 +17,7 @@ from graphmem.loading import Model, load_model
 from graphmem.memory import build_program, tensor_size
 from graphmem.order import file_order, ort_order
 from graphmem.ort_rewrites import remove_duplicate_casts
-from graphmem.ort_rules import sharing, unwritten_outputs
+from graphmem.ort_rules import runs_as_function, sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.planner.ortplan import OrtPlan, plan_ort
@@ -136,8 +136,35 @@ def analyze(
     renumbered, so that its reverse DFS over the file no longer gives that order.
     Raises a :class:`graphmem.errors.GraphmemError` subclass on bad input.
     """
-    return analyze_model(
-        load_model(path), dims=dims, provider=provider, as_dtype=as_dtype, execution_order=execution_order
+    model = load_model(path)
+    inlined = [n.op_type for n in model.nodes if runs_as_function(n.domain, n.op_type, model.opsets.get(n.domain or "", 0))]
+    if inlined and execution_order == "ort":
+        return _analyze_inlined(model, sorted(set(inlined)), dims=dims, provider=provider, as_dtype=as_dtype)
+    return analyze_model(model, dims=dims, provider=provider, as_dtype=as_dtype, execution_order=execution_order)
+
+
+def _analyze_inlined(model: Model, ops: list[str], **kwargs) -> Analysis:  # type: ignore[no-untyped-def]
+    """A model with ops onnxruntime runs as function bodies: analyse the graph onnxruntime builds
+    (it writes it, inlined and in its execution order, at ORT_DISABLE_ALL). When onnxruntime
+    cannot load the file (weights absent, …) the ops are planned as single nodes, and said so."""
+    from pathlib import Path
+
+    from graphmem.errors import UnsupportedOpError
+    from graphmem.verify.optimized import optimized_model, temporary_dir
+
+    try:
+        with temporary_dir() as tmp:
+            written = optimized_model(Path(model.path), "none", Path(tmp), always=True)
+            result = analyze(written, execution_order="file", **kwargs)
+    except UnsupportedOpError:
+        result = analyze_model(model, **kwargs)
+        note = f"{result.activations.runtime}; {', '.join(ops)} planned as one node (onnxruntime could not load the file to inline it)"
+        return replace(result, activations=replace(result.activations, runtime=note))
+    note = f"{result.activations.runtime}; {', '.join(ops)} inlined as onnxruntime runs them"
+    return replace(
+        result,
+        model=replace(result.model, path=model.path, nodes=len(model.nodes)),
+        activations=replace(result.activations, runtime=note),
     )
 
 

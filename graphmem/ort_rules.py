@@ -78,3 +78,26 @@ UNWRITTEN_OUTPUTS: dict[tuple[str, str], tuple[int, ...]] = {("", "BatchNormaliz
 def unwritten_outputs(domain: str, op_type: str) -> tuple[int, ...]:
     """Output positions the kernel never allocates."""
     return UNWRITTEN_OUTPUTS.get(("" if domain == "ai.onnx" else domain, op_type), ())
+
+
+#: Ops onnxruntime 1.31's CPU provider has no kernel for, from the opset given on: it inlines
+#: their ONNX function bodies when it builds the session, appending the body's nodes (with new
+#: node indices) to the graph. Probed with ``optimized_model_filepath`` at ORT_DISABLE_ALL
+#: (the written graph holds the body instead of the op).
+RUNS_AS_FUNCTION: dict[tuple[str, str], int] = {
+    ("", "HardSwish"): 14,
+    ("", "Mish"): 18,
+    ("", "Swish"): 24,
+    ("", "CastLike"): 15,
+    ("", "GroupNormalization"): 18,
+    ("", "CenterCropPad"): 18,
+    ("", "SoftmaxCrossEntropyLoss"): 12,
+    ("", "NegativeLogLikelihoodLoss"): 12,
+    ("", "SequenceMap"): 17,
+}
+
+
+def runs_as_function(domain: str, op_type: str, opset: int) -> bool:
+    """True when onnxruntime runs this op as the nodes of its function body."""
+    since = RUNS_AS_FUNCTION.get(("" if domain == "ai.onnx" else domain, op_type))
+    return since is not None and opset >= since

@@ -175,3 +175,14 @@ def test_graph_of_only_constants(tmp_path: Path) -> None:
     path = save(model([node], [], [tensor("Y", [4])]), tmp_path / "const.onnx")
     a = graphmem.analyze(path)
     assert a.activations.peak_bytes == 0 and a.weights.params == 4 and a.model.nodes == 0
+
+
+def test_ops_onnxruntime_runs_as_function_bodies(tmp_path: Path) -> None:
+    # HardSwish has no CPU kernel in onnxruntime 1.31: it runs as HardSigmoid then Mul, so a
+    # [1,1024] input needs the HardSigmoid output (4096) beside the result (4096).
+    nodes = [helper.make_node("Exp", ["X"], ["a"]), helper.make_node("HardSwish", ["a"], ["Y"])]
+    path = save(model(nodes, [tensor("X", [1, 1024])], [tensor("Y", [1, 1024])]), tmp_path / "hs.onnx")
+    a = graphmem.analyze(path)
+    assert "HardSwish inlined" in a.activations.runtime
+    assert a.model.nodes == 2
+    assert a.activations.peak_bytes == measured_peak(path, {}) == 3 * KIB4

@@ -21,9 +21,13 @@ from graphmem.errors import UnsupportedOpError
 __all__ = ["optimized_model"]
 
 
-def optimized_model(path: Path, graph_opt: str, workdir: Path) -> Path:
-    """Write onnxruntime's optimized graph of ``path`` at ``graph_opt`` into ``workdir``."""
-    if graph_opt == "none":
+def optimized_model(path: Path, graph_opt: str, workdir: Path, *, always: bool = False) -> Path:
+    """Write onnxruntime's optimized graph of ``path`` at ``graph_opt`` into ``workdir``.
+
+    At ``none`` the file itself is what runs, unless ``always``: then onnxruntime still writes the
+    graph it built (function ops inlined, duplicate Casts removed).
+    """
+    if graph_opt == "none" and not always:
         return path
     import onnxruntime as ort
 

@@ -47,6 +47,7 @@ import corpus  # noqa: E402
 
 import graphmem  # noqa: E402
 from graphmem.loading import load_model  # noqa: E402
+from graphmem.verify.shapes import runtime_shapes  # noqa: E402
 
 CONTRACTIONS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -106,28 +107,6 @@ def make_feeds(model: onnx.ModelProto, dims: dict[str, int]) -> dict[str, np.nda
 
 # --------------------------------------------------------------------------------------------
 # (b) run-time shapes and the independent MAC count
-
-
-def runtime_shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
-    """Shape of every tensor as onnxruntime CPU produces it: each node output becomes a graph
-    output; initializers keep their stored dims, inputs the fed shapes."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    have = {o.name for o in m.graph.output}
-    extra = dict.fromkeys(o for n in m.graph.node for o in n.output if o and o not in have)
-    m.graph.output.extend(onnx.ValueInfoProto(name=x) for x in extra)
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 4
-    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    del m
-    outs = sess.run(None, feeds)
-    shapes: dict[str, tuple[int, ...]] = {t.name: tuple(int(d) for d in t.dims) for t in model.graph.initializer}
-    shapes.update({k: tuple(v.shape) for k, v in feeds.items()})
-    for o, v in zip(sess.get_outputs(), outs):
-        if isinstance(v, np.ndarray):
-            shapes[o.name] = tuple(int(d) for d in v.shape)
-    return shapes
 
 
 def _attrs(node: onnx.NodeProto) -> dict:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper
 
 import graphmem
+from graphmem.verify.shapes import runtime_shapes
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.onnx"))
 BAR = 1e-3  # 0.1 %
@@ -48,23 +48,6 @@ def _feeds(model: onnx.ModelProto, dims: dict[str, int]) -> dict[str, np.ndarray
         else:
             feeds[vi.name] = np.zeros(shape, dtype=dtype)
     return feeds
-
-
-def _runtime_shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    have = {o.name for o in m.graph.output}
-    extra = dict.fromkeys(o for n in m.graph.node for o in n.output if o and o not in have)
-    m.graph.output.extend(onnx.ValueInfoProto(name=x) for x in extra)
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    shapes = {t.name: tuple(t.dims) for t in model.graph.initializer}
-    shapes.update({k: v.shape for k, v in feeds.items()})
-    for o, v in zip(sess.get_outputs(), sess.run(None, feeds)):
-        shapes[o.name] = tuple(v.shape)
-    return shapes
 
 
 def _macs(node: onnx.NodeProto, s: dict[str, tuple[int, ...]]) -> int:
@@ -106,7 +89,7 @@ def case(request):
     symbolic = {d.dim_param for vi in model.graph.input for d in vi.type.tensor_type.shape.dim if d.dim_param}
     dims = {k: v for k, v in binding.items() if k in symbolic}
     a = graphmem.analyze(path, dims=dims)
-    shapes = _runtime_shapes(model, _feeds(model, dims))
+    shapes = runtime_shapes(model, _feeds(model, dims))
     return model, a, shapes
 
 
@@ -120,7 +103,7 @@ def test_nothing_unsupported(case):
     assert a.flops.flops > 0 and a.flops.macs > 0
 
 
-def test_contraction_macs_match_runtime_shapes(case):
+def test_contraction_macs_matchruntime_shapes(case):
     model, a, shapes = case
     graphmem_macs = {}
     for nid in a.order:

@@ -1,25 +1,31 @@
 """The shapes and dtypes onnxruntime really produces: every node output exposed and run once.
 
-The reference the shape stage is checked against (``tests/test_shapes.py``,
-``scripts/shape_check.py``): onnxruntime at ORT_DISABLE_ALL on CPU, seeded random inputs.
+The reference the shape stage and the FLOP rules are checked against (``tests/test_shapes.py``,
+``tests/test_flops_runtime.py``, ``scripts/shape_check.py``, ``scripts/flops_report.py``):
+onnxruntime at ORT_DISABLE_ALL on CPU.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["runtime_types"]
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+
+__all__ = ["run_every_output", "runtime_types", "runtime_shapes"]
 
 
-def runtime_types(path: str | Path, dims: Mapping[str, int]) -> dict[str, tuple[tuple[int, ...], int]]:
-    """Tensor name -> (shape, ONNX dtype) of every node output in one run of ``path``."""
+def run_every_output(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run ``model`` once with every node output exposed; tensor name -> value (a copy is run:
+    ``model`` is not modified)."""
     import onnx
     import onnxruntime as ort
 
-    from graphmem.verify.feeds import make_feeds
-
-    proto = onnx.load(str(path))
+    proto = onnx.ModelProto()
+    proto.CopyFrom(model)
     known = {o.name for o in proto.graph.output}
     for node in proto.graph.node:
         for out in node.output:
@@ -30,6 +36,30 @@ def runtime_types(path: str | Path, dims: Mapping[str, int]) -> dict[str, tuple[
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
     session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    del proto
     names = [o.name for o in session.get_outputs()]
-    values = session.run(names, make_feeds(proto, dims))
-    return {n: (tuple(v.shape), onnx.helper.np_dtype_to_tensor_dtype(v.dtype)) for n, v in zip(names, values)}
+    return dict(zip(names, session.run(names, dict(feeds))))
+
+
+def runtime_types(path: str | Path, dims: Mapping[str, int]) -> dict[str, tuple[tuple[int, ...], int]]:
+    """Tensor name -> (shape, ONNX dtype) of every node output in one run on seeded random inputs."""
+    import onnx
+
+    from graphmem.verify.feeds import make_feeds
+
+    model = onnx.load(str(path))
+    values = run_every_output(model, make_feeds(model, dims))
+    return {n: (tuple(v.shape), onnx.helper.np_dtype_to_tensor_dtype(v.dtype)) for n, v in values.items()}
+
+
+def runtime_shapes(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
+    """Shape of every tensor a run of ``model`` on ``feeds`` sees: initializers (stored dims),
+    the fed inputs, and every node output as onnxruntime produced it."""
+    import numpy as np
+
+    shapes: dict[str, tuple[int, ...]] = {t.name: tuple(int(d) for d in t.dims) for t in model.graph.initializer}
+    shapes.update({k: tuple(v.shape) for k, v in feeds.items()})
+    for name, value in run_every_output(model, feeds).items():
+        if isinstance(value, np.ndarray):
+            shapes[name] = tuple(int(d) for d in value.shape)
+    return shapes

@@ -47,6 +47,7 @@ import corpus  # noqa: E402
 
 import graphmem  # noqa: E402
 from graphmem.loading import load_model  # noqa: E402
+from graphmem.verify.feeds import make_feeds  # noqa: E402
 from graphmem.verify.shapes import runtime_shapes  # noqa: E402
 
 CONTRACTIONS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
@@ -83,26 +84,6 @@ why onnx-tool's MACs differ — the tags used in (d); each is checked against it
 
 def binding(path: Path, batch: int, seq: int) -> dict[str, int]:
     return {n: (batch if n == "batch" else seq) for n in load_model(path).symbolic_dims}
-
-
-def make_feeds(model: onnx.ModelProto, dims: dict[str, int]) -> dict[str, np.ndarray]:
-    """One array per graph input (initializers excluded): normal floats, int ids 0, masks 1."""
-    rng = np.random.default_rng(0)
-    inits = {t.name for t in model.graph.initializer}
-    feeds: dict[str, np.ndarray] = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        shape = tuple(d.dim_value if d.HasField("dim_value") else dims[d.dim_param] for d in tt.shape.dim)
-        dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        if np.issubdtype(dtype, np.floating):
-            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype == np.bool_ or "mask" in vi.name.lower():
-            feeds[vi.name] = np.ones(shape, dtype=dtype)
-        else:
-            feeds[vi.name] = np.zeros(shape, dtype=dtype)
-    return feeds
 
 
 # --------------------------------------------------------------------------------------------

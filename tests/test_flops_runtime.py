@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 from onnx import helper
 
 import graphmem
+from graphmem.verify.feeds import make_feeds
 from graphmem.verify.shapes import runtime_shapes
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.onnx"))
@@ -29,25 +29,6 @@ GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 def _attrs(node: onnx.NodeProto) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _feeds(model: onnx.ModelProto, dims: dict[str, int]) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    inits = {t.name for t in model.graph.initializer}
-    feeds = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        shape = tuple(d.dim_value if d.HasField("dim_value") else dims[d.dim_param] for d in tt.shape.dim)
-        dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        if np.issubdtype(dtype, np.floating):
-            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
-        elif "mask" in vi.name.lower():
-            feeds[vi.name] = np.ones(shape, dtype=dtype)
-        else:
-            feeds[vi.name] = np.zeros(shape, dtype=dtype)
-    return feeds
 
 
 def _macs(node: onnx.NodeProto, s: dict[str, tuple[int, ...]]) -> int:
@@ -89,7 +70,7 @@ def case(request):
     symbolic = {d.dim_param for vi in model.graph.input for d in vi.type.tensor_type.shape.dim if d.dim_param}
     dims = {k: v for k, v in binding.items() if k in symbolic}
     a = graphmem.analyze(path, dims=dims)
-    shapes = runtime_shapes(model, _feeds(model, dims))
+    shapes = runtime_shapes(model, make_feeds(model, dims))
     return model, a, shapes
 
 

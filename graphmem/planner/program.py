@@ -12,7 +12,7 @@ compares keys, never sizes, because the runtime decides reuse before it knows th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Union
 
 __all__ = ["Key", "Value", "Step", "Program", "same_key"]
@@ -48,14 +48,6 @@ class Program:
 
     values: tuple[Value, ...]
     steps: tuple[Step, ...]
-    consumers: tuple[int, ...] = field(default=())  # derived: read count per value
-
-    def __post_init__(self) -> None:
-        counts = [0] * len(self.values)
-        for step in self.steps:
-            for v in step.inputs:
-                counts[v] += 1
-        object.__setattr__(self, "consumers", tuple(counts))
 
 
 def same_key(a: Key, b: Key) -> bool:

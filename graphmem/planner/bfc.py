@@ -99,17 +99,11 @@ class BfcArena:
         nxt = c.next
         if nxt is not None and not nxt.used:
             self._remove(nxt)
-            c.size += nxt.size
-            c.next = nxt.next
-            if nxt.next is not None:
-                nxt.next.prev = c
+            _absorb(c, nxt)
         prv = c.prev
         if prv is not None and not prv.used:
             self._remove(prv)
-            prv.size += c.size
-            prv.next = c.next
-            if c.next is not None:
-                c.next.prev = prv
+            _absorb(prv, c)
             c = prv
         self._insert(c)
 
@@ -145,3 +139,11 @@ class BfcArena:
             self._next_base += region + (1 << 20)
         self.held += region
         self._insert(Chunk(base, region))
+
+
+def _absorb(left: Chunk, right: Chunk) -> None:
+    """Merge ``right`` (the chunk just after ``left``) into ``left``."""
+    left.size += right.size
+    left.next = right.next
+    if right.next is not None:
+        right.next.prev = left

@@ -28,10 +28,11 @@ class OpGraph:
     producer: dict[str, int]  # tensor -> node id that writes it
     consumers: dict[str, tuple[int, ...]]  # tensor -> node ids reading it (ascending, unique)
     implicit: dict[int, tuple[str, ...]]  # node id -> outer-scope tensors its subgraphs read
+    protos: dict[int, onnx.NodeProto]  # node id -> its NodeProto (also the dag's "proto" attribute)
 
     def node(self, nid: int) -> onnx.NodeProto:
         """The NodeProto of op ``nid``."""
-        return self.dag.nodes[nid]["proto"]
+        return self.protos[nid]
 
 
 def node_inputs(g: OpGraph, nid: int) -> tuple[str, ...]:
@@ -88,6 +89,7 @@ def build_graph(model: Model) -> OpGraph:
         producer=producer,
         consumers={k: tuple(sorted(v)) for k, v in consumers.items()},
         implicit=implicit,
+        protos=dict(model.indexed_nodes),
     )
 
 

@@ -74,6 +74,8 @@ def _unsafe(src: int, dst: int, name: str) -> bool:
 
 def remove_duplicate_casts(model: Model, types: dict[str, TensorType]) -> Model:
     """The model as onnxruntime runs it after the duplicate-Cast remover (see module doc)."""
+    if not any(n.op_type == "Cast" for n in model.nodes):
+        return model
     entries = list(model.indexed_nodes)
     nodes = {nid: _copy(n) for nid, n in entries}
     outputs = set(model.outputs)
@@ -83,8 +85,6 @@ def remove_duplicate_casts(model: Model, types: dict[str, TensorType]) -> Model:
         t = types.get(name)
         return t.dtype if t is not None else 0
 
-    if not any(n.op_type == "Cast" for n in model.nodes):
-        return model
     readers: dict[str, list[int]] = {}  # tensor -> reading node ids, one entry per input slot
     for nid, n in entries:
         for x in n.input:

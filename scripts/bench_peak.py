@@ -17,18 +17,21 @@ import importlib.util
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / ".cache" / "corpus"
 
-ONNX_LOAD = "import onnx,sys; onnx.load(sys.argv[1])"
+# Each snippet imports its tool, then times its work (``WORK`` seconds, after the imports).
+ONNX_LOAD = "import onnx,sys,time; t0=time.perf_counter(); onnx.load(sys.argv[1]); work=time.perf_counter()-t0"
 GRAPHMEM = (
-    "import sys, graphmem; from graphmem.report import peak_json; "
-    "peak_json(graphmem.analyze(sys.argv[1], dims=dict(a.split('=') and (a.split('=')[0], int(a.split('=')[1])) for a in sys.argv[2:])))"
+    "import sys, time, graphmem; from graphmem.report import peak_json; t0=time.perf_counter(); "
+    "peak_json(graphmem.analyze(sys.argv[1], dims=dict((a.split('=')[0], int(a.split('=')[1])) for a in sys.argv[2:]))); "
+    "work=time.perf_counter()-t0"
 )
 ONNX_TOOL = (
-    "import sys, numpy as np, onnx_tool; from onnx_tool import Model; "
+    "import sys, time, numpy as np, onnx_tool; from onnx_tool import Model; t0=time.perf_counter(); "
     "m = Model(sys.argv[1]); g = m.graph; "
     "dims = dict((a.split('=')[0], int(a.split('=')[1])) for a in sys.argv[2:]); "
     "shapes = {}\n"
@@ -36,63 +39,79 @@ ONNX_TOOL = (
     "    t = g.tensormap[name]\n"
     "    shp = [dims.get(d, d) if isinstance(d, str) else d for d in t.shape]\n"
     "    shapes[name] = onnx_tool.create_ndarray_f32(shp) if t.dtype == np.float32 else np.zeros(shp, dtype=np.int64)\n"
-    "g.shape_infer(shapes); g.profile(); g.compress_memory()"
+    "g.shape_infer(shapes); g.profile(); g.compress_memory(); work=time.perf_counter()-t0"
 )
 
 
-RSS_LINE = "\nimport resource; print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+TAIL = "\nimport resource; print('WORK', work); print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
 
 
-def timed(code: str, args: list[str], repeat: int = 3) -> tuple[float, int]:
-    """Best wall time of ``repeat`` fresh interpreters running ``code``, and their max RSS (bytes)."""
-    best = float("inf")
+@dataclass(frozen=True)
+class Timing:
+    wall: float  # fresh interpreter, start-up and imports included (best of the repeats)
+    work: float  # the tool's work after its imports, in that same process (best of the repeats)
+    rss: int  # bytes, max over the repeats
+
+
+def timed(code: str, args: list[str], repeat: int = 3) -> Timing:
+    """Best wall and work time of ``repeat`` fresh interpreters running ``code``."""
+    wall = work = float("inf")
     rss = 0
     for _ in range(repeat):
         t0 = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-c", code + RSS_LINE, *args], check=True, capture_output=True, text=True
+            [sys.executable, "-c", code + TAIL, *args], check=True, capture_output=True, text=True
         )
-        best = min(best, time.perf_counter() - t0)
-        kib = int(done.stdout.strip().splitlines()[-1].split()[1])  # Linux: ru_maxrss in KiB
-        rss = max(rss, kib * 1024)
-    return best, rss
+        wall = min(wall, time.perf_counter() - t0)
+        lines = dict(line.split() for line in done.stdout.strip().splitlines()[-2:])
+        work = min(work, float(lines["WORK"]))
+        rss = max(rss, int(lines["RSS"]) * 1024)  # Linux: ru_maxrss in KiB
+    return Timing(wall=wall, work=work, rss=rss)
 
 
 def startup() -> float:
-    t, _ = timed("import onnx", [])
-    return t
+    return timed("import onnx; work = 0.0", []).wall
 
 
 def main() -> int:
     models = [Path(p) for p in sys.argv[1:]] or [CORPUS / "gpt2_small.onnx"]
     dims = ["batch=1", "seq=128"]
-    base = startup()
-    print(f"python + import onnx start-up: {base:.2f} s (included in every figure below)\n")
+    print(f"python + import onnx start-up: {startup():.2f} s\n")
+    print("wall: a fresh interpreter running the tool, start-up and imports included;")
+    print("work: the same process's time after its imports (what each tool does to the file).\n")
     for model in models:
         if not model.exists():
             print(f"{model}: missing (python scripts/export_corpus.py)")
             continue
         size = model.stat().st_size / 2**20
-        t_load, _ = timed(ONNX_LOAD, [str(model)])
-        t_gm, rss_gm = timed(GRAPHMEM, [str(model), *dims])
-        print(f"{model.name} ({size:.0f} MiB), graphmem max RSS {rss_gm / 2**20:.0f} MiB")
-        print(f"  onnx.load            {t_load:6.2f} s")
-        print(f"  graphmem peak        {t_gm:6.2f} s   = {t_gm / t_load:.2f}x onnx.load (bar <= 2x)")
+        load = timed(ONNX_LOAD, [str(model)])
+        gm = timed(GRAPHMEM, [str(model), *dims])
+        print(f"{model.name} ({size:.0f} MiB), graphmem max RSS {gm.rss / 2**20:.0f} MiB")
+        print(f"  {'':22}{'wall':>8}{'work':>8}")
+        print(f"  {'onnx.load':22}{load.wall:7.2f}s{load.work:7.2f}s")
+        print(
+            f"  {'graphmem peak':22}{gm.wall:7.2f}s{gm.work:7.2f}s   = {gm.wall / load.wall:.2f}x onnx.load wall,"
+            f" {gm.work / load.work:.2f}x work (bar <= 2x)"
+        )
         if importlib.util.find_spec("onnx_tool") is None:
             print("  onnx-tool            not installed (pip install onnx-tool==1.0.1)")
-        else:
-            try:
-                t_tool, _ = timed(ONNX_TOOL, [str(model), *dims], repeat=1)
-                print(f"  onnx-tool 1.0.1      {t_tool:6.2f} s   = {t_tool / t_gm:.2f}x graphmem (bar >= 3x)")
-            except subprocess.CalledProcessError as exc:
-                err = exc.stderr.decode(errors="replace").strip().splitlines()[-1:]
-                print(f"  onnx-tool 1.0.1      failed: {err}")
+            continue
+        try:
+            tool = timed(ONNX_TOOL, [str(model), *dims])
+        except subprocess.CalledProcessError as exc:
+            err = (exc.stderr or "").strip().splitlines()[-1:]
+            print(f"  onnx-tool 1.0.1      failed: {err}")
+            continue
+        print(
+            f"  {'onnx-tool 1.0.1':22}{tool.wall:7.2f}s{tool.work:7.2f}s   = {tool.wall / gm.wall:.2f}x graphmem wall,"
+            f" {tool.work / gm.work:.2f}x work (bar >= 3x)"
+        )
     llama = CORPUS / "llama7b.onnx"
     if not llama.exists():
         subprocess.run([sys.executable, str(ROOT / "scripts" / "make_llama7b.py")], check=True, capture_output=True)
-    t_llama, rss = timed(GRAPHMEM, [str(llama), "batch=1", "seq=2048"])
+    big = timed(GRAPHMEM, [str(llama), "batch=1", "seq=2048"])
     print("\nllama7b.onnx (32 layers, hidden 4096, external-data weights not present), batch 1, seq 2048")
-    print(f"  graphmem peak        {t_llama:6.2f} s   max RSS {rss / 2**20:.0f} MiB (bars: < 5 s, < 500 MB)")
+    print(f"  graphmem peak        {big.wall:6.2f} s wall   max RSS {big.rss / 2**20:.0f} MiB (bars: < 5 s, < 500 MB)")
     return 0
 
 

@@ -4,13 +4,16 @@ Transformer exports compute their Reshape targets, Expand shapes and masks from 
 (Shape → Gather → Concat, Range, Where, ConstantOfShape, …). Per-node shape inference cannot see
 through them; evaluating those nodes on their (small, known) values can. We use
 ``onnx.reference`` — a maintained evaluator — instead of writing op semantics by hand.
-Evaluators are cached per (op, attributes, opset), since exports repeat the same few nodes.
+The evaluator of a one-node function is built once per (op, attributes, opset); its op instance
+is then called directly (``ReferenceEvaluator.run`` costs twice as much per call, and shape
+subgraphs are hundreds of tiny calls).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import onnx
@@ -35,41 +38,32 @@ def evaluate_node(
         len(node.output),
     )
     try:
-        ev = _evaluator(key, node)
+        op = _op_instance(key)
     except Exception:  # noqa: BLE001 - any failure to build means "cannot evaluate"
         return None
-    if ev is None:
-        return None
-    feeds = {f"i{k}": v for k, v in enumerate(inputs) if v is not None}
     try:
         with np.errstate(all="ignore"):
-            out = ev.run(None, feeds, attributes={})
+            out = op.run(*inputs)
     except Exception:  # noqa: BLE001 - reference ops raise many types; all mean "unknown"
         return None
     return [np.asarray(o) for o in out]
 
 
 @lru_cache(maxsize=4096)
-def _evaluator_cached(key: tuple, node_bytes: bytes):  # type: ignore[type-arg]
+def _op_instance(key: tuple) -> Any:  # type: ignore[type-arg]
+    """The reference op instance the evaluator of a one-node function runs (``rt_nodes_``)."""
     from onnx.reference import ReferenceEvaluator
 
-    domain, op_type, version, _attrs, present, n_out = key
-    node = onnx.NodeProto.FromString(node_bytes)
+    domain, op_type, version, attrs, present, n_out = key
     ins = [f"i{k}" if p else "" for k, p in enumerate(present)]
     outs = [f"o{k}" for k in range(n_out)]
     generic = helper.make_node(op_type, ins, outs, domain=domain)
-    generic.attribute.extend(node.attribute)
+    generic.attribute.extend(onnx.AttributeProto.FromString(a) for a in attrs)
     opset_ids = [helper.make_opsetid(domain, version)]
     if domain not in ("", "ai.onnx"):
         opset_ids.append(helper.make_opsetid("", 18))
     fn = helper.make_function(
         "graphmem.eval", "node", [x for x in ins if x], outs, [generic], opset_ids
     )
-    return ReferenceEvaluator(fn)
-
-
-def _evaluator(key: tuple, node: onnx.NodeProto):  # type: ignore[type-arg]
-    # Cache on the key only: build from a copy without names, so equal keys share one evaluator.
-    stripped = onnx.NodeProto()
-    stripped.attribute.extend(node.attribute)
-    return _evaluator_cached(key, stripped.SerializeToString())
+    (op,) = ReferenceEvaluator(fn).rt_nodes_
+    return op

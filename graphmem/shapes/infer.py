@@ -14,8 +14,10 @@ Both views run the same loop (:func:`infer_types`); a :class:`View` says how the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import onnx
@@ -132,9 +134,8 @@ def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # 
     """ONNX per-node inference; None when the node has no schema or inference raised."""
     domain = node.domain or ""
     version = model.opsets.get(domain, model.opsets.get("ai.onnx", 0) if domain == "" else 0)
-    try:
-        schema = defs.get_schema(node.op_type, version, domain)
-    except defs.SchemaError:
+    schema = _schema(node.op_type, version, domain)
+    if schema is None:
         return infer_contrib(node, types, values, block_sizes=blocks)
     if not schema.has_type_and_shape_inference_function:
         return None
@@ -144,19 +145,57 @@ def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # 
         if not name or name not in types:
             continue
         if name not in serialized:
-            serialized[name] = type_to_proto(types[name]).SerializeToString()
+            serialized[name] = _type_bytes(types[name])
         in_types[name] = serialized[name]
         if name in values:
             if name not in data_bytes:
-                data_bytes[name] = from_array(values[name], name).SerializeToString()
+                data_bytes[name] = _tensor_bytes(values[name], name)
             in_data[name] = data_bytes[name]
     try:
         out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
-            node.SerializeToString(), in_types, in_data, {}, dict(model.opsets), model.ir_version
+            node.SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version
         )
     except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
         return None
-    return {k: type_from_proto(onnx.TypeProto.FromString(v)) for k, v in out.items()}
+    return {k: _type_of(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=None)
+def _schema(op_type: str, version: int, domain: str) -> defs.OpSchema | None:
+    """The op's schema at the model's opset; None for an op onnx does not define."""
+    try:
+        return defs.get_schema(op_type, version, domain)
+    except defs.SchemaError:
+        return None
+
+
+@lru_cache(maxsize=8192)
+def _type_bytes(t: TensorType) -> bytes:
+    """A type serialized as onnx's TypeProto (types repeat: one serialization per distinct type)."""
+    return type_to_proto(t).SerializeToString()
+
+
+@lru_cache(maxsize=8192)
+def _type_of(data: bytes) -> TensorType:
+    return type_from_proto(onnx.TypeProto.FromString(data))
+
+
+def _tensor_bytes(v: np.ndarray, name: str) -> bytes:
+    """A value as a serialized TensorProto (raw data; what ``numpy_helper.from_array`` writes)."""
+    code = _np_to_onnx(v.dtype)
+    if code is None or v.dtype == object:
+        return from_array(v, name).SerializeToString()
+    tp = onnx.TensorProto(name=name, data_type=code, dims=v.shape)
+    tp.raw_data = np.ascontiguousarray(v).astype(v.dtype.newbyteorder("<"), copy=False).tobytes()
+    return tp.SerializeToString()
+
+
+@lru_cache(maxsize=64)
+def _np_to_onnx(dtype: np.dtype) -> int | None:
+    try:
+        return onnx.helper.np_dtype_to_tensor_dtype(dtype)
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
 def _merge(inferred: TensorType | None, declared: TensorType | None) -> TensorType:
@@ -207,7 +246,7 @@ def _compute_values(opsets, node, types, values, view: View) -> None:  # type: i
         if view.int_values_only and not is_integer(t.dtype):
             return
         if is_concrete(t.shape):
-            if int(np.prod(t.shape, dtype=np.int64)) > MAX_VALUE_ELEMENTS:
+            if math.prod(t.shape) > MAX_VALUE_ELEMENTS:
                 return
         elif node.op_type in _EXPANDING:
             return
@@ -231,7 +270,7 @@ def _shape_value(node, types, values) -> None:  # type: ignore[no-untyped-def]
         return
     shape = np.array(t.shape, dtype=np.int64)
     if node.op_type == "Size":
-        values[node.output[0]] = np.array(int(np.prod(shape)), dtype=np.int64)
+        values[node.output[0]] = np.array(math.prod(t.shape), dtype=np.int64)
         return
     rank = len(shape)
     attrs = {a.name: a.i for a in node.attribute}

@@ -25,6 +25,7 @@ from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.planner.ortplan import OrtPlan, plan_ort
 from graphmem.scratch import replay_run
+from graphmem.session import CUDA_RUNTIME, PROVIDERS, PlacementInfo, main_device_only, session_graph
 from graphmem.flops import FlopReport, count_flops
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
 from graphmem.shapes.types import TensorType, is_concrete
@@ -88,9 +89,10 @@ class ActivationsInfo:
     # Kernel scratch (graphmem.scratch): the largest one kernel requests, and the arena's in-use
     # high-water mark with it, in arena chunk bytes (the profiler's mem_in_use_peak).
     scratch_bytes: int = 0
-    in_use_peak_bytes: int = 0
+    in_use_peak_bytes: int | None = 0  # None: not modelled (CUDA kernels' workspaces)
     scratch_unmodelled: tuple[str, ...] = ()  # op types without a scratch rule (counted 0)
     live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
+    provider: str = "cpu"  # the execution provider whose allocator is emulated
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,6 +121,7 @@ class Analysis:
     order: tuple[int, ...]
     types: dict[str, TensorType]
     flops: FlopReport
+    placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
 
 
 def analyze(
@@ -199,8 +202,8 @@ def analyze_model(
     execution_order: str = "ort",
 ) -> Analysis:
     """Same as :func:`analyze`, for an already loaded :class:`Model`."""
-    if provider not in ("cpu",):
-        raise UsageError(f"provider '{provider}' is not modelled yet; use --provider cpu")
+    if provider not in PROVIDERS:
+        raise UsageError(f"provider '{provider}': expected one of {', '.join(PROVIDERS)}")
     orders = {"ort": ort_order, "file": file_order}
     if execution_order not in orders:
         raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
@@ -221,13 +224,25 @@ def analyze_model(
         runtime = replace(runtime, types=cast_floats(runtime.types, target))
         static = replace(static, types=cast_floats(static.types, target))
         model = replace(model, weights=cast_weights(model.weights, target))
+    session = session_graph(model, g, order, runtime.types, static.types, provider, ordering)
     program, names = build_program(
-        g, order, runtime=runtime.types, static=static.types, sharing=sharing, unwritten=unwritten_outputs
+        session.graph,
+        session.order,
+        runtime=session.runtime,
+        static=session.static,
+        sharing=sharing,
+        unwritten=unwritten_outputs,
+        devices=session.devices,
     )
     plan = plan_ort(program)
-    run = replay_run(program, plan, graph=g, order=order, types=runtime.types)
-    live = analyze_liveness(program)
+    main = main_device_only(program)
+    live = analyze_liveness(main)
     arena = plan_greedy(live)
+    if session.devices is None:
+        run = replay_run(program, plan, graph=g, order=order, types=runtime.types)
+        scratch, in_use, unmodelled = max(run.per_step, default=0), run.peak_bytes, run.unmodelled
+    else:  # CUDA kernels' workspaces (cuDNN, cuBLAS) are not modelled
+        scratch, in_use, unmodelled = 0, None, ("every CUDA kernel",)
     produced = [o for nid in order for o in g.node(nid).output if o]
     unresolved = tuple(n for n in produced if tensor_size(runtime.types.get(n)) is None)
     _check_sizes(runtime.types, produced)
@@ -244,12 +259,13 @@ def analyze_model(
         no_reuse_bytes=live.no_reuse,
         best_arena_bytes=arena.arena_bytes,
         unknown=tuple(names[v] for v in plan.unknown_sizes),
-        runtime="onnxruntime 1.31 CPU",
+        runtime=CUDA_RUNTIME if session.devices is not None else "onnxruntime 1.31 CPU",
         timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
         live_at_peak=_live_at(plan, names, peak_step),
-        scratch_bytes=max(run.per_step, default=0),
-        in_use_peak_bytes=run.peak_bytes,
-        scratch_unmodelled=run.unmodelled,
+        scratch_bytes=scratch,
+        in_use_peak_bytes=in_use,
+        scratch_unmodelled=unmodelled,
+        provider=provider,
     )
     return Analysis(
         model=ModelInfo(path=model.path, opset=model.opset, nodes=file_nodes, dims=bound),
@@ -264,6 +280,7 @@ def analyze_model(
         order=order,
         types=runtime.types,
         flops=count_flops(g, runtime.types, order, values=runtime.values),
+        placement=session.placement_info(plan, runtime.types),
     )
 
 
@@ -367,6 +384,11 @@ def analyze_graph_opt(
     """
     if graph_opt == "none":
         return analyze(path, dims=dims, provider=provider, as_dtype=as_dtype)
+    if provider != "cpu":
+        raise UsageError(
+            f"--graph-opt {graph_opt} with --provider {provider}: the optimized graph is the one a CPU "
+            "session writes (fusions differ by provider); use --graph-opt none"
+        )
     from pathlib import Path
 
     from graphmem.verify.optimized import optimized_model, temporary_dir

@@ -56,7 +56,13 @@ def peak(
     model: ModelArg,
     dim: DimOption = None,
     as_json: JsonOption = False,
-    provider: Annotated[str, typer.Option(help="Runtime whose allocator is emulated (cpu).")] = "cpu",
+    provider: Annotated[
+        str,
+        typer.Option(
+            help="Execution provider whose session is emulated: cpu (checked byte for byte) or cuda "
+            "(partition, copies, two streams, CUDA arena; from onnxruntime's source, not checked on a GPU)."
+        ),
+    ] = "cpu",
     as_dtype: AsDtypeOption = None,
     device: DeviceOption = None,
     device_spec: DeviceSpecOption = None,

@@ -9,16 +9,36 @@ decided on symbolic shapes, sizes from the bound run).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import onnx
 
 from graphmem.dtypes import element_bits, tensor_bytes
 from graphmem.graph import OpGraph
 from graphmem.planner.program import Key, Program, Step, Value
 from graphmem.shapes.types import TensorType, is_concrete, numel
 
-__all__ = ["build_program", "tensor_size", "reuse_key"]
+__all__ = ["build_program", "tensor_size", "reuse_key", "Devices"]
 
-SharingRule = Callable[[str, str], tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]]
+Pairs = tuple[tuple[int, int], ...]
+SharingRule = Callable[[str, str], tuple[Pairs, Pairs]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Devices:
+    """Where a session with several execution providers runs each node and keeps each value.
+
+    ``main`` is the device whose arena the plan's headline figures describe; ``stream`` numbers
+    each node's stream; nodes on ``main`` share buffers by ``main_sharing`` (their provider's
+    kernels), the others by the ``sharing`` rule :func:`build_program` is given.
+    """
+
+    main: str
+    node: Mapping[int, str]
+    value: Mapping[str, str]
+    stream: Mapping[int, int]
+    main_sharing: Callable[[onnx.NodeProto], tuple[Pairs, Pairs]]
 
 
 def tensor_size(t: TensorType | None) -> int | None:
@@ -46,8 +66,12 @@ def build_program(
     static: dict[str, TensorType],
     sharing: SharingRule,
     unwritten: Callable[[str, str], tuple[int, ...]] = lambda domain, op: (),
+    devices: Devices | None = None,
 ) -> tuple[Program, tuple[str, ...]]:
-    """The planners' input, and the tensor name of each value (same indices)."""
+    """The planners' input, and the tensor name of each value (same indices).
+
+    ``order`` is the order the steps run in; with ``devices``, values carry their device and
+    steps their stream (one device, one stream, when None)."""
     model = g.model
     names: list[str] = []
     index: dict[str, int] = {}
@@ -63,6 +87,7 @@ def build_program(
                 key=reuse_key(static.get(name)),
                 source=source,
                 output=name in model.outputs,
+                device=devices.value.get(name, "cpu") if devices is not None else "cpu",
             )
         )
         return index[name]
@@ -94,7 +119,8 @@ def build_program(
             elif name:
                 out_pos[k] = len(outputs)
                 outputs.append(add(name, source=False))
-        alias, inplace = sharing(node.domain, node.op_type)
+        on_main = devices is not None and devices.node[nid] == devices.main
+        alias, inplace = devices.main_sharing(node) if on_main else sharing(node.domain, node.op_type)  # type: ignore[union-attr]
         steps.append(
             Step(
                 label=node.name or f"{node.op_type}_{nid}",
@@ -102,9 +128,11 @@ def build_program(
                 outputs=tuple(outputs),
                 alias=_remap(alias, in_pos, out_pos),
                 inplace=_remap(inplace, in_pos, out_pos),
+                stream=devices.stream[nid] if devices is not None else 0,
             )
         )
-    return Program(values=tuple(values), steps=tuple(steps)), tuple(names)
+    device = devices.main if devices is not None else "cpu"
+    return Program(values=tuple(values), steps=tuple(steps), device=device), tuple(names)
 
 
 def _remap(pairs, in_pos, out_pos) -> tuple[tuple[int, int], ...]:  # type: ignore[no-untyped-def]

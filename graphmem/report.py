@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphmem.analysis import Analysis
+from graphmem.analysis import Analysis, PlacementInfo
 from graphmem.units import byte_table, format_count
 
 __all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table"]
@@ -51,8 +51,10 @@ def peak_json(a: Analysis) -> dict[str, Any]:
             "in_use_peak_bytes": a.activations.in_use_peak_bytes,
             "scratch_unmodelled": list(a.activations.scratch_unmodelled),
             "runtime": a.activations.runtime,
+            "provider": a.activations.provider,
             "unknown": list(a.activations.unknown),
         },
+        "placement": _placement_json(a.placement),
         "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
         "total_bytes": a.total_bytes,
         "shapes": {"tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved)},
@@ -67,6 +69,21 @@ def peak_json(a: Analysis) -> dict[str, Any]:
     }
 
 
+def _placement_json(p: PlacementInfo | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "cuda_nodes": p.cuda_nodes,
+        "cpu_nodes": p.cpu_nodes,
+        "memcpy_nodes": p.memcpy_nodes,
+        "cpu_preferred": p.cpu_preferred,
+        "no_cuda_kernel": dict(p.no_cuda_kernel),
+        "inputs_on_device_bytes": p.inputs_on_device_bytes,
+        "cpu_peak_bytes": p.cpu_peak_bytes,
+        "pinned_peak_bytes": p.pinned_peak_bytes,
+    }
+
+
 def peak_table(a: Analysis) -> str:
     """The human-readable ``graphmem peak`` table (binary units, exact bytes beside them)."""
     dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
@@ -77,12 +94,24 @@ def peak_table(a: Analysis) -> str:
         ("  lower bound", act.lower_bound_bytes, "most bytes that must be live at one step"),
         ("  best arena", act.best_arena_bytes, "greedy offset planner, same lifetimes"),
         ("  no reuse", act.no_reuse_bytes, "every op output in its own buffer"),
-        ("  with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)"),
-        ("  largest scratch", act.scratch_bytes, "one kernel's temporary buffers"),
+    ]
+    if act.in_use_peak_bytes is not None:
+        rows += [
+            ("  with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)"),
+            ("  largest scratch", act.scratch_bytes, "one kernel's temporary buffers"),
+        ]
+    rows += [
         ("inputs", a.io.inputs_bytes, ""),
         ("outputs", a.io.outputs_bytes, "included in the activations peak"),
         ("total", a.total_bytes, "weights + activations peak + inputs"),
     ]
+    p = a.placement
+    if p is not None:
+        rows += [
+            ("inputs on device", p.inputs_on_device_bytes, "feeds the session copies into the CUDA arena"),
+            ("CPU arena peak", p.cpu_peak_bytes, "activations of the nodes on the CPU provider"),
+            ("pinned host peak", p.pinned_peak_bytes, "Shape and MemcpyToHost outputs"),
+        ]
     lines = [
         f"graphmem peak: {a.model.path}",
         f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}, graph-opt {a.model.graph_opt}",
@@ -96,6 +125,13 @@ def peak_table(a: Analysis) -> str:
     )
     if f.int_ops:
         lines.append(f"  {'integer ops':<18} {format_count(f.int_ops):>12} {f.int_ops:>16,}  quantized kernels and shape arithmetic")
+    if p is not None:
+        fallback = ", ".join(f"{op} {n}" for op, n in p.no_cuda_kernel.items()) or "none"
+        lines.append(
+            f"  placement: {p.cuda_nodes} nodes on CUDA, {p.cpu_nodes} on CPU ({p.cpu_preferred} shape-arithmetic "
+            f"nodes preferred on CPU; no CUDA kernel: {fallback}), {p.memcpy_nodes} Memcpy nodes"
+        )
+        lines.append("  CUDA kernel workspaces (cuDNN, cuBLAS) and the CUDA context are not in these figures.")
     lines.append("")
     lines.extend(_unknowns(a))
     return "\n".join(lines)

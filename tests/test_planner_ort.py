@@ -635,3 +635,58 @@ def test_a_program_with_no_steps() -> None:
 def test_same_key(a: Key, b: Key, same: bool) -> None:
     assert same_key(a, b) is same
     assert same_key(b, a) is same
+
+
+def test_buffers_are_reused_only_within_one_device() -> None:
+    """A freed CUDA buffer is not reused by a CPU value of the same key (FindReusableTensor
+    compares locations), and each device's requests are summed apart."""
+    from dataclasses import replace
+
+    values = [
+        src(),
+        replace(val("a", 24, A), device="cuda"),  # on the device, freed after step 1
+        replace(val("b", 24, A), device="cuda"),
+        replace(val("c", 24, A), device="cpu"),  # same key as the freed 'a', other device: fresh
+        replace(val("d", 24, A), device="cuda"),
+        replace(val("out", 24, A, output=True), device="cuda"),
+    ]
+    p = replace(
+        program(
+            values,
+            step("s0", "in", "a"),
+            step("s1", "a", "b"),
+            step("s2", "b", "c"),
+            step("s3", "c", "d"),
+            step("s4", "d", "out"),
+        ),
+        device="cuda",
+    )
+    ort = plan(p)
+    # 'c' would take the freed 'a' if devices were ignored; 'd' takes the most recently freed
+    # CUDA buffer, 'b' (released after s2, so d's step requests 24 again).
+    assert shares(p, ort) == {"d": "b"}
+    # cuda held after each step: a; a+b; b (a released after s1); d; d+out
+    assert ort.in_use == (24, 48, 24, 24, 48)
+    assert ort.peak_bytes == 48
+    assert ort.other_peaks == (("cpu", 24),)
+
+
+def test_a_value_another_stream_reads_is_never_reused_nor_updated_in_place() -> None:
+    """ComputeReusePlan plans each stream apart with use counts over the whole program: 'a'
+    (written by stream 0, read by stream 1) keeps the writer's count, so 'b' may not take it in
+    place — as it does when all steps are one stream."""
+    from dataclasses import replace
+
+    values = [src(), val("a", 24, A), val("b", 24, A), val("c", 24, A), val("out", 24, A, output=True)]
+    steps = (
+        step("s0", "in", "a"),
+        step("s1", "a", "b", inplace=[(0, 0)]),
+        step("s2", "b", "c"),
+        step("s3", "c", "out"),
+    )
+    one = program(values, *steps)
+    assert shares(one, plan(one)) == {"b": "a"}
+    two = replace(one, steps=(one.steps[0], *(replace(s, stream=1) for s in one.steps[1:])))
+    ort = plan(two)
+    assert shares(two, ort) == {}
+    assert ort.in_use == (24, 48, 48, 48)

@@ -21,6 +21,12 @@ Running (run 1, no memory pattern cached), from ``execution_frame.cc`` and Gener
   nothing reads) gets a new request of its own, never released
   (AllocateReusedOrtValueIfNotAllocatedHelper);
 * the profiler samples after each kernel, before its releases.
+
+Streams (``allocation_planner.cc`` ComputeReusePlan): see :func:`_plan_buffers`.
+Devices (``allocation_planner.cc`` FindReusableTensor compares the candidate's location with the
+required one): a buffer is reused only by a value of the same device, and each device's requests
+are summed apart — ``in_use``/``peak_bytes`` are those of the program's device, the others' peaks
+are in ``other_peaks``.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ class OrtPlan:
     peak_bytes: int
     peak_step: int  # -1 for a program with no steps
     unknown_sizes: tuple[int, ...]  # fresh buffers whose size is unknown (not in the totals)
+    other_peaks: tuple[tuple[str, int], ...] = ()  # (device, peak requested bytes) of other devices
 
 
 def plan_ort(p: Program) -> OrtPlan:
@@ -58,8 +65,9 @@ def plan_ort(p: Program) -> OrtPlan:
     alloc_step: list[int] = []
     free_step: list[int | None] = []
     unknown: list[int] = []
+    totals = {p.device: 0} | {v.device: 0 for v in p.values}
+    peaks = dict(totals)
     in_use: list[int] = []
-    total = 0
     for s, step in enumerate(p.steps):
         for out in step.outputs:
             origin = buffer_of[out]
@@ -75,11 +83,13 @@ def plan_ort(p: Program) -> OrtPlan:
                 unknown.append(out)
                 size = 0
             allocated[origin] = size
-            total += size
-        in_use.append(total)
+            totals[p.values[origin].device] += size
+        in_use.append(totals[p.device])
+        for device, held in totals.items():
+            peaks[device] = max(peaks[device], held)
         for origin in released_after.get(s, ()):
             if origin in allocated:
-                total -= allocated.pop(origin)
+                totals[p.values[origin].device] -= allocated.pop(origin)
     peak = max(in_use, default=0)
     return OrtPlan(
         buffer_of=tuple(buffer_of),
@@ -90,37 +100,47 @@ def plan_ort(p: Program) -> OrtPlan:
         peak_bytes=peak,
         peak_step=in_use.index(peak) if in_use else -1,
         unknown_sizes=tuple(unknown),
+        other_peaks=tuple((d, b) for d, b in sorted(peaks.items()) if d != p.device),
     )
 
 
 def _plan_buffers(p: Program) -> list[int]:
-    """The planning pass: which value's buffer each value uses."""
+    """The planning pass: which value's buffer each value uses.
+
+    With several streams, each is planned on its own, in stream order (ComputeReusePlan: use
+    counts recomputed over the whole program, the stream's steps walked, then counts and free
+    list cleared), so a value that another stream reads never reaches a count of 0 or 1: it is
+    neither freed for reuse nor updated in place."""
     n = len(p.values)
-    use = [0] * n
     buffer_of = list(range(n))
+    initial = [0] * n
     for i, v in enumerate(p.values):
         if v.source or v.output:
-            use[i] += 1
+            initial[i] += 1
     for step in p.steps:
         for v in (*step.inputs, *step.outputs):
-            use[v] += 1
-    # Free list, kept per key: the front of a key's list is its most recently freed buffer, which
-    # is what a front-to-back scan of one list with same_key finds first (keys with an unknown
-    # dim never match, so they are not kept).
-    freelist: dict[tuple, list[int]] = {}  # type: ignore[type-arg]
-    for step in p.steps:
-        for pos, out in enumerate(step.outputs):
-            target = _choose(p, step, pos, out, use, buffer_of, freelist)
-            if target is not None:
-                buffer_of[out] = buffer_of[target]
-                use[buffer_of[out]] += use[out]
-        for v in (*step.inputs, *step.outputs):
-            b = buffer_of[v]
-            use[b] -= 1
-            if use[b] == 0:
-                key = p.values[b].key
-                if _matchable(key):
-                    freelist.setdefault(key, []).append(b)  # type: ignore[arg-type]
+            initial[v] += 1
+    for stream in sorted({step.stream for step in p.steps}):
+        use = list(initial)
+        # Free list, kept per (device, key): the front of a list is its most recently freed
+        # buffer, which is what a front-to-back scan of one list with same_key finds first
+        # (keys with an unknown dim never match, so they are not kept).
+        freelist: dict[tuple, list[int]] = {}  # type: ignore[type-arg]
+        for step in p.steps:
+            if step.stream != stream:
+                continue
+            for pos, out in enumerate(step.outputs):
+                target = _choose(p, step, pos, out, use, buffer_of, freelist)
+                if target is not None:
+                    buffer_of[out] = buffer_of[target]
+                    use[buffer_of[out]] += use[out]
+            for v in (*step.inputs, *step.outputs):
+                b = buffer_of[v]
+                use[b] -= 1
+                if use[b] == 0:
+                    key = p.values[b].key
+                    if _matchable(key):
+                        freelist.setdefault((p.values[b].device, key), []).append(b)
     return buffer_of
 
 
@@ -147,12 +167,16 @@ def _choose(p, step, pos, out, use, buffer_of, freelist) -> int | None:  # type:
     for i, o in step.inplace:
         if o == pos:
             src = step.inputs[i]
-            if use[buffer_of[src]] == 1 and same_key(p.values[src].key, value.key):
+            if (
+                use[buffer_of[src]] == 1
+                and same_key(p.values[src].key, value.key)
+                and p.values[src].device == value.device
+            ):
                 return src
     key = value.key
     if not _matchable(key) or len(key[1]) == 0:  # type: ignore[index]
         return None
-    candidates = freelist.get(key)  # type: ignore[arg-type]
+    candidates = freelist.get((value.device, key))
     return candidates.pop() if candidates else None
 
 

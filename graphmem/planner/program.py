@@ -8,6 +8,9 @@ view) or may share (``inplace``) the buffer of which input.
 ``key`` is the value's *static* identity for reuse matching: ``(element_bits, dims)`` where dims
 are ints or symbol names; ``None`` means the shape is unknown and never matches. The planner
 compares keys, never sizes, because the runtime decides reuse before it knows the sizes.
+
+``device`` names the memory a value lives in ("cpu", "cuda", …); buffers are reused only within
+one device, and a program's ``device`` is the one whose arena its headline figures describe.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class Value:
     key: Key = None
     source: bool = False  # graph input or weight: owned outside the planned memory
     output: bool = False  # graph output: its own buffer, held to the end of the run
+    device: str = "cpu"  # the memory (allocator) the value lives in
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +44,7 @@ class Step:
     outputs: tuple[int, ...]
     alias: tuple[tuple[int, int], ...] = ()  # (input position, output position): must share
     inplace: tuple[tuple[int, int], ...] = ()  # (input position, output position): may share
+    stream: int = 0  # the execution stream (one per device type) that runs it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +53,7 @@ class Program:
 
     values: tuple[Value, ...]
     steps: tuple[Step, ...]
+    device: str = "cpu"  # the allocator whose figures the plan reports first
 
 
 def same_key(a: Key, b: Key) -> bool:

@@ -77,3 +77,22 @@ def test_subprocess_entry_point(models_dir: Path) -> None:
 
 def test_public_surface_is_small() -> None:
     assert sorted(graphmem.__all__) == ["Analysis", "GraphmemError", "__version__", "analyze"]
+
+
+def test_peak_provider_cuda_table_and_errors(models_dir: Path) -> None:
+    """--provider cuda prints the CUDA arena figures and the partition; an unknown provider and
+    --graph-opt with cuda are usage errors (exit 2, one line)."""
+    runner = CliRunner()
+    model = str(models_dir / "tiny_gpt2.onnx")
+    ok = runner.invoke(app, ["peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "cuda"])
+    assert ok.exit_code == 0, ok.output
+    assert "CUDAExecutionProvider (emulated, not checked on a GPU)" in ok.stdout
+    assert "inputs on device" in ok.stdout and "pinned host peak" in ok.stdout
+    assert "Memcpy nodes" in ok.stdout
+    bad = runner.invoke(app, ["peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "tpu"])
+    assert bad.exit_code == 2 and "provider 'tpu'" in bad.stderr and "Traceback" not in bad.output
+    opt = runner.invoke(app, ["peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "cuda",
+                              "--graph-opt", "basic"])
+    assert opt.exit_code == 2 and "--graph-opt none" in opt.stderr
+    cpu = json.loads(runner.invoke(app, ["peak", model, "-d", "batch=1", "-d", "seq=16", "--json"]).stdout)
+    assert cpu["placement"] is None and cpu["activations"]["provider"] == "cpu"

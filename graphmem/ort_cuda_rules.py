@@ -23,7 +23,6 @@ from __future__ import annotations
 from onnx import TensorProto as T
 
 __all__ = [
-    "RUNTIME_NAME",
     "PINNED",
     "has_kernel",
     "cpu_inputs",
@@ -32,7 +31,6 @@ __all__ = [
     "FP16_LIKE",
 ]
 
-RUNTIME_NAME = "onnxruntime 1.31 CUDAExecutionProvider (emulated, not checked on a GPU)"
 PINNED = "cuda_pinned"  # the device name of CUDA-pinned host memory
 
 _OPEN = 10**6

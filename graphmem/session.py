@@ -11,19 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from graphmem.cuda_placement import CudaPlacement, place_cuda, run_order, since_version
+from typing import TYPE_CHECKING
+
 from graphmem.graph import OpGraph, build_graph
 from graphmem.loading import Model
 from graphmem.memory import Devices, tensor_size
-from graphmem.ort_cuda_rules import PINNED, RUNTIME_NAME, cuda_sharing
 from graphmem.planner.ortplan import OrtPlan
 from graphmem.planner.program import Program
 from graphmem.shapes.types import TensorType
 
+if TYPE_CHECKING:  # the CUDA modules load only for --provider cuda (peak starts faster)
+    from graphmem.cuda_placement import CudaPlacement
+
 __all__ = ["PROVIDERS", "CUDA_RUNTIME", "PlacementInfo", "SessionGraph", "session_graph", "main_device_only"]
 
 PROVIDERS = ("cpu", "cuda")
-CUDA_RUNTIME = RUNTIME_NAME
+CUDA_RUNTIME = "onnxruntime 1.31 CUDAExecutionProvider (emulated, not checked on a GPU)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +55,8 @@ class SessionGraph:
     def placement_info(self, plan: OrtPlan, types: Mapping[str, TensorType]) -> PlacementInfo | None:
         if self.cuda is None:
             return None
+        from graphmem.ort_cuda_rules import PINNED
+
         c = self.cuda
         others = dict(plan.other_peaks)
         on_cuda = [nid for nid, d in c.node_device.items() if d == "cuda"]
@@ -80,6 +85,9 @@ def session_graph(
     """The graph, order and types the ``provider``'s session plans."""
     if provider == "cpu":
         return SessionGraph(graph=g, order=order, runtime=runtime, static=static)
+    from graphmem.cuda_placement import place_cuda, run_order, since_version
+    from graphmem.ort_cuda_rules import cuda_sharing
+
     placed = place_cuda(model, g, order, static)
     graph = build_graph(placed.model)
     ran = run_order(graph, ordering(graph), placed.node_device)

@@ -3,7 +3,10 @@
     python scripts/bench_peak.py [MODEL ...]      (default: the exported GPT-2 small, seq 128)
 
 Each tool runs in a fresh subprocess (so no tool profits from another's warm caches) three
-times; the best time counts. Baselines measured in the same run:
+times after one warm-up run; the best time counts. The subprocesses may cache compiled bytecode
+(``PYTHONDONTWRITEBYTECODE`` is removed from their environment): onnx and onnx-tool, installed by
+pip, come with theirs, and an installed graphmem has its own too; without the cache a checkout
+recompiles graphmem's modules on every start (about 0.1 s here). Baselines measured in the same run:
 * ``onnx.load``: parsing the protobuf alone (weights inline);
 * onnx-tool 1.0.1: load, shape inference, profile, compress_memory — its memory-planning path
   (``pip install onnx-tool==1.0.1``; skipped with a note when absent).
@@ -14,6 +17,7 @@ Also times ``graphmem peak`` on a Llama-7B-shaped decoder with external-data wei
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import time
@@ -53,14 +57,19 @@ class Timing:
     rss: int  # bytes, max over the repeats
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(code: str, args: list[str], repeat: int = 3) -> Timing:
-    """Best wall and work time of ``repeat`` fresh interpreters running ``code``."""
+    """Best wall and work time of ``repeat`` fresh interpreters running ``code`` (after a
+    warm-up run that is not counted)."""
+    subprocess.run([sys.executable, "-c", code + TAIL, *args], check=True, capture_output=True, env=ENV)
     wall = work = float("inf")
     rss = 0
     for _ in range(repeat):
         t0 = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-c", code + TAIL, *args], check=True, capture_output=True, text=True
+            [sys.executable, "-c", code + TAIL, *args], check=True, capture_output=True, text=True, env=ENV
         )
         wall = min(wall, time.perf_counter() - t0)
         lines = dict(line.split() for line in done.stdout.strip().splitlines()[-2:])

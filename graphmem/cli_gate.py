@@ -148,7 +148,7 @@ def diff(
     new: Annotated[Path, typer.Argument(help="The changed ONNX model.", show_default=False)],
     dim: DimOption = None,
     provider: Annotated[
-        str, typer.Option(help="Runtime whose allocator is emulated (cpu).")
+        str, typer.Option(help="Execution provider whose session is emulated: cpu or cuda (see graphmem peak --help).")
     ] = "cpu",
     max_increase: Annotated[
         Optional[str],

@@ -408,6 +408,8 @@ def _ort_plan(analysis: Analysis) -> tuple[Program, OrtPlan]:
     from graphmem.planner.ortplan import plan_ort
     from graphmem.shapes.infer import ORT_STATIC, infer_types
 
+    if analysis.activations.provider != "cpu":
+        raise UsageError("kernel scratch is modelled for the CPU provider only (CUDA workspaces are not)")
     static = infer_types(analysis.graph, analysis.order, view=ORT_STATIC)
     program, _ = build_program(
         analysis.graph,

@@ -94,6 +94,8 @@ def infer_types(
     failed: list[int] = []
     for nid in order:
         node = g.node(nid)
+        if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
+            continue
         inferred = _infer_node(model, node, types, values, serialized, data_bytes, blocks)
         if inferred is None:
             failed.append(nid)
@@ -111,6 +113,35 @@ def infer_types(
         if view.value_ops is None or node.op_type in view.value_ops:
             _compute_values(model.opsets, node, types, values, view)
     return ShapeResult(types=types, values=values, failed_nodes=tuple(failed))
+
+
+def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]
+    """Runtime view: a node whose inputs are all known small values is evaluated first, and its
+    outputs typed by the values it computed (what the run produces), skipping ONNX inference.
+    False, with nothing set, when that is not possible."""
+    ins = node.input
+    if not ins or node.op_type in _EXPANDING or node.op_type in ("Shape", "Size") or node.domain not in ("", "ai.onnx"):
+        return False
+    if any(x and (x not in values or values[x].size > MAX_VALUE_ELEMENTS or values[x].dtype == object) for x in ins):
+        return False
+    result = evaluate_node(node, [values[x] if x else None for x in ins], opsets)
+    outs = [o for o in node.output if o]
+    if result is None or len(result) < len(node.output) or any(v.size > MAX_VALUE_ELEMENTS for v in result):
+        return False
+    computed = {}
+    for o, v in zip(node.output, result):
+        if not o:
+            continue
+        code = _np_to_onnx(v.dtype)
+        have = declared.get(o)
+        if code is None or (have is not None and have.dtype and have.dtype != code):
+            return False  # a type the value cannot say, or one the file contradicts: infer instead
+        computed[o] = (code, v)
+    for o in outs:
+        code, v = computed[o]
+        values[o] = v
+        types[o] = TensorType(dtype=code, shape=tuple(int(d) for d in v.shape))
+    return True
 
 
 def _fill_runtime_gaps(node, types) -> None:  # type: ignore[no-untyped-def]

@@ -117,7 +117,8 @@ _TYPES: dict[str, tuple[int, tuple[tuple[tuple[int, int], frozenset[int]], ...]]
     "Pow": (0, (((7, 11), _F), ((12, _OPEN), _F | {T.INT32, T.INT64}))),
     "Range": (0, (((11, _OPEN), frozenset({T.DOUBLE, T.FLOAT, T.INT16, T.INT32, T.INT64})),)),
     "Tile": (0, (((6, _OPEN), _F | {T.INT32, T.INT64}),)),
-    "TopK": (0, (((1, _OPEN), _F | {T.INT32, T.INT64}),)),
+    "TopK": (0, (((1, _OPEN), frozenset({T.FLOAT, T.DOUBLE, T.FLOAT16, T.INT32, T.INT64})),)),
+    "ReduceSum": (0, (((1, _OPEN), _F | {T.INT32, T.INT64}),)),
     "CumSum": (0, (((11, _OPEN), _F | {T.INT32, T.INT64, T.UINT32, T.UINT64}),)),
     "Neg": (0, (((6, _OPEN), _F | {T.INT8, T.INT16, T.INT32, T.INT64}),)),
     "MatMulInteger": (0, (((10, _OPEN), frozenset({T.INT8})),)),
@@ -155,21 +156,21 @@ CPU_INPUTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, ...]], ...]] = {
     "Tile": (((6, _OPEN), (1,)),),  # tensor/tile.cc
     "Slice": (((10, _OPEN), (1, 2, 3, 4)),),  # tensor/slice.cc
     "Unsqueeze": (((13, _OPEN), (1,)),),  # tensor/unsqueeze.cc
-    "Squeeze": (((13, _OPEN), (1,)),),  # tensor/squeeze.cc (recalled)
-    "ConstantOfShape": (((9, _OPEN), (0,)),),  # generator/constant_of_shape.cc (recalled)
-    "TopK": (((10, _OPEN), (1,)),),  # math/topk.cc (recalled)
+    "Squeeze": (((13, _OPEN), (1,)),),  # tensor/squeeze.cc
+    "ConstantOfShape": (((9, _OPEN), (0,)),),  # generator/constant_of_shape.cc
+    "TopK": (((10, _OPEN), (1,)),),  # math/topk.cc
     "Upsample": (((9, 9), (1,)),),  # tensor/upsample.cc (recalled)
-    "Resize": (((10, 10), (1,)), ((11, _OPEN), (1, 2, 3))),  # tensor/resize.cc (recalled)
-    "Pad": (((11, 17), (1, 2)), ((18, _OPEN), (1, 2, 3))),  # tensor/pad.cc (recalled)
-    "Split": (((13, _OPEN), (1,)),),  # tensor/split.cc (recalled)
-    "ReduceSum": (((13, _OPEN), (1,)),),  # reduction/reduction_ops.cc (recalled)
+    "Resize": (((10, 10), (1,)), ((11, _OPEN), (1, 2, 3))),  # tensor/resize.cc (10, 11-12 read; 13+ recalled)
+    "Pad": (((11, 17), (1, 2)), ((18, _OPEN), (1, 2, 3))),  # tensor/pad.cc (11 read; 18+ recalled)
+    "Split": (((13, _OPEN), (1,)),),  # tensor/split.cc
+    "ReduceSum": (((13, _OPEN), (1,)),),  # reduction/reduction_ops.cc
     **{op: (((18, _OPEN), (1,)),) for op in ("ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceL1",
                                              "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")},
     "OneHot": (((11, _OPEN), (1, 2)),),  # tensor/onehot.cc
     "Dropout": (((12, _OPEN), (1, 2)),),  # nn/dropout.cc
     "Clip": (((11, _OPEN), (1, 2)),),  # math/clip.cc
-    "Trilu": (((14, _OPEN), (1,)),),  # tensor/trilu.cc (recalled)
-    "CumSum": (((11, _OPEN), (1,)),),  # math/cumsum.cc (recalled)
+    "Trilu": (((14, _OPEN), (1,)),),  # tensor/trilu.cc
+    "CumSum": (((11, _OPEN), (1,)),),  # math/cumsum.cc
     "If": (((1, _OPEN), (0,)),),  # controlflow/if.cc (recalled)
     "Loop": (((1, _OPEN), (0, 1)),),  # controlflow/loop.cc (recalled)
 }
@@ -200,7 +201,7 @@ _INPLACE = (  # activation/activations.cc .MayInplace(0, 0)
     "Elu", "HardSigmoid", "LeakyRelu", "Relu", "Selu", "Sigmoid", "Softplus", "Softsign", "Tanh",
     "ThresholdedRelu",
 )
-_INPLACE_RECALLED = ("ScatterND", "ScatterElements", "Trilu")
+_INPLACE_RECALLED = ("ScatterND", "Trilu")  # tensor/scatter_nd.cc, tensor/trilu.cc (ScatterElements: none)
 
 
 def cuda_sharing(op_type: str, since_version: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:

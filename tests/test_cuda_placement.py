@@ -202,3 +202,43 @@ def test_every_shipped_model_places_consistently(path: Path) -> None:
     position = {nid: k for k, nid in enumerate(ran)}
     assert sorted(ran) == sorted(sg.dag.nodes)
     assert all(position[u] < position[v] for u, v in sg.dag.edges)
+
+
+@pytest.mark.parametrize(
+    ("op", "version", "expected"),
+    [
+        ("Reshape", 14, (((0, 0),), ())),  # tensor/reshape.cc .Alias(0, 0)
+        ("Dropout", 10, (((0, 0),), ())),  # IdentityOp on CUDA up to 11
+        ("Dropout", 13, ((), ())),  # nn/dropout.cc: a real kernel
+        ("Relu", 14, ((), ((0, 0),))),  # activation/activations.cc .MayInplace(0, 0)
+        ("ScatterND", 18, ((), ((0, 0),))),
+        ("ScatterElements", 18, ((), ())),  # in place on CPU, not on CUDA
+        ("Clip", 13, ((), ())),  # likewise Cast and Softmax
+        ("Cast", 19, ((), ())),
+        ("Softmax", 13, ((), ())),
+    ],
+)
+def test_cuda_kernel_sharing(op: str, version: int, expected) -> None:  # type: ignore[no-untyped-def]
+    from graphmem.ort_cuda_rules import cuda_sharing
+
+    assert cuda_sharing(op, version) == expected
+
+
+@pytest.mark.parametrize(
+    ("op", "version", "dtypes", "has"),
+    [
+        ("MatMul", 13, (TensorProto.FLOAT, TensorProto.FLOAT), True),
+        ("MatMul", 13, (TensorProto.INT64, TensorProto.INT64), False),  # float kernels only
+        ("Where", 16, (TensorProto.BOOL, TensorProto.INT64, TensorProto.INT64), True),
+        ("ReduceSum", 13, (TensorProto.INT8,), False),
+        ("TopK", 11, (TensorProto.BFLOAT16,), False),
+        ("Add", 13, (TensorProto.INT8, TensorProto.INT8), False),  # small ints from 14 only
+        ("Add", 14, (TensorProto.INT8, TensorProto.INT8), True),
+        ("Celu", 12, (TensorProto.FLOAT,), False),  # no CUDA kernel at all
+        ("Gelu", 20, (TensorProto.FLOAT,), True),
+    ],
+)
+def test_cuda_kernel_registry(op: str, version: int, dtypes: tuple[int, ...], has: bool) -> None:
+    from graphmem.ort_cuda_rules import has_kernel
+
+    assert has_kernel("", op, version, dtypes) is has

@@ -78,14 +78,15 @@ def timed(code: str, args: list[str], repeat: int = 3) -> Timing:
     return Timing(wall=wall, work=work, rss=rss)
 
 
-def startup() -> float:
-    return timed("import onnx; work = 0.0", []).wall
+def startup(modules: str = "onnx") -> float:
+    return timed(f"import {modules}; work = 0.0", []).wall
 
 
 def main() -> int:
     models = [Path(p) for p in sys.argv[1:]] or [CORPUS / "gpt2_small.onnx"]
     dims = ["batch=1", "seq=128"]
-    print(f"python + import onnx start-up: {startup():.2f} s\n")
+    print(f"python + import onnx start-up: {startup():.2f} s")
+    print(f"python + import numpy, onnx, networkx (graphmem's floor): {startup('numpy, onnx, networkx'):.2f} s\n")
     print("wall: a fresh interpreter running the tool, start-up and imports included;")
     print("work: the same process's time after its imports (what each tool does to the file).\n")
     for model in models:

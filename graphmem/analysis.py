@@ -86,6 +86,7 @@ class ActivationsInfo:
     unknown: tuple[str, ...]  # activations of unknown size: not in the figures above
     runtime: str
     timeline: tuple[tuple[str, int], ...] = ()  # (node, bytes held after it) in execution order
+    step_ops: tuple[str, ...] = ()  # op type of each timeline step (Memcpy nodes included on CUDA)
     # Kernel scratch (graphmem.scratch): the largest one kernel requests, and the arena's in-use
     # high-water mark with it, in arena chunk bytes (the profiler's mem_in_use_peak).
     scratch_bytes: int = 0
@@ -261,6 +262,7 @@ def analyze_model(
         unknown=tuple(names[v] for v in plan.unknown_sizes),
         runtime=CUDA_RUNTIME if session.devices is not None else "onnxruntime 1.31 CPU",
         timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
+        step_ops=tuple(session.graph.node(nid).op_type for nid in session.order),
         live_at_peak=_live_at(plan, names, peak_step),
         scratch_bytes=scratch,
         in_use_peak_bytes=in_use,

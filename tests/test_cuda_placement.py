@@ -242,3 +242,22 @@ def test_cuda_kernel_registry(op: str, version: int, dtypes: tuple[int, ...], ha
     from graphmem.ort_cuda_rules import has_kernel
 
     assert has_kernel("", op, version, dtypes) is has
+
+
+def test_cuda_timeline_lists_the_copies_in_run_order(tmp_path: Path) -> None:
+    """relu (CUDA) → celu (CPU) → sigmoid (CUDA): the session runs relu, copies its result to the
+    host, celu, copies back, sigmoid — the steps verify matches against the profile's kernels."""
+    nodes = [
+        helper.make_node("Relu", ["X"], ["a"], name="relu"),
+        helper.make_node("Celu", ["a"], ["b"], name="celu"),
+        helper.make_node("Sigmoid", ["b"], ["Y"], name="sigmoid"),
+    ]
+    x = helper.make_tensor_value_info("X", F, [2, 8])
+    y = helper.make_tensor_value_info("Y", F, [2, 8])
+    a = graphmem.analyze(_save(tmp_path, nodes, [x], [y]), provider="cuda")
+    assert a.activations.step_ops == ("Relu", "MemcpyToHost", "Celu", "MemcpyFromHost", "Sigmoid")
+    # CUDA arena (64 B tensors): the copy back to the device is planned into relu's buffer (dead
+    # after the copy to host, same shape), so that buffer is held from relu to sigmoid; the host
+    # copy is pinned, celu's output CPU; sigmoid's graph output adds its own 64
+    assert [held for _, held in a.activations.timeline] == [64, 64, 64, 64, 128]
+    assert a.placement is not None and (a.placement.cpu_peak_bytes, a.placement.pinned_peak_bytes) == (64, 64)

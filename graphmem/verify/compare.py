@@ -169,7 +169,7 @@ def _first_divergence(predicted, run, tolerance: float, peak: int) -> Divergence
     """Steps are matched by position (the profile lists kernels in execution order; names of
     nodes onnxruntime's optimizers create, such as ReorderOutput's, vary between sessions);
     None when the two orders do not have the same op types."""
-    ops = [predicted.graph.node(nid).op_type for nid in predicted.order]
+    ops = list(predicted.activations.step_ops)
     if ops != [n.op_type for n in run.nodes]:
         return None
     base = run.primary.session_baseline

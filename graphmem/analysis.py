@@ -8,8 +8,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
-from collections.abc import Iterator
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 

@@ -28,17 +28,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import onnx
-from onnx import defs
 
 from graphmem.graph import OpGraph
 from graphmem.loading import Model
-from graphmem.ort_cuda_rules import FP16_LIKE, PINNED, cpu_inputs, has_kernel, output_memory
+from graphmem.ort_cuda_rules import FP16_LIKE, cpu_inputs, has_kernel, output_memory
+from graphmem.shapes.infer import op_schema
 from graphmem.shapes.types import TensorType
 
-__all__ = ["CudaPlacement", "place_cuda", "run_order", "since_version"]
+__all__ = ["CudaPlacement", "place_cuda", "placement_errors", "run_order", "session_problems", "since_version"]
 
 CUDA, CPU = "cuda", "cpu"
 _SMALL_INITIALIZER = 100  # elements (fallback_cpu_capability.cc IsSmallInitializer)
@@ -57,18 +56,12 @@ class CudaPlacement:
     cpu_preferred: int  # CUDA-capable nodes GetCpuPreferredNodes moved to CPU
 
 
-@lru_cache(maxsize=None)
-def _since(op_type: str, domain: str, opset: int) -> int:
-    try:
-        return defs.get_schema(op_type, opset, domain).since_version
-    except defs.SchemaError:
-        return 1  # Memcpy nodes and unknown ops: the first version
-
-
 def since_version(model: Model, node: onnx.NodeProto) -> int:
-    """The version of the op's schema the node resolves to (what kernels are registered for)."""
+    """The version of the op's schema the node resolves to (what kernels are registered for);
+    1 for Memcpy nodes and ops onnx does not define."""
     domain = "" if node.domain == "ai.onnx" else node.domain
-    return _since(node.op_type, domain, model.opsets.get(domain, 0))
+    schema = op_schema(node.op_type, model.opsets.get(domain, 0), domain)
+    return schema.since_version if schema is not None else 1
 
 
 def place_cuda(model: Model, g: OpGraph, order: tuple[int, ...], types: Mapping[str, TensorType]) -> CudaPlacement:
@@ -217,9 +210,8 @@ def _insert_copies(model: Model, device: dict[int, str], no_kernel: dict[str, in
         device[next_id] = CUDA
         next_id += 1
     new_ids = tuple(nodes)
-    copied = tuple(x for x in model.inputs if any(
-        device[nid] == CUDA and x in nodes[nid].input and _device_slot(model, nodes[nid], x) for nid in new_ids
-    ))
+    # read on the device only: the session copies it; read on both sides: a MemcpyFromHost does
+    copied = tuple(x for x in model.inputs if x in dev_in and x not in cpu_in)
     value_device: dict[str, str] = {}
     for nid in new_ids:
         node = nodes[nid]
@@ -236,11 +228,6 @@ def _insert_copies(model: Model, device: dict[int, str], no_kernel: dict[str, in
         no_kernel=no_kernel,
         cpu_preferred=moved,
     )
-
-
-def _device_slot(model: Model, node: onnx.NodeProto, name: str) -> bool:
-    kernel_cpu = cpu_inputs(node.op_type, since_version(model, node))
-    return any(x == name and i not in kernel_cpu for i, x in enumerate(node.input))
 
 
 def _fresh_name(base: str, taken: set[str]) -> str:
@@ -330,3 +317,22 @@ def placement_errors(p: CudaPlacement) -> list[str]:
             if (where == CUDA) != (wants == CUDA):
                 errors.append(f"{node.op_type} '{node.name or nid}' input {i} '{name}': on {where}, read on {wants}")
     return errors
+
+
+def session_problems(model: Model) -> list[str]:
+    """Every :func:`placement_errors` of ``model``'s CUDA session, and whether its two-stream run
+    order is a topological order of the session graph; empty when all holds."""
+    from graphmem.graph import build_graph
+    from graphmem.order import ort_order
+    from graphmem.shapes.infer import ORT_STATIC, infer_types
+
+    g = build_graph(model)
+    order = ort_order(g)
+    placed = place_cuda(model, g, order, infer_types(g, order, view=ORT_STATIC).types)
+    problems = placement_errors(placed)
+    sg = build_graph(placed.model)
+    ran = [nid for nid, _ in run_order(sg, ort_order(sg), placed.node_device)]
+    position = {nid: k for k, nid in enumerate(ran)}
+    if sorted(ran) != sorted(sg.dag.nodes) or any(position[u] >= position[v] for u, v in sg.dag.edges):
+        problems.append("the run order is not a topological order of the session graph")
+    return problems

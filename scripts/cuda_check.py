@@ -25,26 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
 import graphmem  # noqa: E402
-from graphmem.cuda_placement import place_cuda, placement_errors, run_order  # noqa: E402
+from graphmem.cuda_placement import session_problems  # noqa: E402
 from graphmem.errors import GraphmemError  # noqa: E402
-from graphmem.graph import build_graph  # noqa: E402
 from graphmem.loading import load_model  # noqa: E402
-from graphmem.order import ort_order  # noqa: E402
-from graphmem.shapes.infer import ORT_STATIC, infer_types  # noqa: E402
 
 
 def structural_problems(path: Path) -> list[str]:
-    model = load_model(path)
-    g = build_graph(model)
-    order = ort_order(g)
-    placed = place_cuda(model, g, order, infer_types(g, order, view=ORT_STATIC).types)
-    problems = placement_errors(placed)
-    sg = build_graph(placed.model)
-    ran = [nid for nid, _ in run_order(sg, ort_order(sg), placed.node_device)]
-    position = {nid: k for k, nid in enumerate(ran)}
-    if sorted(ran) != sorted(sg.dag.nodes) or any(position[u] >= position[v] for u, v in sg.dag.edges):
-        problems.append("run order is not a topological order of the session graph")
-    return problems
+    return session_problems(load_model(path))
 
 
 def node_cases() -> tuple[int, int, int, list[str]]:

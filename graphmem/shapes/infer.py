@@ -30,7 +30,7 @@ from graphmem.shapes.contrib import infer_contrib, nchwc_block_sizes
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.shapes.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
 
-__all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape"]
+__all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape", "op_schema"]
 
 #: Ops whose integer values onnxruntime 1.31 propagates at graph resolve
 #: (``core/graph/data_propagation/*``).
@@ -119,12 +119,12 @@ def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ign
     """Runtime view: a node whose inputs are all known small values is evaluated first, and its
     outputs typed by the values it computed (what the run produces), skipping ONNX inference.
     False, with nothing set, when that is not possible."""
-    ins = node.input
-    if not ins or node.op_type in _EXPANDING or node.op_type in ("Shape", "Size") or node.domain not in ("", "ai.onnx"):
+    if node.op_type in _EXPANDING or node.op_type in ("Shape", "Size") or node.domain not in ("", "ai.onnx"):
         return False
-    if any(x and (x not in values or values[x].size > MAX_VALUE_ELEMENTS or values[x].dtype == object) for x in ins):
+    known = _known_inputs(node, values)
+    if known is None or any(v is not None and v.dtype == object for v in known):
         return False
-    result = evaluate_node(node, [values[x] if x else None for x in ins], opsets)
+    result = evaluate_node(node, known, opsets)
     outs = [o for o in node.output if o]
     if result is None or len(result) < len(node.output) or any(v.size > MAX_VALUE_ELEMENTS for v in result):
         return False
@@ -165,7 +165,7 @@ def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # 
     """ONNX per-node inference; None when the node has no schema or inference raised."""
     domain = node.domain or ""
     version = model.opsets.get(domain, model.opsets.get("ai.onnx", 0) if domain == "" else 0)
-    schema = _schema(node.op_type, version, domain)
+    schema = op_schema(node.op_type, version, domain)
     if schema is None:
         return infer_contrib(node, types, values, block_sizes=blocks)
     if not schema.has_type_and_shape_inference_function:
@@ -192,7 +192,7 @@ def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # 
 
 
 @lru_cache(maxsize=None)
-def _schema(op_type: str, version: int, domain: str) -> defs.OpSchema | None:
+def op_schema(op_type: str, version: int, domain: str) -> defs.OpSchema | None:
     """The op's schema at the model's opset; None for an op onnx does not define."""
     try:
         return defs.get_schema(op_type, version, domain)
@@ -264,10 +264,8 @@ def _compute_values(opsets, node, types, values, view: View) -> None:  # type: i
     if node.op_type == "Shape" or node.op_type == "Size":
         _shape_value(node, types, values)
         return
-    ins = [x for x in node.input]
-    if not ins or any(x and x not in values for x in ins):
-        return
-    if any(x and values[x].size > MAX_VALUE_ELEMENTS for x in ins):
+    known = _known_inputs(node, values)
+    if known is None:
         return
     outs = [o for o in node.output if o]
     for o in outs:
@@ -281,7 +279,7 @@ def _compute_values(opsets, node, types, values, view: View) -> None:  # type: i
                 return
         elif node.op_type in _EXPANDING:
             return
-    result = evaluate_node(node, [values[x] if x else None for x in ins], opsets)
+    result = evaluate_node(node, known, opsets)
     if result is None:
         return
     for o, v in zip(node.output, result):
@@ -292,6 +290,15 @@ def _compute_values(opsets, node, types, values, view: View) -> None:  # type: i
         declared = types.get(o)
         if declared is None or not is_concrete(declared.shape):
             types[o] = TensorType(dtype=_onnx_dtype(v, declared), shape=tuple(int(d) for d in v.shape))
+
+
+def _known_inputs(node, values) -> list[np.ndarray | None] | None:  # type: ignore[no-untyped-def]
+    """The node's input values (None for an omitted optional input) when it has inputs and every
+    present one is a known value of at most MAX_VALUE_ELEMENTS elements; else None."""
+    ins = node.input
+    if not ins or any(x and (x not in values or values[x].size > MAX_VALUE_ELEMENTS) for x in ins):
+        return None
+    return [values[x] if x else None for x in ins]
 
 
 def _shape_value(node, types, values) -> None:  # type: ignore[no-untyped-def]

@@ -23,7 +23,7 @@ import onnx
 
 import graphmem
 from graphmem.errors import GraphmemError
-from graphmem.loading import load_model
+from graphmem.model.loading import load_model
 from graphmem.verify import make_feeds, measure
 
 

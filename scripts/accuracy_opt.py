@@ -2,12 +2,12 @@
 
 For every model of the corpus (``scripts/corpus.py``) and each dim binding (batch 1 and 8, other
 dims 128), analyses the graph onnxruntime runs at ``--level`` (the file
-:func:`graphmem.verify.optimized.optimized_model` makes it write) and measures a fresh session of
+:func:`graphmem.ort.optimized.optimized_model` makes it write) and measures a fresh session of
 the *original* file at the same level (CPU EP, one intra-op thread, run 1):
 
 * ``predicted`` / ``measured``: requested activation bytes (``activations.peak_bytes`` vs the
   profiler's ``mem_bytes_requested_in_use`` peak), and their ratio;
-* ``pred+scr`` / ``in-use``: the scratch-inclusive prediction (:mod:`graphmem.scratch`) vs the
+* ``pred+scr`` / ``in-use``: the scratch-inclusive prediction (:mod:`graphmem.ort.scratch`) vs the
   profiler's in-use high-water mark (``RunMemory.in_use_peak_bytes``), and their ratio;
 * ``unres``: tensors of the optimized graph whose shape graphmem could not resolve.
 
@@ -23,7 +23,7 @@ dynamic mmap threshold, later sessions get them from the heap, which changes whi
 equal-sized free chunks the arena picks (on the corpus only tiny_bert at batch 8, graph-opt basic,
 moves: 6.03 MB vs 4.98 MB). So every measurement runs in a fresh interpreter, as a process's first
 session, with ``MALLOC_MMAP_THRESHOLD_=131072`` pinning the threshold: the placement
-:class:`graphmem.planner.bfc.BfcArena` models.
+:class:`graphmem.ort.arena.BfcArena` models.
 
 Exit status 1 when any requested peak is off by more than 5 % or any scratch-inclusive peak by
 more than 10 %, a tensor is unresolved, or an analysis fails; models onnxruntime cannot load or
@@ -48,9 +48,9 @@ import onnx  # noqa: E402
 
 import graphmem  # noqa: E402
 from graphmem.errors import GraphmemError  # noqa: E402
-from graphmem.scratch import ScratchProfile, scratch_profile  # noqa: E402
+from graphmem.ort.scratch import ScratchProfile, scratch_profile  # noqa: E402
 from graphmem.verify import RunMemory, make_feeds, measure  # noqa: E402
-from graphmem.verify.optimized import optimized_model  # noqa: E402
+from graphmem.ort.optimized import optimized_model  # noqa: E402
 
 TOLERANCE = 0.05
 SCRATCH_TOLERANCE = 0.10
@@ -66,9 +66,9 @@ def analyze_optimized(path: Path, dims: dict[str, int]) -> tuple[graphmem.Analys
     * the execution order is the file's order: onnxruntime writes the optimized graph in its
       session's execution order (``Graph::ToGraphProto`` walks
       ``GraphViewer::GetNodesInTopologicalOrder``), but renumbered, so the reverse DFS of
-      :func:`graphmem.order.ort_order` over the file is not that order;
+      :func:`graphmem.ort.order.ort_order` over the file is not that order;
     * the NCHWc block sizes the file's padded filters allow
-      (:func:`graphmem.shapes.contrib.nchwc_block_sizes`) reach ReorderInput's shape rule.
+      (:func:`graphmem.ort.contrib_shapes.nchwc_block_sizes`) reach ReorderInput's shape rule.
     """
     import functools
     import inspect
@@ -77,11 +77,11 @@ def analyze_optimized(path: Path, dims: dict[str, int]) -> tuple[graphmem.Analys
         result = graphmem.analyze(path, dims=dims, execution_order="file")  # type: ignore[call-arg]
         return result, scratch_profile(result)
 
-    import graphmem.analysis as analysis
+    import graphmem.analysis.pipeline as analysis
     import graphmem.shapes.infer as infer
-    from graphmem.loading import load_model
-    from graphmem.order import file_order
-    from graphmem.shapes.contrib import infer_contrib, nchwc_block_sizes
+    from graphmem.model.loading import load_model
+    from graphmem.ort.order import file_order
+    from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes
 
     model = load_model(path)
     blocks = nchwc_block_sizes(model.nodes, {name: w.dims for name, w in model.weights.items()})

@@ -30,7 +30,7 @@ CORPUS = ROOT / ".cache" / "corpus"
 # Each snippet imports its tool, then times its work (``WORK`` seconds, after the imports).
 ONNX_LOAD = "import onnx,sys,time; t0=time.perf_counter(); onnx.load(sys.argv[1]); work=time.perf_counter()-t0"
 GRAPHMEM = (
-    "import sys, time, graphmem; from graphmem.report import peak_json; t0=time.perf_counter(); "
+    "import sys, time, graphmem; from graphmem.views.report import peak_json; t0=time.perf_counter(); "
     "peak_json(graphmem.analyze(sys.argv[1], dims=dict((a.split('=')[0], int(a.split('=')[1])) for a in sys.argv[2:]))); "
     "work=time.perf_counter()-t0"
 )

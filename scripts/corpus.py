@@ -62,7 +62,7 @@ def name(path: Path) -> str:
 
 def bindings(path: Path, batches: tuple[int, ...] = (1, 8), seq: int = 128) -> list[dict[str, int]]:
     """Dim bindings to test a model at: each batch size; every other symbolic dim = ``seq``."""
-    import graphmem.loading as loading
+    import graphmem.model.loading as loading
 
     names = loading.load_model(path).symbolic_dims
     if not names:

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
 import graphmem  # noqa: E402
-from graphmem.cuda_placement import session_problems  # noqa: E402
+from graphmem.ort.cuda.placement import session_problems  # noqa: E402
 from graphmem.errors import GraphmemError  # noqa: E402
-from graphmem.loading import load_model  # noqa: E402
+from graphmem.model.loading import load_model  # noqa: E402
 
 
 def structural_problems(path: Path) -> list[str]:

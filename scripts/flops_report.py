@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
 import graphmem  # noqa: E402
-from graphmem.loading import load_model  # noqa: E402
+from graphmem.model.loading import load_model  # noqa: E402
 from graphmem.verify.feeds import make_feeds  # noqa: E402
 from graphmem.verify.shapes import runtime_shapes  # noqa: E402
 

@@ -4,7 +4,7 @@ For every default-domain op with one float input and one output of the same shap
 ``X -> Exp -> a -> OP -> b -> Exp -> c -> Sigmoid -> Y`` (a [1,1024] float chain), runs it with
 onnxruntime (ORT_DISABLE_ALL, CPU, profiler memory fields) and reads the arena after OP: 4096
 bytes means OP wrote into its dying input ``a`` (in place), 8192 a fresh buffer. Prints each op
-with onnxruntime's behaviour and graphmem's rule (``graphmem/ort_rules.py``) and exits 1 on any
+with onnxruntime's behaviour and graphmem's rule (``graphmem/ort/rules.py``) and exits 1 on any
 disagreement.
 
     python scripts/probe_inplace.py [OP ...]
@@ -19,7 +19,7 @@ from pathlib import Path
 from onnx import TensorProto, defs, helper
 
 from graphmem.errors import GraphmemError
-from graphmem.ort_rules import sharing
+from graphmem.ort.rules import sharing
 from graphmem.verify import make_feeds, measure
 
 OPSET = 17

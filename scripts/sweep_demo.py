@@ -32,10 +32,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graphmem.batch import parse_sweep_dims, search_largest, sweep
-from graphmem.batch_report import fit_formula, sweep_table
-from graphmem.devices import find_device
-from graphmem.loading import load_model
+from graphmem.batch.search import parse_sweep_dims, search_largest, sweep
+from graphmem.batch.report import fit_formula, sweep_table
+from graphmem.views.devices import find_device
+from graphmem.model.loading import load_model
 from graphmem.units import format_bytes, parse_bytes
 
 ROOT = Path(__file__).resolve().parent.parent

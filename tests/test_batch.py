@@ -1,4 +1,4 @@
-"""Sweep, fit and exact search (graphmem.batch) and the KV cache (graphmem.kvcache).
+"""Sweep, fit and exact search (graphmem.batch.search) and the KV cache (graphmem.views.kvcache).
 
 Models: ``models/tiny_cnn.onnx`` (dim batch), ``models/tiny_bert.onnx`` (batch, seq) and two
 graphs written inline here: a two-layer decoder step with past key/value inputs, and a graph whose
@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import graphmem
-from graphmem.batch import (
+from graphmem.batch.search import (
     MAX_SWEEP_POINTS,
     SweepRow,
     check_fit,
@@ -32,10 +32,10 @@ from graphmem.batch import (
     search_largest_training,
     training_config,
 )
-from graphmem.batch_report import fit_json, fit_table, sweep_json, sweep_table
+from graphmem.batch.report import fit_json, fit_table, sweep_json, sweep_table
 from graphmem.errors import UnboundDimError, UnknownDimError, UsageError
-from graphmem.kvcache import context_dim, kv_cache
-from graphmem.loading import load_model
+from graphmem.views.kvcache import context_dim, kv_cache
+from graphmem.model.loading import load_model
 from graphmem.training import TrainingConfig, estimate_training
 
 ROOT = Path(__file__).resolve().parent.parent

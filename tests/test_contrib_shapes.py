@@ -1,4 +1,4 @@
-"""Shape rules of onnxruntime's contrib ops (``graphmem/shapes/contrib.py``).
+"""Shape rules of onnxruntime's contrib ops (``graphmem/ort/contrib_shapes.py``).
 
 Each rule is checked against shapes computed by hand from onnxruntime's schema (comment beside
 each case), in both views: concrete dims (the runtime view) and a symbolic batch (the static view,
@@ -16,8 +16,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import graphmem
-from graphmem.shapes.contrib import MLAS_NCHWC_BLOCKS, RULES, infer_contrib, nchwc_block_sizes
-from graphmem.shapes.types import TensorType
+from graphmem.ort.contrib_shapes import MLAS_NCHWC_BLOCKS, RULES, infer_contrib, nchwc_block_sizes
+from graphmem.model.types import TensorType
 
 F = TensorProto.FLOAT
 MS, NCHWC = "com.microsoft", "com.microsoft.nchwc"

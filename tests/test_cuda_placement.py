@@ -1,4 +1,4 @@
-"""The CUDA session emulation (graphmem.cuda_placement, ort_cuda_rules, session): partition,
+"""The CUDA session emulation (graphmem.ort.cuda.placement, ort_cuda_rules, session): partition,
 copies, run order and plan on hand-built graphs whose answers are worked out by hand, and its
 structural invariants on every shipped model. (No GPU here: these check the emulation against
 onnxruntime's rules as read in its source, not against a measurement.)"""
@@ -13,10 +13,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import graphmem
-from graphmem.cuda_placement import place_cuda, placement_errors, run_order, session_problems
-from graphmem.graph import build_graph
-from graphmem.loading import load_model
-from graphmem.order import ort_order
+from graphmem.ort.cuda.placement import place_cuda, placement_errors, run_order, session_problems
+from graphmem.model.graph import build_graph
+from graphmem.model.loading import load_model
+from graphmem.ort.order import ort_order
 from graphmem.shapes.infer import ORT_STATIC, infer_types
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,7 +216,7 @@ def test_every_shipped_model_places_consistently(path: Path) -> None:
     ],
 )
 def test_cuda_kernel_sharing(op: str, version: int, expected) -> None:  # type: ignore[no-untyped-def]
-    from graphmem.ort_cuda_rules import cuda_sharing
+    from graphmem.ort.cuda.rules import cuda_sharing
 
     assert cuda_sharing(op, version) == expected
 
@@ -236,7 +236,7 @@ def test_cuda_kernel_sharing(op: str, version: int, expected) -> None:  # type: 
     ],
 )
 def test_cuda_kernel_registry(op: str, version: int, dtypes: tuple[int, ...], has: bool) -> None:
-    from graphmem.ort_cuda_rules import has_kernel
+    from graphmem.ort.cuda.rules import has_kernel
 
     assert has_kernel("", op, version, dtypes) is has
 

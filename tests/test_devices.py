@@ -1,5 +1,5 @@
-"""The device catalog, user devices, name lookup (graphmem.devices) and the roofline
-(graphmem.roofline), on a one-MatMul graph whose costs are computed by hand."""
+"""The device catalog, user devices, name lookup (graphmem.views.devices) and the roofline
+(graphmem.views.roofline), on a one-MatMul graph whose costs are computed by hand."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import graphmem
-from graphmem.devices import (
+from graphmem.views.devices import (
     CATALOG,
     PRECISIONS,
     Device,
@@ -27,7 +27,7 @@ from graphmem.devices import (
     resolve_device,
 )
 from graphmem.errors import UsageError
-from graphmem.roofline import device_lines, device_section, precision_of, roofline
+from graphmem.views.roofline import device_lines, device_section, precision_of, roofline
 
 REQUIRED = {
     "gtx-1080-ti", "titan-x-pascal", "k80", "t4", "l4", "a10", "a100-40gb", "a100-80gb",
@@ -183,7 +183,7 @@ def test_roofline_by_hand(matmul: Path) -> None:
 
 
 def test_roofline_without_flop_counter(matmul: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import graphmem.roofline as rl
+    import graphmem.views.roofline as rl
 
     monkeypatch.setattr(rl, "flop_report", lambda a: None)
     r = roofline(graphmem.analyze(matmul), _device(fp32=1e9))

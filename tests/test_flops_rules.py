@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 import graphmem
 import graphmem.flops as flops
 from graphmem.flops import Cost, NodeView, count_flops, coverage, evaluate, make_view
-from graphmem.shapes.types import TensorType
+from graphmem.model.types import TensorType
 
 MS = "com.microsoft"
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from graphmem.config import ConfigError, find_config, load_config, parse_config
+from graphmem.gate.config import ConfigError, find_config, load_config, parse_config
 from graphmem.errors import UsageError
-from graphmem.formats import render_check, render_diff, render_peak, resolve_format
-from graphmem.diff import Layer, Thresholds, diff_documents, parse_thresholds
-from graphmem.gate import (
+from graphmem.views.formats import render_check, render_diff, render_peak, resolve_format
+from graphmem.gate.diff import Layer, Thresholds, diff_documents, parse_thresholds
+from graphmem.gate.budgets import (
     Budgets,
     FlopsUnavailableError,
     annotation,

@@ -4,7 +4,7 @@ and the arena's in-use figure, against real measurements (no mocks).
 Tiny inline graphs go through onnxruntime's own optimizer (``optimized_model``), graphmem
 analyses the file it writes, and a profiled session of the original graph at the same level is
 measured: requested bytes must match ``activations.peak_bytes`` and the replayed arena
-(``graphmem.scratch``) must match the in-use high-water mark, byte for byte. Rule and arena unit
+(``graphmem.ort.scratch``) must match the in-use high-water mark, byte for byte. Rule and arena unit
 tests use hand-computed numbers.
 """
 
@@ -22,16 +22,16 @@ from graphs import init, model, save, tensor
 from onnx import TensorProto, helper
 
 import graphmem
-import graphmem.analysis
-import graphmem.scratch as scratch
+import graphmem.analysis.pipeline
+import graphmem.ort.scratch as scratch
 import graphmem.shapes.infer as infer
-from graphmem.loading import load_model
-from graphmem.order import file_order
-from graphmem.scratch import BfcArena, KernelScratch, kernel_scratch, scratch_bytes, scratch_profile
-from graphmem.shapes.contrib import infer_contrib, nchwc_block_sizes
-from graphmem.shapes.types import TensorType
+from graphmem.model.loading import load_model
+from graphmem.ort.order import file_order
+from graphmem.ort.scratch import BfcArena, KernelScratch, kernel_scratch, scratch_bytes, scratch_profile
+from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes
+from graphmem.model.types import TensorType
 from graphmem.verify import make_feeds, measure
-from graphmem.verify.optimized import optimized_model
+from graphmem.ort.optimized import optimized_model
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(0)
@@ -52,14 +52,14 @@ def analyze_optimized(path: Path, dims: dict[str, int]) -> tuple[graphmem.Analys
         return result, scratch_profile(result)
     model = load_model(path)
     blocks = nchwc_block_sizes(model.nodes, {name: wt.dims for name, wt in model.weights.items()})
-    saved = graphmem.analysis.ort_order, infer.infer_contrib
-    graphmem.analysis.ort_order = file_order
+    saved = graphmem.analysis.pipeline.ort_order, infer.infer_contrib
+    graphmem.analysis.pipeline.ort_order = file_order
     infer.infer_contrib = functools.partial(infer_contrib, block_sizes=blocks)
     try:
         result = graphmem.analyze(path, dims=dims)
         return result, scratch_profile(result)
     finally:
-        graphmem.analysis.ort_order, infer.infer_contrib = saved
+        graphmem.analysis.pipeline.ort_order, infer.infer_contrib = saved
 
 
 def check(path: Path, level: str, dims: dict[str, int], tmp: Path) -> tuple[graphmem.Analysis, scratch.ScratchProfile]:

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 import graphmem
 from graphmem.cli import app
-from graphmem.layers import layer_rows
+from graphmem.views.layers import layer_rows
 
 
 def test_layer_rows_sum_to_the_totals(models_dir: Path) -> None:

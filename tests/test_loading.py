@@ -8,8 +8,8 @@ import onnx
 import pytest
 
 import graphmem
-from graphmem.loading import KEEP_VALUE_MAX_ELEMENTS, load_model
-from graphmem.protoscan import read_stripped
+from graphmem.model.loading import KEEP_VALUE_MAX_ELEMENTS, load_model
+from graphmem.model.protoscan import read_stripped
 
 
 @pytest.mark.parametrize("name", ["tiny_bert.onnx", "tiny_cnn.onnx", "static_mlp.onnx", "tiny_lstm.onnx"])
@@ -54,7 +54,7 @@ def test_external_data_is_counted_without_the_file(llama_tiny: Path) -> None:
 
 
 def test_packed_int4_weights_are_sized_in_half_bytes() -> None:
-    from graphmem.dtypes import tensor_bytes
+    from graphmem.model.dtypes import tensor_bytes
 
     assert tensor_bytes(onnx.TensorProto.INT4, 7) == 4  # ceil(7 * 4 / 8)
     assert tensor_bytes(onnx.TensorProto.FLOAT4E2M1, 16) == 8

@@ -12,7 +12,7 @@ from graphs import init, model, save, tensor
 from onnx import helper
 
 import graphmem
-from graphmem.loading import load_model
+from graphmem.model.loading import load_model
 from graphmem.verify import make_feeds, measure
 
 KIB4 = 4096  # one float tensor of 1024 elements

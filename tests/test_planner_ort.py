@@ -1,4 +1,4 @@
-"""The onnxruntime planner emulation (``graphmem.planner.ortplan``) on tiny inline programs.
+"""The onnxruntime planner emulation (``graphmem.ort.allocation``) on tiny inline programs.
 
 Each test writes its program inline, then the step-by-step plan in a comment: which buffer each
 output takes (fresh, a freed one, its input's), what the planning pass frees after the step
@@ -17,7 +17,7 @@ import pytest
 from graphmem.planner.check import PlanInvariantError, check_ort_plan, check_placement
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
-from graphmem.planner.ortplan import OrtPlan, plan_ort
+from graphmem.ort.allocation import OrtPlan, plan_ort
 from graphmem.planner.program import Key, Program, same_key
 from planner_programs import A, B, T1, T2, T3, T5, program, src, step, val
 

@@ -11,7 +11,7 @@ from graphs import model, save, tensor
 from onnx import helper
 
 import graphmem
-from graphmem.loading import load_model
+from graphmem.model.loading import load_model
 from graphmem.verify.shapes import runtime_types
 
 

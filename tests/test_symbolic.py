@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 import graphmem
 from graphmem.cli import app
-from graphmem.loading import load_model
+from graphmem.model.loading import load_model
 from graphmem.schema import validate
-from graphmem.symbolic import symbolic_peak
+from graphmem.views.symbolic import symbolic_peak
 
 
 def test_formula_is_exact_and_predicts_unseen_dims(models_dir: Path) -> None:

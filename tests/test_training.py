@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from graphmem.analysis import analyze_model
+from graphmem.analysis.pipeline import analyze_model
 from graphmem.errors import GraphmemError, UsageError
-from graphmem.loading import model_from_proto
+from graphmem.model.loading import model_from_proto
 from graphmem.training import (
     TrainingConfig,
     estimate_training,

@@ -17,7 +17,7 @@ from typing import Union
 import numpy as np
 import onnx
 
-from graphmem.shapes.types import TensorType
+from graphmem.model.types import TensorType
 
 __all__ = [
     "Cost",

@@ -21,8 +21,8 @@ from graphmem.flops.cost import ZERO, Cost, NodeView
 from graphmem.flops.families import always_zero
 from graphmem.flops.registry import REGISTRY, normalize_domain, run
 from graphmem.errors import UsageError
-from graphmem.graph import OpGraph
-from graphmem.shapes.types import TensorType, is_concrete, type_from_proto, type_to_proto
+from graphmem.model.graph import OpGraph
+from graphmem.model.types import TensorType, is_concrete, type_from_proto, type_to_proto
 
 __all__ = ["FlopReport", "count_flops", "node_view"]
 

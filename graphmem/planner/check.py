@@ -10,7 +10,7 @@ from __future__ import annotations
 from graphmem.errors import GraphmemError
 from graphmem.planner.greedy import Placement
 from graphmem.planner.liveness import Liveness
-from graphmem.planner.ortplan import OrtPlan
+from graphmem.ort.allocation import OrtPlan
 
 __all__ = ["PlanInvariantError", "check_placement", "check_ort_plan"]
 

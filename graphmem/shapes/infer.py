@@ -24,11 +24,11 @@ import onnx
 from onnx import defs
 from onnx.numpy_helper import from_array
 
-from graphmem.dtypes import is_integer
-from graphmem.graph import OpGraph
-from graphmem.shapes.contrib import infer_contrib, nchwc_block_sizes
+from graphmem.model.dtypes import is_integer
+from graphmem.model.graph import OpGraph
+from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
-from graphmem.shapes.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
+from graphmem.model.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
 
 __all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape", "op_schema"]
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from graphmem.dtypes import is_float
-from graphmem.graph import OpGraph
-from graphmem.shapes.types import TensorType
+from graphmem.model.dtypes import is_float
+from graphmem.model.graph import OpGraph
+from graphmem.model.types import TensorType
 
 __all__ = [
     "WeightRoles",
@@ -120,8 +120,8 @@ def weight_only_nodes(g: OpGraph) -> frozenset[int]:
     graph input; computed in one topological pass instead of one ancestor set per node.
     A node with no inputs at all (a constant generator) is weight-only too.
 
-    >>> from graphmem.loading import model_from_proto
-    >>> from graphmem.graph import build_graph
+    >>> from graphmem.model.loading import model_from_proto
+    >>> from graphmem.model.graph import build_graph
     >>> import onnx, numpy as np
     >>> from onnx import helper, numpy_helper, TensorProto
     >>> w = numpy_helper.from_array(np.ones((3, 2), np.float32), "W")

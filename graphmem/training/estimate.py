@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 from onnx import TensorProto
 
-from graphmem.analysis import Analysis, analyze_model
-from graphmem.dtypes import cast_floats, cast_weights
+from graphmem.analysis.pipeline import Analysis, analyze_model
+from graphmem.model.dtypes import cast_floats, cast_weights
 from graphmem.errors import UsageError
-from graphmem.loading import load_model
-from graphmem.order import file_order
+from graphmem.model.loading import load_model
+from graphmem.ort.order import file_order
 from graphmem.training import classify, patterns
 from graphmem.training.optimizer import (
     GRAD_MODES,

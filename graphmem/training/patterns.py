@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import onnx
 
-from graphmem.graph import OpGraph
-from graphmem.shapes.types import TensorType
+from graphmem.model.graph import OpGraph
+from graphmem.model.types import TensorType
 
 __all__ = ["Op", "torch_ops", "view_input", "dropout_active", "VIEW_OPS"]
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from graphmem.memory import tensor_size
+from graphmem.model.program import tensor_size
 from graphmem.planner.liveness import Liveness, analyze_liveness
 from graphmem.planner.program import Program, Step, Value
-from graphmem.shapes.types import TensorType
+from graphmem.model.types import TensorType
 from graphmem.training.classify import differentiable_input
 from graphmem.training.patterns import Op
 from graphmem.training.saved import Saved

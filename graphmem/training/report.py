@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphmem.report import model_json
+from graphmem.views.report import model_json
 from graphmem.training.estimate import TrainingEstimate
 from graphmem.units import byte_table, format_bytes, format_count
 

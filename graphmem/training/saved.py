@@ -26,9 +26,9 @@ from typing import Any
 import onnx
 from onnx import TensorProto
 
-from graphmem.dtypes import is_float, tensor_bytes
-from graphmem.memory import tensor_size
-from graphmem.shapes.types import TensorType, is_concrete
+from graphmem.model.dtypes import is_float, tensor_bytes
+from graphmem.model.program import tensor_size
+from graphmem.model.types import TensorType, is_concrete
 
 __all__ = ["OpView", "SavedItem", "Saved", "Rule", "RULES", "saved_by", "lstm_workspace_bytes", "good_ld"]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from graphmem.memory import tensor_size
+from graphmem.model.program import tensor_size
 from graphmem.training.saved import OpView, good_ld
 
 __all__ = ["forward_temporaries", "backward_temporaries", "conv_uses_onednn", "TEMPORARIES"]

@@ -40,7 +40,7 @@ class Verification:
     measured_bytes: int
     measured_run2_bytes: int | None
     measured_scratch_bytes: int  # in-use peak, kernel scratch included (arena chunk sizes)
-    predicted_scratch_bytes: int  # the same, predicted (graphmem.scratch)
+    predicted_scratch_bytes: int  # the same, predicted (graphmem.ort.scratch)
     # what the session's arena held before run 1: the initializers onnxruntime places there. It
     # keeps others outside its arena (ResNet-50: 7.9 of 97 MiB in the arena), which the profiler
     # does not see: this is not the whole of the weights the session holds.
@@ -89,10 +89,10 @@ def verify(
     import onnx
 
     import graphmem
-    from graphmem.loading import load_model
+    from graphmem.model.loading import load_model
     from graphmem.verify.feeds import make_feeds
     from graphmem.verify.measure import measure
-    from graphmem.verify.optimized import optimized_model
+    from graphmem.ort.optimized import optimized_model
     from graphmem.verify.weights import missing_weights, with_random_weights
 
     path = Path(path)

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from graphmem.dtypes import is_float
+from graphmem.model.dtypes import is_float
 from graphmem.errors import ExternalDataError
 
 __all__ = ["with_random_weights", "missing_weights"]

@@ -1,0 +1,401 @@
+"""The pipeline, end to end: load → graph → order → shapes → program → plans → result.
+
+:func:`analyze` is the library call behind ``graphmem peak``; the CLI only renders its result.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from graphmem.model.dtypes import cast_floats, cast_weights, dtype_name, parse_dtype
+from graphmem.errors import ShapeInferenceError, UnboundDimError, UnknownDimError, UsageError
+from graphmem.model.graph import OpGraph, build_graph
+from graphmem.model.loading import Model, load_model
+from graphmem.model.program import build_program, tensor_size
+from graphmem.ort.order import file_order, ort_order
+from graphmem.ort.rewrites import remove_duplicate_casts
+from graphmem.ort.rules import runs_as_function, sharing, unwritten_outputs
+from graphmem.planner.greedy import plan_greedy
+from graphmem.planner.liveness import analyze_liveness
+from graphmem.ort.allocation import OrtPlan, plan_ort
+from graphmem.ort.scratch import replay_run
+from graphmem.ort.session import CUDA_RUNTIME, PROVIDERS, PlacementInfo, main_device_only, session_graph
+from graphmem.flops import FlopReport, count_flops
+from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
+from graphmem.model.types import TensorType, is_concrete
+
+__all__ = [
+    "Analysis",
+    "ModelInfo",
+    "WeightsInfo",
+    "ActivationsInfo",
+    "IOInfo",
+    "ShapesInfo",
+    "analyze",
+    "analyze_model",
+    "analyze_graph_opt",
+    "MAX_DIM",
+]
+
+#: Largest value a ``--dim`` may take; larger ones are rejected as absurd.
+MAX_DIM = 1 << 40
+#: Tensors larger than this (1 EiB) mean absurd dims, not a model.
+MAX_TENSOR_BYTES = 1 << 60
+
+KNOWN_DOMAINS = frozenset(
+    {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelInfo:
+    path: str
+    opset: int
+    nodes: int
+    dims: dict[str, int]
+    graph_opt: str = "none"  # onnxruntime optimization level of the graph analysed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightsInfo:
+    """Initializers and Constant outputs, each counted once."""
+
+    params: int
+    bytes: int
+    by_dtype: dict[str, tuple[int, int]]  # dtype -> (params, bytes)
+    external_bytes: int
+    unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActivationsInfo:
+    """Activation memory: the runtime's peak, the bounds, and where the peak happens."""
+
+    peak_bytes: int
+    peak_node: str
+    peak_step: int
+    lower_bound_bytes: int
+    no_reuse_bytes: int
+    best_arena_bytes: int
+    unknown: tuple[str, ...]  # activations of unknown size: not in the figures above
+    runtime: str
+    timeline: tuple[tuple[str, int], ...] = ()  # (node, bytes held after it) in execution order
+    step_ops: tuple[str, ...] = ()  # op type of each timeline step (Memcpy nodes included on CUDA)
+    # Kernel scratch (graphmem.ort.scratch): the largest one kernel requests, and the arena's in-use
+    # high-water mark with it, in arena chunk bytes (the profiler's mem_in_use_peak).
+    scratch_bytes: int = 0
+    in_use_peak_bytes: int | None = 0  # None: not modelled (CUDA kernels' workspaces)
+    scratch_unmodelled: tuple[str, ...] = ()  # op types without a scratch rule (counted 0)
+    live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
+    provider: str = "cpu"  # the execution provider whose allocator is emulated
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IOInfo:
+    inputs_bytes: int
+    outputs_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShapesInfo:
+    tensors: int
+    unresolved: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Analysis:
+    """Everything ``graphmem peak`` reports, as typed data."""
+
+    model: ModelInfo
+    weights: WeightsInfo
+    activations: ActivationsInfo
+    io: IOInfo
+    shapes: ShapesInfo
+    total_bytes: int
+    graph: OpGraph
+    order: tuple[int, ...]
+    types: dict[str, TensorType]
+    flops: FlopReport
+    placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
+
+
+def analyze(
+    path: str | os.PathLike[str],
+    *,
+    dims: Mapping[str, int] | None = None,
+    provider: str = "cpu",
+    as_dtype: str | None = None,
+    execution_order: str = "ort",
+) -> Analysis:
+    """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``.
+
+    ``as_dtype`` ("float16", "bfloat16", "int8", …) is a what-if: every floating tensor, weights
+    included, is sized as if cast to that type; integer shape tensors are untouched.
+    ``execution_order``: "ort" runs the nodes in onnxruntime's order for the graph as given;
+    "file" in the file's node order — for a graph onnxruntime wrote after optimizing
+    (``graphmem.ort.optimized``), which it writes in its session's execution order but
+    renumbered, so that its reverse DFS over the file no longer gives that order.
+    Raises a :class:`graphmem.errors.GraphmemError` subclass on bad input.
+    """
+    with _gc_paused():
+        return _analyze_path(path, dims=dims, provider=provider, as_dtype=as_dtype, execution_order=execution_order)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while analysing: the analysis builds tens of thousands of
+    small objects that all live until it returns, and the collector's passes over them cost
+    about a tenth of the run on a GPT-2 export. The caller's setting is restored."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _analyze_path(path, *, dims, provider, as_dtype, execution_order) -> Analysis:  # type: ignore[no-untyped-def]
+    model = load_model(path)
+    inlined = [n.op_type for n in model.nodes if runs_as_function(n.domain, n.op_type, model.opsets.get(n.domain or "", 0))]
+    if inlined and execution_order == "ort":
+        return _analyze_inlined(model, sorted(set(inlined)), dims=dims, provider=provider, as_dtype=as_dtype)
+    return analyze_model(model, dims=dims, provider=provider, as_dtype=as_dtype, execution_order=execution_order)
+
+
+def _analyze_inlined(model: Model, ops: list[str], **kwargs) -> Analysis:  # type: ignore[no-untyped-def]
+    """A model with ops onnxruntime runs as function bodies: analyse the graph onnxruntime builds
+    (it writes it, inlined and in its execution order, at ORT_DISABLE_ALL). When onnxruntime
+    cannot load the file (weights absent, …) the ops are planned as single nodes, and said so."""
+    from pathlib import Path
+
+    from graphmem.errors import UnsupportedOpError
+    from graphmem.ort.optimized import optimized_model, temporary_dir
+
+    try:
+        with temporary_dir() as tmp:
+            written = optimized_model(Path(model.path), "none", Path(tmp), always=True)
+            result = analyze(written, execution_order="file", **kwargs)
+    except UnsupportedOpError:
+        result = analyze_model(model, **kwargs)
+        note = f"{result.activations.runtime}; {', '.join(ops)} planned as one node (onnxruntime could not load the file to inline it)"
+        return replace(result, activations=replace(result.activations, runtime=note))
+    note = f"{result.activations.runtime}; {', '.join(ops)} inlined as onnxruntime runs them"
+    return replace(
+        result,
+        model=replace(result.model, path=model.path, nodes=len(model.nodes)),
+        activations=replace(result.activations, runtime=note),
+    )
+
+
+def analyze_model(
+    model: Model,
+    *,
+    dims: Mapping[str, int] | None = None,
+    provider: str = "cpu",
+    as_dtype: str | None = None,
+    execution_order: str = "ort",
+) -> Analysis:
+    """Same as :func:`analyze`, for an already loaded :class:`Model`."""
+    if provider not in PROVIDERS:
+        raise UsageError(f"provider '{provider}': expected one of {', '.join(PROVIDERS)}")
+    orders = {"ort": ort_order, "file": file_order}
+    if execution_order not in orders:
+        raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
+    ordering = orders[execution_order]
+    bound = check_dims(model, dict(dims or {}))
+    file_nodes = len(model.nodes)
+    g = build_graph(model)
+    order = ordering(g)
+    runtime = infer_types(g, order, view=RUNTIME, dims=bound)
+    static = infer_types(g, order, view=ORT_STATIC)
+    _check_domains(g, runtime.types)
+    rewritten = remove_duplicate_casts(model, static.types)
+    if rewritten is not model:  # onnxruntime runs the rewritten graph, in its own order
+        model, g = rewritten, build_graph(rewritten)
+        order = ordering(g)
+    if as_dtype is not None:
+        target = parse_dtype(as_dtype)
+        runtime = replace(runtime, types=cast_floats(runtime.types, target))
+        static = replace(static, types=cast_floats(static.types, target))
+        model = replace(model, weights=cast_weights(model.weights, target))
+    session = session_graph(model, g, order, runtime.types, static.types, provider, ordering)
+    program, names = build_program(
+        session.graph,
+        session.order,
+        runtime=session.runtime,
+        static=session.static,
+        sharing=sharing,
+        unwritten=unwritten_outputs,
+        devices=session.devices,
+    )
+    plan = plan_ort(program)
+    main = main_device_only(program)
+    live = analyze_liveness(main)
+    arena = plan_greedy(live)
+    if session.devices is None:
+        run = replay_run(program, plan, graph=g, order=order, types=runtime.types)
+        scratch, in_use, unmodelled = max(run.per_step, default=0), run.peak_bytes, run.unmodelled
+    else:  # CUDA kernels' workspaces (cuDNN, cuBLAS) are not modelled
+        scratch, in_use, unmodelled = 0, None, ("every CUDA kernel",)
+    produced = [o for nid in order for o in g.node(nid).output if o]
+    unresolved = tuple(n for n in produced if tensor_size(runtime.types.get(n)) is None)
+    _check_sizes(runtime.types, produced)
+    weights = _weights(model)
+    inputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.inputs)
+    outputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.outputs)
+    peak_step = plan.peak_step
+    peak_node = program.steps[peak_step].label if peak_step >= 0 else ""
+    activations = ActivationsInfo(
+        peak_bytes=plan.peak_bytes,
+        peak_node=peak_node,
+        peak_step=peak_step,
+        lower_bound_bytes=live.lower_bound,
+        no_reuse_bytes=live.no_reuse,
+        best_arena_bytes=arena.arena_bytes,
+        unknown=tuple(names[v] for v in plan.unknown_sizes),
+        runtime=CUDA_RUNTIME if session.devices is not None else "onnxruntime 1.31 CPU",
+        timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
+        step_ops=tuple(session.graph.node(nid).op_type for nid in session.order),
+        live_at_peak=_live_at(plan, names, peak_step),
+        scratch_bytes=scratch,
+        in_use_peak_bytes=in_use,
+        scratch_unmodelled=unmodelled,
+        provider=provider,
+    )
+    return Analysis(
+        model=ModelInfo(path=model.path, opset=model.opset, nodes=file_nodes, dims=bound),
+        weights=weights,
+        activations=activations,
+        io=IOInfo(inputs_bytes=inputs_bytes, outputs_bytes=outputs_bytes),
+        shapes=ShapesInfo(
+            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved
+        ),
+        total_bytes=weights.bytes + activations.peak_bytes + inputs_bytes,
+        graph=g,
+        order=order,
+        types=runtime.types,
+        flops=count_flops(g, runtime.types, order, values=runtime.values),
+        placement=session.placement_info(plan, runtime.types),
+    )
+
+
+def _live_at(plan: OrtPlan, names: tuple[str, ...], step: int) -> frozenset[str]:
+    """Tensors whose buffer is requested and not yet released at ``step``."""
+    held = set()
+    for b, start, end in zip(plan.fresh, plan.alloc_step, plan.free_step):
+        if start <= step and (end is None or end >= step):
+            held.add(b)
+    return frozenset(names[v] for v, b in enumerate(plan.buffer_of) if b in held)
+
+
+def check_dims(model: Model, dims: dict[str, int]) -> dict[str, int]:
+    """Validate ``--dim`` bindings against the model's symbolic input dims."""
+    known = model.symbolic_dims
+    for name, value in dims.items():
+        if name not in known:
+            have = ", ".join(known) if known else "none (all input shapes are fixed)"
+            raise UnknownDimError(f"--dim {name}: the model has no dim '{name}'; its dims: {have}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > MAX_DIM:
+            raise UsageError(f"--dim {name}={value}: a dim must be an integer from 1 to {MAX_DIM}")
+    missing = [d for d in known if d not in dims]
+    if missing:
+        hint = " ".join(f"--dim {d}=N" for d in missing)
+        raise UnboundDimError(
+            f"unbound symbolic dims: {', '.join(missing)} (bind them with {hint}, or ask for formulas "
+            "with --symbolic)"
+        )
+    unnamed = [n for n, t in model.inputs.items() if t.shape is not None and None in t.shape]
+    if unnamed:
+        raise UnboundDimError(
+            f"input '{unnamed[0]}' has a dim with neither a value nor a name; it cannot be bound"
+        )
+    return {d: dims[d] for d in known}
+
+
+@functools.lru_cache(maxsize=1)
+def _registered_domains() -> frozenset[str]:
+    from onnx import defs
+
+    return frozenset({s.domain for s in defs.get_all_schemas()} | KNOWN_DOMAINS)
+
+
+def _check_domains(g: OpGraph, types: dict[str, TensorType]) -> None:
+    registered = _registered_domains()
+    for nid in g.dag.nodes:
+        node = g.node(nid)
+        if node.domain in registered:
+            continue
+        for out in node.output:
+            t = types.get(out)
+            if out and (t is None or not is_concrete(t.shape)):
+                raise ShapeInferenceError(
+                    f"op '{node.op_type}' from unknown domain '{node.domain}' (node "
+                    f"'{node.name or nid}'): the file gives no shape for its output '{out}'"
+                )
+
+
+def _check_sizes(types: dict[str, TensorType], names: list[str]) -> None:
+    for name in names:
+        t = types.get(name)
+        if t is not None and t.kind == "tensor" and t.dtype == 8:  # onnx.TensorProto.STRING
+            raise ShapeInferenceError(f"tensor '{name}' holds strings, whose size is unknown statically")
+        size = tensor_size(t)
+        if size is not None and size > MAX_TENSOR_BYTES:
+            raise UsageError(f"tensor '{name}' would take {size} bytes: the dims are absurd")
+
+
+def _weights(model: Model) -> WeightsInfo:
+    by: dict[str, tuple[int, int]] = {}
+    params = total = external = 0
+    unknown = []
+    for w in model.weights.values():
+        params += w.numel
+        if w.nbytes is None:
+            unknown.append(w.name)
+            continue
+        total += w.nbytes
+        if w.external:
+            external += w.nbytes
+        p, b = by.get(dtype_name(w.dtype), (0, 0))
+        by[dtype_name(w.dtype)] = (p + w.numel, b + w.nbytes)
+    return WeightsInfo(
+        params=params, bytes=total, by_dtype=by, external_bytes=external, unknown=tuple(unknown)
+    )
+
+
+def analyze_graph_opt(
+    path: str | os.PathLike[str],
+    graph_opt: str = "none",
+    *,
+    dims: Mapping[str, int] | None = None,
+    provider: str = "cpu",
+    as_dtype: str | None = None,
+) -> Analysis:
+    """:func:`analyze` of the graph onnxruntime runs at ``graph_opt`` (none|basic|extended|all).
+
+    Above ``none`` onnxruntime itself optimizes the file (:func:`graphmem.verify.optimized_model`,
+    into a private temporary directory, never next to the model) and the graph it writes is
+    analysed in its execution order; the result names the original file and the level.
+    """
+    if graph_opt == "none":
+        return analyze(path, dims=dims, provider=provider, as_dtype=as_dtype)
+    if provider != "cpu":
+        raise UsageError(
+            f"--graph-opt {graph_opt} with --provider {provider}: the optimized graph is the one a CPU "
+            "session writes (fusions differ by provider); use --graph-opt none"
+        )
+    from pathlib import Path
+
+    from graphmem.ort.optimized import optimized_model, temporary_dir
+
+    load_model(path)  # one-line errors for bad files before onnxruntime sees them
+    with temporary_dir() as tmp:
+        optimized = optimized_model(Path(path), graph_opt, Path(tmp))
+        result = analyze(optimized, dims=dims, provider=provider, as_dtype=as_dtype, execution_order="file")
+    return replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))

@@ -1,0 +1,576 @@
+"""Memory as a function of one dim: a sweep with a fitted model, and the exact largest value that
+fits a memory budget.
+
+**Sweep** (:func:`sweep`): one full analysis per value of the swept dim (the others fixed), then a
+least-squares fit ``total ≈ fixed + per_unit·x`` — plus ``per_unit2·x²`` only when the data needs
+it. The rule (:data:`QUADRATIC_RULE`): the linear fit is kept when its worst residual is within
+1% of the total's spread over the sweep (or 64 bytes); otherwise, with at least three distinct
+values, a quadratic term is added when it lowers the worst residual. Attention over ``seq`` (the
+``seq × seq`` score matrices) is the usual case. The activation peak is a maximum over steps, so
+the step that sets it can change inside the sweep (BERT-base: from the feed-forward layer to the
+attention scores near seq = 384); neither form is exact then, and the worst residual says so.
+Weights, activation peak and inputs are fitted with the same terms; least squares is linear in
+the data, so their coefficients add up to the total's, and the fixed part splits into weights +
+dim-independent activations + dim-independent inputs.
+
+**Search** (:func:`search_largest`): the largest value of one dim whose total (+ overhead) fits a
+budget, found on real analyses, never by extrapolating the fit: probe 1, 2, 4, … until one does
+not fit, then binary search between the last fit and the first miss. The answer ``n`` always has
+``n`` analysed as fitting and ``n + 1`` as not. The search assumes memory grows with the dim; it
+checks that on every probed point and reports each decrease (the answer is then the boundary the
+search found, and another value beyond it may fit too).
+
+**What is measured** is a cost function of each analysis (:data:`Cost`), by default its total
+(inference). :func:`search_largest_training` and :func:`check_fit_training` pass the peak of one
+training step instead (:func:`graphmem.training.estimate_training_analysis`, the largest of the
+forward, backward and optimizer-step phases): the same search, gate and monotonicity check, with
+``total_bytes`` everywhere meaning the measured figure and :class:`TrainingFit` attached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from graphmem.errors import UnknownDimError, UsageError
+from graphmem.units import format_bytes
+
+if TYPE_CHECKING:
+    from graphmem.analysis.pipeline import Analysis
+    from graphmem.model.loading import Model
+    from graphmem.training import TrainingConfig, TrainingEstimate
+
+__all__ = [
+    "SweepSpec", "SweepRow", "MemoryFit", "Sweep", "Probe", "SearchResult", "FitCheck",
+    "parse_dim_values", "parse_sweep_dims", "parse_bound_dims", "sweep", "fit_memory",
+    "search_largest", "check_fit", "breakdown", "dominant", "Cost", "TrainingFit",
+    "training_config", "search_largest_training", "check_fit_training", "PRECISION_DTYPES",
+    "INT64_MAX", "MAX_SWEEP_POINTS", "QUADRATIC_RULE",
+]
+
+INT64_MAX = (1 << 63) - 1
+#: Most values one sweep may have (a range expanding to more is rejected).
+MAX_SWEEP_POINTS = 64
+QUADRATIC_REL = 0.01
+QUADRATIC_ABS = 64
+QUADRATIC_RULE = (
+    "linear if its worst residual is within 1% of the total's spread over the sweep (or 64 B); "
+    "else, with >= 3 distinct values, a quadratic term is added when it lowers the worst residual"
+)
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepSpec:
+    """``--dim`` items of a sweep: fixed bindings and the one dim with several values."""
+
+    fixed: dict[str, int]
+    dim: str
+    values: tuple[int, ...]
+
+
+def _integer(item: str, token: str) -> int:
+    from graphmem.analysis.pipeline import MAX_DIM
+
+    token = token.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", token):
+        raise UsageError(f"--dim '{item}': '{token}' is not an integer")
+    n = int(token)
+    if n > INT64_MAX or n < -INT64_MAX - 1:
+        raise UsageError(f"--dim '{item}': {token} overflows int64")
+    if n < 1:
+        raise UsageError(f"--dim '{item}': a dim must be a positive integer")
+    if n > MAX_DIM:
+        raise UsageError(f"--dim '{item}': {n} is absurdly large (limit 2**40)")
+    return n
+
+
+def parse_dim_values(item: str, text: str) -> tuple[int, ...]:
+    """Values of one ``--dim`` item: ``1,2,4``; ``1..8`` (every integer); ``8..64:8`` (step);
+    ``1..64:x2`` (×2 each). Sorted, duplicates dropped.
+
+    Raises:
+        UsageError: empty items ("1,,2"), non-integers, int64 overflow, values beyond 2**40, a
+        range that is empty or has more than :data:`MAX_SWEEP_POINTS` values.
+    """
+    m = re.fullmatch(r"\s*([^.:]+)\.\.([^.:]+)(?::\s*(x?)([^.:]+))?\s*", text)
+    if m is None:
+        if ".." in text or ":" in text:
+            raise UsageError(f"--dim '{item}': a range is LO..HI, LO..HI:STEP or LO..HI:xFACTOR")
+        tokens = text.split(",")
+        if any(not t.strip() for t in tokens):
+            raise UsageError(f"--dim '{item}': empty value in the list (expected e.g. 1,2,4)")
+        values = [_integer(item, t) for t in tokens]
+    else:
+        lo, hi = _integer(item, m.group(1)), _integer(item, m.group(2))
+        step = _integer(item, m.group(4)) if m.group(4) else 1
+        if lo > hi:
+            raise UsageError(f"--dim '{item}': empty range ({lo} > {hi})")
+        if m.group(3) and step < 2:
+            raise UsageError(f"--dim '{item}': a geometric factor must be at least 2")
+        values = []
+        v = lo
+        while v <= hi:
+            values.append(v)
+            if len(values) > MAX_SWEEP_POINTS:
+                raise UsageError(f"--dim '{item}': more than {MAX_SWEEP_POINTS} values")
+            v = v * step if m.group(3) else v + step
+    if len(values) > MAX_SWEEP_POINTS:
+        raise UsageError(f"--dim '{item}': more than {MAX_SWEEP_POINTS} values")
+    return tuple(sorted(set(values)))
+
+
+def _items(items: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not text.strip():
+            raise UsageError(f"--dim '{item}': expected NAME=VALUES, e.g. batch=1,2,4,8")
+        if name in out:
+            raise UsageError(f"--dim {name} is given twice")
+        out[name] = parse_dim_values(item, text)
+    return out
+
+
+def parse_sweep_dims(items: Sequence[str] | None) -> SweepSpec:
+    """``["batch=1,2,4", "seq=128"]`` → :class:`SweepSpec`; exactly one dim has several values."""
+    parsed = _items(items)
+    swept = [n for n, v in parsed.items() if len(v) > 1]
+    if len(swept) != 1:
+        raise UsageError(
+            "sweep needs exactly one dim with several values, e.g. --dim batch=1,2,4,8"
+            + (f" (several: {', '.join(swept)})" if swept else "")
+        )
+    fixed = {n: v[0] for n, v in parsed.items() if len(v) == 1}
+    return SweepSpec(fixed=fixed, dim=swept[0], values=parsed[swept[0]])
+
+
+def parse_bound_dims(items: Sequence[str] | None) -> dict[str, int]:
+    """``--dim`` items with one value each (for ``fit``); lists are rejected."""
+    out = {}
+    for name, values in _items(items).items():
+        if len(values) != 1:
+            raise UsageError(f"--dim {name}: fit takes one value per dim (sweep takes lists)")
+        out[name] = values[0]
+    return out
+
+
+def _as_model(model: Model | str | os.PathLike[str]) -> Model:
+    from graphmem.model.loading import Model, load_model
+
+    return model if isinstance(model, Model) else load_model(model)
+
+
+# --- sweep and fit ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepRow:
+    """One binding's figures, equal to ``graphmem.analyze`` at ``dims``."""
+
+    value: int
+    dims: dict[str, int]
+    weights_bytes: int
+    activations_peak_bytes: int
+    lower_bound_bytes: int
+    inputs_bytes: int
+    outputs_bytes: int
+    total_bytes: int
+    peak_node: str
+    flops: int | None  # None: the FLOP counter is not available
+    flops_unsupported: int  # nodes the counter could not cost: ``flops`` is then "at least"
+    kv_cache_bytes: int | None  # None: the model has no KV cache
+    unresolved: int  # tensors without a static size: the figures are lower estimates
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryFit:
+    """``total ≈ fixed + per_unit·x + per_unit2·x²`` in bytes (``per_unit2`` 0 when linear)."""
+
+    dim: str
+    degree: int
+    fixed_bytes: float
+    per_unit_bytes: float
+    per_unit2_bytes: float
+    worst_residual_bytes: float  # of the chosen fit, |actual - fitted|
+    worst_residual_at: int
+    linear_worst_residual_bytes: float
+    parts: dict[str, tuple[float, float, float]]  # weights/activations/inputs: (c0, c1, c2)
+
+    def predict(self, x: float) -> float:
+        """The fitted total at ``x`` (an estimate; :func:`search_largest` gives exact answers)."""
+        return self.fixed_bytes + self.per_unit_bytes * x + self.per_unit2_bytes * x * x
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sweep:
+    path: str
+    dim: str
+    fixed: dict[str, int]
+    as_dtype: str | None
+    rows: tuple[SweepRow, ...]
+    fit: MemoryFit
+
+
+def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
+          as_dtype: str | None = None, flops: bool = True) -> Sweep:
+    """Analyze ``model`` at each value of ``spec.dim`` and fit total memory against it.
+
+    Raises:
+        UnknownDimError, UnboundDimError: as :func:`graphmem.analyze` (naming the model's dims).
+    """
+    from graphmem.analysis.pipeline import analyze_model
+    from graphmem.views.kvcache import kv_cache
+    from graphmem.views.roofline import total_flops
+
+    m = _as_model(model)
+    rows = []
+    for v in spec.values:
+        a = analyze_model(m, dims={**spec.fixed, spec.dim: v}, as_dtype=as_dtype)
+        kv = kv_cache(a)
+        counted = total_flops(a) if flops else None
+        rows.append(SweepRow(
+            value=v, dims=dict(a.model.dims), weights_bytes=a.weights.bytes,
+            activations_peak_bytes=a.activations.peak_bytes,
+            lower_bound_bytes=a.activations.lower_bound_bytes, inputs_bytes=a.io.inputs_bytes,
+            outputs_bytes=a.io.outputs_bytes, total_bytes=a.total_bytes,
+            peak_node=a.activations.peak_node,
+            flops=counted[0] if counted else None, flops_unsupported=counted[1] if counted else 0,
+            kv_cache_bytes=kv.total_bytes if kv is not None else None,
+            unresolved=len(a.shapes.unresolved),
+        ))
+    return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
+                 rows=tuple(rows), fit=fit_memory(spec.dim, rows))
+
+
+def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
+    """Coefficients (c0, c1[, c2]), worst |residual| and where; x scaled for conditioning."""
+    import numpy as np
+
+    x = np.asarray(xs, dtype=np.float64)
+    y = np.asarray(ys, dtype=np.float64)
+    scale = float(np.max(np.abs(x))) or 1.0
+    design = np.vander(x / scale, degree + 1, increasing=True)
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    coef = [float(c) / scale**k for k, c in enumerate(coef)]
+    fitted = sum(c * x**k for k, c in enumerate(coef))
+    res = np.abs(y - fitted)
+    i = int(np.argmax(res))
+    return coef, float(res[i]), int(xs[i])
+
+
+def fit_memory(dim: str, rows: Sequence[SweepRow]) -> MemoryFit:
+    """Fit the rows' totals (and parts) against ``dim`` by :data:`QUADRATIC_RULE`.
+
+    Raises:
+        UsageError: fewer than two distinct values.
+    """
+    xs = [r.value for r in rows]
+    if len(set(xs)) < 2:
+        raise UsageError(f"a fit over {dim} needs at least two distinct values")
+    totals = [r.total_bytes for r in rows]
+    lin, lin_worst, lin_at = _lstsq(xs, totals, 1)
+    coef, worst, at, degree = lin, lin_worst, lin_at, 1
+    if len(set(xs)) >= 3:
+        quad, q_worst, q_at = _lstsq(xs, totals, 2)
+        spread = max(totals) - min(totals)
+        if lin_worst > max(QUADRATIC_REL * spread, QUADRATIC_ABS) and q_worst < lin_worst:
+            coef, worst, at, degree = quad, q_worst, q_at, 2
+    series = {
+        "weights": [r.weights_bytes for r in rows],
+        "activations": [r.activations_peak_bytes for r in rows],
+        "inputs": [r.inputs_bytes for r in rows],
+    }
+    parts = {}
+    for name, ys in series.items():
+        c = _lstsq(xs, ys, degree)[0]
+        parts[name] = (c[0], c[1], c[2] if degree == 2 else 0.0)
+    return MemoryFit(
+        dim=dim, degree=degree, fixed_bytes=coef[0], per_unit_bytes=coef[1],
+        per_unit2_bytes=coef[2] if degree == 2 else 0.0, worst_residual_bytes=worst,
+        worst_residual_at=at, linear_worst_residual_bytes=lin_worst, parts=parts,
+    )
+
+
+# --- exact search ----------------------------------------------------------------------------
+
+#: What the search and the gate compare with the budget (minus overhead), in bytes, for one
+#: analysis. ``None`` where a cost is optional means the analysis total (inference).
+Cost = Callable[["Analysis"], int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingFit:
+    """What ``fit --train`` adds to a :class:`SearchResult` or :class:`FitCheck`."""
+
+    config: TrainingConfig
+    estimate: TrainingEstimate | None  # at the answer (or the bound dims); None: nothing fits
+    probes: dict[int, tuple[int, str]]  # probed value -> (step peak bytes, phase that sets it)
+    warnings: tuple[str, ...]  # the estimate's (a --frozen pattern matching nothing, …)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Probe:
+    value: int
+    total_bytes: int  # the measured figure (the cost): the analysis total unless a cost is given
+    analysis_total_bytes: int  # the analysis total (inference), whatever the cost
+    fits: bool
+    unresolved: int  # tensors without a static size: the total is a lower estimate
+    complete: bool  # no more unresolved tensors than at value 1 (else: never "fits")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult:
+    """The largest ``dim`` that fits; ``largest`` 0 when even 1 does not fit."""
+
+    dim: str
+    dims: dict[str, int]  # the other dims, fixed
+    budget_bytes: int
+    overhead_bytes: int
+    largest: int
+    analysis: Analysis | None  # at ``largest``
+    total_bytes: int | None  # measured at ``largest`` (the cost); None when nothing fits
+    next_total_bytes: int | None  # measured at ``largest + 1``; None when ``unbounded``
+    next_complete: bool  # False: ``largest + 1`` does not fit because its shapes do not resolve
+    unbounded: bool  # fits even at the limit (memory does not grow enough with the dim)
+    limit: int
+    probes: tuple[Probe, ...]  # in the order analysed
+    monotone: bool
+    violations: tuple[tuple[int, int, int, int], ...]  # (x, total, larger x, smaller total)
+    training: TrainingFit | None = None  # set by :func:`search_largest_training`
+
+    @property
+    def headroom_bytes(self) -> int | None:
+        """Budget left at ``largest`` after its measured total and the overhead."""
+        if self.total_bytes is None:
+            return None
+        return self.budget_bytes - self.overhead_bytes - self.total_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitCheck:
+    """Whether one fully bound analysis fits: ``needed`` = total + overhead ≤ budget."""
+
+    analysis: Analysis
+    budget_bytes: int
+    overhead_bytes: int
+    total_bytes: int  # the measured figure (the cost): the analysis total unless a cost is given
+    needed_bytes: int
+    fits: bool
+    headroom_bytes: int  # negative: the shortfall
+    training: TrainingFit | None = None  # set by :func:`check_fit_training`
+
+
+def _budget(budget_bytes: int, overhead_bytes: int) -> int:
+    if budget_bytes <= 0:
+        raise UsageError("the memory budget must be more than 0 bytes")
+    if overhead_bytes < 0:
+        raise UsageError("--overhead must not be negative")
+    if overhead_bytes >= budget_bytes:
+        raise UsageError(f"--overhead {format_bytes(overhead_bytes)} leaves nothing of the "
+                         f"{format_bytes(budget_bytes)} budget")
+    return budget_bytes - overhead_bytes
+
+
+def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_bytes: int,
+                   dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+                   as_dtype: str | None = None, limit: int | None = None,
+                   cost: Cost | None = None) -> SearchResult:
+    """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc).
+
+    ``cost``: what is compared with the budget at each probed value (default: the analysis
+    total); the monotonicity check and every ``total_bytes`` of the result are in its terms.
+
+    Raises:
+        UsageError: ``solve`` also in ``dims``; bad budget or overhead.
+        UnknownDimError, UnboundDimError: ``solve`` or a ``dims`` name is not a model dim, or a
+        dim is left unbound (the messages name the model's dims).
+    """
+    from graphmem.analysis.pipeline import MAX_DIM, analyze_model, check_dims
+
+    m = _as_model(model)
+    dims = dict(dims or {})
+    if solve in dims:
+        raise UsageError(f"--solve {solve} is also bound by --dim {solve}=…; give one of them")
+    if solve not in m.symbolic_dims and all(d in m.symbolic_dims for d in dims):
+        try:
+            check_dims(m, {solve: 1})
+        except UnknownDimError as exc:  # same message, naming the option the user gave
+            raise UnknownDimError(str(exc).replace("--dim", "--solve", 1)) from None
+    check_dims(m, {**dims, solve: 1})
+    available = _budget(budget_bytes, overhead_bytes)
+    limit = MAX_DIM if limit is None else limit
+    probes: list[Probe] = []
+    best: list[Analysis] = []
+    base: list[int] = []  # unresolved tensors at value 1: the model's own unknowns
+
+    def fits(v: int) -> bool:
+        a = analyze_model(m, dims={**dims, solve: v}, as_dtype=as_dtype)
+        unresolved = len(a.shapes.unresolved)
+        base[:] = base or [unresolved]
+        complete = unresolved <= base[0]
+        measured = a.total_bytes if cost is None else cost(a)
+        ok = complete and measured <= available
+        probes.append(Probe(value=v, total_bytes=measured, analysis_total_bytes=a.total_bytes,
+                            fits=ok, unresolved=unresolved, complete=complete))
+        if ok and (not best or v > best[0].model.dims[solve]):
+            best[:] = [a]
+        return ok
+
+    lo, hi, v = 0, None, 1
+    while hi is None:
+        if not fits(v):
+            hi = v
+        elif v >= limit:
+            lo = v
+            break
+        else:
+            lo, v = v, min(2 * v, limit)
+    if hi is not None:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    by_x = sorted({p.value: p.total_bytes for p in probes if p.complete}.items())
+    violations = tuple(
+        (x0, t0, x1, t1) for (x0, t0), (x1, t1) in zip(by_x, by_x[1:]) if t1 < t0
+    )
+    after = next((p for p in probes if p.value == lo + 1), None)
+    at = next((p for p in probes if p.value == lo), None) if lo else None
+    return SearchResult(
+        dim=solve, dims=dims, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
+        largest=lo, analysis=best[0] if lo else None,
+        total_bytes=at.total_bytes if at is not None else None,
+        next_total_bytes=after.total_bytes if after is not None else None,
+        next_complete=after is None or after.complete,
+        unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
+        violations=violations,
+    )
+
+
+def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
+              dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+              as_dtype: str | None = None, cost: Cost | None = None) -> FitCheck:
+    """Whether the model with every dim bound fits ``budget_bytes`` after ``overhead_bytes``
+    (``cost``: what is compared, default the analysis total)."""
+    from graphmem.analysis.pipeline import analyze_model
+
+    available = _budget(budget_bytes, overhead_bytes)
+    a = analyze_model(_as_model(model), dims=dims, as_dtype=as_dtype)
+    measured = a.total_bytes if cost is None else cost(a)
+    return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
+                    total_bytes=measured, needed_bytes=measured + overhead_bytes,
+                    fits=measured <= available, headroom_bytes=available - measured)
+
+
+# --- training: the step peak as the cost -----------------------------------------------------
+
+#: ``--precision`` → the dtype what-if of the analysis (as ``graphmem train`` does).
+PRECISION_DTYPES: dict[str, str | None] = {
+    "fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16",
+}
+
+
+def training_config(*, optimizer: str = "adam", grads: str = "released",
+                    precision: str = "fp32", frozen: Sequence[str] = (),
+                    foreach: bool = False) -> TrainingConfig:
+    """A checked :class:`~graphmem.training.TrainingConfig` (names case-insensitive).
+
+    Raises:
+        UsageError: an unknown optimizer, gradient mode or precision (naming the choices).
+    """
+    from graphmem.training import GRAD_MODES, OPTIMIZERS, PRECISIONS, TrainingConfig
+    from graphmem.training.optimizer import check_choice
+
+    return TrainingConfig(
+        optimizer=check_choice("optimizer", optimizer, tuple(OPTIMIZERS)),
+        grads=check_choice("gradient mode", grads, GRAD_MODES),
+        precision=check_choice("precision", precision, tuple(PRECISIONS)),
+        frozen=tuple(frozen), foreach=foreach,
+    )
+
+
+def _checked(config: TrainingConfig | None) -> TrainingConfig:
+    c = config
+    if c is None:
+        return training_config()
+    return training_config(optimizer=c.optimizer, grads=c.grads, precision=c.precision,
+                           frozen=c.frozen, foreach=c.foreach)
+
+
+def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str,
+                            budget_bytes: int, config: TrainingConfig | None = None,
+                            dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+                            limit: int | None = None) -> SearchResult:
+    """The largest value of ``solve`` whose training step peak + overhead ≤ budget:
+    :func:`search_largest` with the step peak of ``config`` (default Adam, fp32, gradients
+    released) as its cost, and ``result.training`` set (the estimate at the answer, the step
+    peak and phase of every probed value).
+
+    Raises:
+        as :func:`search_largest`, and UsageError for a bad training option or a model with
+        nothing to train.
+    """
+    from graphmem.training import estimate_training_analysis
+
+    config = _checked(config)
+    seen: dict[int, tuple[int, str]] = {}
+    kept: dict[int, TrainingEstimate] = {}  # the largest value whose step peak was in budget
+    warnings: list[tuple[str, ...]] = []
+
+    def step_peak(a: Analysis) -> int:
+        e = estimate_training_analysis(a, config)
+        v = a.model.dims[solve]
+        seen[v] = (e.step_peak_bytes, e.peak_phase)
+        warnings[:] = warnings or [e.warnings]
+        if e.step_peak_bytes <= budget_bytes - overhead_bytes and all(v > k for k in kept):
+            kept.clear()
+            kept[v] = e
+        return e.step_peak_bytes
+
+    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, dims=dims,
+                       overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
+                       as_dtype=PRECISION_DTYPES[config.precision])
+    est = kept.get(r.largest) if r.analysis is not None else None
+    if r.analysis is not None and est is None:  # the kept value did not count (shapes)
+        est = estimate_training_analysis(r.analysis, config)
+    return dataclasses.replace(r, training=TrainingFit(
+        config=config, estimate=est, probes=seen, warnings=warnings[0] if warnings else ()))
+
+
+def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: int,
+                       config: TrainingConfig | None = None,
+                       dims: Mapping[str, int] | None = None,
+                       overhead_bytes: int = 0) -> FitCheck:
+    """Whether one training step of the fully bound model fits: :func:`check_fit` with the
+    step peak as its cost and ``result.training`` set."""
+    from graphmem.training import estimate_training_analysis
+
+    config = _checked(config)
+    held: list[TrainingEstimate] = []
+
+    def step_peak(a: Analysis) -> int:
+        held[:] = [estimate_training_analysis(a, config)]
+        return held[0].step_peak_bytes
+
+    r = check_fit(model, budget_bytes=budget_bytes, dims=dims, overhead_bytes=overhead_bytes,
+                  as_dtype=PRECISION_DTYPES[config.precision], cost=step_peak)
+    e = held[0]
+    return dataclasses.replace(r, training=TrainingFit(
+        config=config, estimate=e, probes={}, warnings=e.warnings))
+
+
+def breakdown(a: Analysis) -> dict[str, int]:
+    """The total's parts: weights, activation peak, inputs."""
+    return {"weights": a.weights.bytes, "activations": a.activations.peak_bytes,
+            "inputs": a.io.inputs_bytes}
+
+
+def dominant(a: Analysis) -> str:
+    """The largest part of the total ("weights", "activations" or "inputs")."""
+    parts = breakdown(a)
+    return max(parts, key=parts.__getitem__)

@@ -1,0 +1,221 @@
+"""The command line: a thin typer layer over the library.
+
+Every command calls a library function and renders its result; errors from the
+:class:`~graphmem.errors.GraphmemError` hierarchy are mapped to exit codes here and only here:
+0 success, 1 a gate failed, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from graphmem.cli.batch import (
+    AsDtypeOption,
+    DeviceOption,
+    DeviceSpecOption,
+    DevicesFileOption,
+    MemoryOption,
+    OverheadOption,
+)
+from graphmem.cli.common import DimOption, JsonOption, ModelArg, handled, parse_dims
+from graphmem.cli.gate import (
+    FormatOption,
+    MaxFlopsOption,
+    MaxParamsOption,
+    MaxPeakOption,
+    MaxTotalOption,
+    MaxWeightsOption,
+    OutputOption,
+)
+from graphmem.errors import EXIT_INPUT_ERROR, UsageError
+
+__all__ = ["app", "main", "run"]
+
+app = typer.Typer(
+    name="graphmem",
+    help="Static memory and FLOP analysis of ONNX models, checked against onnxruntime.\n\n"
+    "Exit codes: 0 success, 1 a gate failed, 2 usage or input error.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Static memory and FLOP analysis of ONNX models, checked against onnxruntime."""
+
+
+@app.command()
+@handled
+def peak(
+    model: ModelArg,
+    dim: DimOption = None,
+    as_json: JsonOption = False,
+    provider: Annotated[
+        str,
+        typer.Option(
+            help="Execution provider whose session is emulated: cpu (checked byte for byte) or cuda "
+            "(partition, copies, two streams, CUDA arena; from onnxruntime's source, not checked on a GPU)."
+        ),
+    ] = "cpu",
+    as_dtype: AsDtypeOption = None,
+    device: DeviceOption = None,
+    device_spec: DeviceSpecOption = None,
+    devices_file: DevicesFileOption = None,
+    memory: MemoryOption = None,
+    overhead: OverheadOption = "0",
+    fmt: FormatOption = "table",
+    output: OutputOption = None,
+    max_weights: MaxWeightsOption = None,
+    max_peak: MaxPeakOption = None,
+    max_total: MaxTotalOption = None,
+    max_params: MaxParamsOption = None,
+    max_flops: MaxFlopsOption = None,
+    symbolic: Annotated[
+        bool,
+        typer.Option(
+            "--symbolic",
+            help="Leave dims unbound: print each figure as a formula of them (fitted on exact "
+            "analyses over a grid, checked at a held-out point).",
+        ),
+    ] = False,
+    graph_opt: Annotated[
+        str,
+        typer.Option(
+            "--graph-opt",
+            help="none, basic, extended or all: analyse the graph onnxruntime runs at that "
+            "optimization level (onnxruntime on this machine writes it; 'all' is machine-specific).",
+        ),
+    ] = "none",
+) -> None:
+    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs.
+
+    With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
+    the model fits and gives a roofline latency bound.
+    """
+    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.views.devices import resolve_device
+    from graphmem.views.formats import resolve_format
+    from graphmem.gate.budgets import finish, parse_budgets
+    from graphmem.views.kvcache import kv_cache, kv_json, kv_lines
+    from graphmem.views.report import peak_json, peak_table
+    from graphmem.views.roofline import device_lines, device_section
+    from graphmem.units import parse_bytes
+
+    if symbolic:
+        if any(x is not None for x in (max_weights, max_peak, max_total, max_params, max_flops, device)):
+            raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
+        _symbolic(model, parse_dims(dim), as_json)
+        return
+    fmt = resolve_format(fmt, as_json=as_json)
+    budgets = parse_budgets(
+        max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
+    )
+    dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
+    overhead_bytes = parse_bytes(overhead)
+    result = analyze_graph_opt(model, graph_opt, dims=parse_dims(dim), provider=provider, as_dtype=as_dtype)
+    kv = kv_cache(result)
+    doc = peak_json(result)
+    if as_dtype is not None:
+        doc["as_dtype"] = as_dtype
+    if kv is not None:
+        doc["kv_cache"] = kv_json(kv)
+    lines = [peak_table(result), *kv_lines(kv)] if fmt == "table" else []
+    if dev is not None:
+        doc["device"] = device_section(result, dev, overhead_bytes=overhead_bytes)
+        if fmt == "table":
+            lines += device_lines(result, dev, overhead_bytes=overhead_bytes)
+    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table="\n".join(lines)))
+
+
+def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
+    """``peak --symbolic``: the figures as formulas of the dims left unbound."""
+    import json
+
+    from graphmem.analysis.pipeline import check_dims
+    from graphmem.model.loading import load_model
+    from graphmem.views.report import SCHEMA_VERSION
+    from graphmem.views.symbolic import CHECK_VALUE, GRID, symbolic_peak
+
+    loaded = load_model(model)
+    known = loaded.symbolic_dims
+    check_dims(loaded, {**{d: 1 for d in known}, **dims})  # names and values of the given --dim
+    s = symbolic_peak(loaded, dims)
+    if as_json:
+        doc = {
+            "schema_version": SCHEMA_VERSION,
+            "model": {"path": str(model), "dims": dims},
+            "symbolic": {
+                "free": list(s.free),
+                "grid": list(GRID),
+                "check_value": CHECK_VALUE,
+                "exact": s.exact,
+                "formulas": {
+                    name: {
+                        "text": f.text(),
+                        "terms": [{"monomial": list(m), "coefficient": c} for m, c in f.terms if c],
+                        "worst_error_bytes": f.worst_error,
+                    }
+                    for name, f in s.formulas.items()
+                },
+            },
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    bound = ", ".join(f"{k}={v}" for k, v in dims.items()) or "none"
+    typer.echo(f"graphmem peak --symbolic: {model}")
+    typer.echo(f"  bound: {bound}; free: {', '.join(s.free)} (bytes, fitted on {s.points} exact analyses)")
+    typer.echo("")
+    for name, f in s.formulas.items():
+        note = "" if f.worst_error < 0.5 else f"   (approximate: off by up to {f.worst_error:,.0f} B)"
+        typer.echo(f"  {name:<18} {f.text()}{note}")
+    typer.echo("")
+    if s.exact:
+        typer.echo(f"  exact at every grid point ({', '.join(map(str, GRID))}) and at {CHECK_VALUE}")
+    else:
+        typer.echo("  approximate: the node at the peak changes with the dims, so memory is piecewise;")
+        typer.echo("  bind the dims (--dim) for exact figures, or use graphmem sweep over one dim")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with ``argv``; return the exit code instead of exiting."""
+    try:
+        app(args=argv, prog_name="graphmem")
+    except SystemExit as exc:
+        if exc.code is None:
+            return 0
+        return exc.code if isinstance(exc.code, int) else EXIT_INPUT_ERROR
+    return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+#: Command modules; each has ``register(app)``. Imported here so that ``graphmem --help`` lists
+#: them; each imports its heavy dependencies inside its commands, keeping start-up fast.
+COMMAND_MODULES = (
+    "graphmem.cli.flops",
+    "graphmem.cli.verify",
+    "graphmem.cli.batch",
+    "graphmem.cli.gate",
+    "graphmem.cli.train",
+)
+
+
+def _register_commands() -> None:
+    import importlib
+    import importlib.util
+
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).register(app)
+
+
+_register_commands()

@@ -1,0 +1,267 @@
+"""``graphmem sweep``, ``graphmem fit`` and ``graphmem devices``: thin typer commands over
+:mod:`graphmem.batch.search`, :mod:`graphmem.views.devices` and :mod:`graphmem.views.kvcache`.
+
+The option types below (``DeviceOption``, ``AsDtypeOption``, …) are shared with ``peak``.
+Exit codes: 0 success (``fit``: it fits), 1 ``fit`` found nothing that fits / the bound model
+does not fit, 2 usage or input error. ``fit --train`` measures the training step peak instead of
+the inference total (:func:`graphmem.batch.search.search_largest_training`), with the same exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from graphmem.cli.common import JsonOption, ModelArg, handled
+from graphmem.errors import EXIT_GATE_FAILED
+
+if TYPE_CHECKING:
+    from graphmem.batch.search import TrainingFit
+
+__all__ = [
+    "register",
+    "sweep_command",
+    "fit_command",
+    "devices_command",
+    "AsDtypeOption",
+    "DeviceOption",
+    "DeviceSpecOption",
+    "DevicesFileOption",
+    "MemoryOption",
+    "OverheadOption",
+]
+
+SweepDimOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--dim", "-d", show_default=False,
+        help="NAME=VALUE, or for the one swept dim NAME=V1,V2,… or LO..HI[:STEP|:xFACTOR] "
+        "(repeatable), e.g. --dim batch=1,2,4,8 --dim seq=128.",
+    ),
+]
+FitDimOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--dim", "-d", show_default=False,
+                 help="Bind a dim: NAME=VALUE (repeatable). All bound and no --solve: a gate."),
+]
+AsDtypeOption = Annotated[
+    Optional[str],
+    typer.Option("--as-dtype", show_default=False,
+                 help="What-if: size every floating tensor, weights included, as this dtype "
+                 "(float16, bfloat16, int8, …)."),
+]
+DeviceOption = Annotated[
+    Optional[str],
+    typer.Option("--device", show_default=False,
+                 help="An accelerator from `graphmem devices` (or --devices-file/--device-spec)."),
+]
+DeviceSpecOption = Annotated[
+    Optional[str],
+    typer.Option("--device-spec", show_default=False,
+                 help='A device of your own: "memory=24GiB,fp16=165T,bandwidth=1T" '
+                 "(keys: name memory fp32 tf32 fp16 bf16 fp8 int8 bandwidth)."),
+]
+DevicesFileOption = Annotated[
+    Optional[Path],
+    typer.Option("--devices-file", show_default=False,
+                 help="TOML file of more devices, one devices.NAME table each."),
+]
+MemoryOption = Annotated[
+    Optional[str],
+    typer.Option("--memory", show_default=False,
+                 help="Memory budget, e.g. 24GiB (binary) or 24GB (decimal); with --device it "
+                 "replaces the device's memory (needed for --device host)."),
+]
+OverheadOption = Annotated[
+    str,
+    typer.Option("--overhead",
+                 help="Memory reserved outside the model (CUDA context, workspace), e.g. 500MiB."),
+]
+TrainOption = Annotated[
+    bool,
+    typer.Option("--train",
+                 help="Fit one training step: compare the step peak (largest of forward, "
+                 "backward, optimizer step; see `graphmem train`) with the budget."),
+]
+OptimizerOption = Annotated[
+    Optional[str],
+    typer.Option("--optimizer", show_default=False,
+                 help="With --train: sgd | momentum | adam | adamw (default adam)."),
+]
+GradsOption = Annotated[
+    Optional[str],
+    typer.Option("--grads", show_default=False,
+                 help="With --train: released (zero_grad(), default) | persistent."),
+]
+PrecisionOption = Annotated[
+    Optional[str],
+    typer.Option("--precision", show_default=False,
+                 help="With --train: fp32 (default) | mixed-fp16 | mixed-bf16."),
+]
+FrozenOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--frozen", show_default=False,
+                 help="With --train: freeze parameters matching this fnmatch pattern "
+                 "(repeatable)."),
+]
+ForeachOption = Annotated[
+    bool,
+    typer.Option("--foreach", help="With --train: optimizer with foreach=True (CUDA default)."),
+]
+SolveOption = Annotated[
+    Optional[str],
+    typer.Option("--solve", show_default=False,
+                 help="The dim to solve for: the largest value that fits (default: the one "
+                 "dim left unbound, if exactly one)."),
+]
+
+
+@handled
+def sweep_command(
+    model: ModelArg,
+    dim: SweepDimOption = None,
+    as_json: JsonOption = False,
+    as_dtype: AsDtypeOption = None,
+) -> None:
+    """Memory at each value of one dim, and a fitted model total ≈ fixed + per_unit × dim."""
+    from graphmem.batch.search import parse_sweep_dims, sweep
+    from graphmem.batch.report import sweep_json, sweep_table
+
+    result = sweep(model, parse_sweep_dims(dim), as_dtype=as_dtype)
+    typer.echo(json.dumps(sweep_json(result), indent=2) if as_json else sweep_table(result))
+
+
+@handled
+def fit_command(
+    model: ModelArg,
+    device: DeviceOption = None,
+    memory: MemoryOption = None,
+    dim: FitDimOption = None,
+    solve: SolveOption = None,
+    overhead: OverheadOption = "0",
+    device_spec: DeviceSpecOption = None,
+    devices_file: DevicesFileOption = None,
+    as_dtype: AsDtypeOption = None,
+    as_json: JsonOption = False,
+    train: TrainOption = False,
+    optimizer: OptimizerOption = None,
+    grads: GradsOption = None,
+    precision: PrecisionOption = None,
+    frozen: FrozenOption = None,
+    foreach: ForeachOption = False,
+) -> None:
+    """Largest value of a dim that fits a memory budget, or whether a fully bound model fits.
+
+    Exact search on real analyses, never extrapolated. With --train, of one training step.
+    Exit 0 fits, 1 does not (or nothing fits).
+    """
+    from graphmem.analysis.pipeline import check_dims
+    from graphmem.batch.search import (
+        check_fit,
+        check_fit_training,
+        parse_bound_dims,
+        search_largest,
+        search_largest_training,
+        training_config,
+    )
+    from graphmem.batch.report import fit_json, fit_table
+    from graphmem.views.devices import resolve_device
+    from graphmem.errors import UnboundDimError, UsageError
+    from graphmem.model.loading import load_model
+    from graphmem.units import parse_bytes
+
+    given = [name for name, value in (("--optimizer", optimizer), ("--grads", grads),
+                                      ("--precision", precision), ("--frozen", frozen),
+                                      ("--foreach", foreach or None)) if value is not None]
+    config = None
+    if train:
+        if as_dtype is not None:
+            raise UsageError("--as-dtype does not apply with --train: use --precision "
+                             "mixed-fp16 or mixed-bf16")
+        config = training_config(
+            optimizer="adam" if optimizer is None else optimizer,
+            grads="released" if grads is None else grads,
+            precision="fp32" if precision is None else precision,
+            frozen=tuple(frozen or ()), foreach=foreach,
+        )
+    elif given:
+        raise UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --train")
+    dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
+    if dev is None:
+        raise UsageError("fit needs a budget: --device NAME or --memory SIZE (e.g. 24GiB)")
+    if dev.memory_bytes is None:
+        raise UsageError(f"device '{dev.name}' has no fixed memory: give --memory SIZE")
+    overhead_bytes = parse_bytes(overhead)
+    dims = parse_bound_dims(dim)
+    m = load_model(model)
+    if any(n not in m.symbolic_dims for n in dims):
+        check_dims(m, dims)  # raises UnknownDimError naming the model's dims
+    if solve is None:
+        unbound = [d for d in m.symbolic_dims if d not in dims]
+        if len(unbound) > 1:
+            raise UnboundDimError(
+                f"unbound dims {', '.join(unbound)}: bind all but one with --dim and name "
+                "that one with --solve"
+            )
+        solve = unbound[0] if unbound else None
+    shown = {"device": dev if device or device_spec else None}
+    if solve is None:
+        if config is not None:
+            check = check_fit_training(m, dims=dims, budget_bytes=dev.memory_bytes,
+                                       overhead_bytes=overhead_bytes, config=config)
+        else:
+            check = check_fit(m, dims=dims, budget_bytes=dev.memory_bytes,
+                              overhead_bytes=overhead_bytes, as_dtype=as_dtype)
+        _warn(check.training)
+        _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
+        if not check.fits:
+            raise typer.Exit(EXIT_GATE_FAILED)
+        return
+    if config is not None:
+        found = search_largest_training(m, solve=solve, dims=dims, budget_bytes=dev.memory_bytes,
+                                        overhead_bytes=overhead_bytes, config=config)
+    else:
+        found = search_largest(m, solve=solve, dims=dims, budget_bytes=dev.memory_bytes,
+                               overhead_bytes=overhead_bytes, as_dtype=as_dtype)
+    _warn(found.training)
+    _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
+          as_json)
+    if found.largest == 0:
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def _warn(training: TrainingFit | None) -> None:
+    """The training estimate's warnings on stderr (as ``graphmem train`` prints them)."""
+    for warning in training.warnings if training is not None else ():
+        typer.echo(f"graphmem: warning: {warning}", err=True)
+
+
+def _emit(doc: object, as_json: bool) -> None:
+    typer.echo(json.dumps(doc, indent=2) if as_json else str(doc))
+
+
+@handled
+def devices_command(
+    as_json: JsonOption = False,
+    devices_file: DevicesFileOption = None,
+    device_spec: DeviceSpecOption = None,
+) -> None:
+    """The accelerator catalog: memory, peak dense rates per precision, bandwidth, sources."""
+    from graphmem.views.devices import catalog, devices_json, devices_table, load_devices_file
+    from graphmem.views.devices import parse_device_spec
+
+    extra = list(load_devices_file(devices_file)) if devices_file is not None else []
+    if device_spec is not None:
+        extra.append(parse_device_spec(device_spec))
+    rows = catalog(extra)
+    typer.echo(json.dumps(devices_json(rows), indent=2) if as_json else devices_table(rows))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep``, ``fit`` and ``devices`` to the graphmem app."""
+    app.command("sweep")(sweep_command)
+    app.command("fit")(fit_command)
+    app.command("devices")(devices_command)

@@ -1,0 +1,191 @@
+"""``graphmem check`` and ``graphmem diff``: gate models in CI (exit 1 when a limit is crossed).
+
+Thin typer commands over :mod:`graphmem.gate.config` (check), :mod:`graphmem.gate.budgets` (budgets, diff)
+and :mod:`graphmem.views.formats` (rendering). The option types below are shared with
+``graphmem peak`` (``--format``, ``--output``, ``--max-*``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from graphmem.cli.common import DimOption, JsonOption, handled, parse_dims
+from graphmem.errors import EXIT_INPUT_ERROR
+
+__all__ = [
+    "register",
+    "check",
+    "diff",
+    "FormatOption",
+    "OutputOption",
+    "MaxWeightsOption",
+    "MaxPeakOption",
+    "MaxTotalOption",
+    "MaxParamsOption",
+    "MaxFlopsOption",
+]
+
+FormatOption = Annotated[
+    str, typer.Option("--format", "-f", help="Output format: table, json, markdown or csv.")
+]
+OutputOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--output", "-o", help="Write the report to FILE (atomically) instead of stdout.",
+        show_default=False,
+    ),
+]
+
+
+def _budget(option: str, what: str, example: str) -> Any:
+    return Annotated[
+        Optional[str],
+        typer.Option(option, help=f"Fail (exit 1) if {what} exceeds this, e.g. {example}.",
+                     show_default=False),
+    ]
+
+
+MaxWeightsOption = _budget("--max-weights", "the weights' bytes", "512MiB")
+MaxPeakOption = _budget("--max-peak", "the activation peak", "64MiB")
+MaxTotalOption = _budget("--max-total", "weights + activation peak + inputs", "1.5GB")
+MaxParamsOption = _budget("--max-params", "the parameter count", "25M")
+MaxFlopsOption = _budget("--max-flops", "the FLOP count", "4G")
+
+
+def _increase(metric: str) -> Any:
+    return Annotated[
+        Optional[str],
+        typer.Option(f"--max-increase-{metric}", show_default=False,
+                     help=f"Largest allowed increase of {metric}, e.g. 2% "
+                          "(overrides --max-increase)."),
+    ]
+
+
+MaxIncreaseWeights = _increase("weights")
+MaxIncreasePeak = _increase("peak")
+MaxIncreaseTotal = _increase("total")
+MaxIncreaseParams = _increase("params")
+MaxIncreaseFlops = _increase("flops")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check`` and ``diff`` to the graphmem app."""
+    app.command()(check)
+    app.command()(diff)
+
+
+@handled
+def check(
+    config: Annotated[
+        Optional[Path],
+        typer.Option("--config", "-c", show_default=False,
+                     help="graphmem.toml or pyproject.toml ([tool.graphmem]); default: the "
+                          "nearest one in this directory or a parent."),
+    ] = None,
+    jobs: Annotated[
+        Optional[int],
+        typer.Option("--jobs", "-j", show_default=False,
+                     help="Worker processes (default: the number of CPUs)."),
+    ] = None,
+    fmt: FormatOption = "table",
+    as_json: JsonOption = False,
+    output: OutputOption = None,
+) -> None:
+    """Analyze every configured model and check its budgets; exit 1 if any is over budget.
+
+    Exit 2 if the configuration is bad or a model cannot be analyzed.
+    """
+    from graphmem.gate.config import check_document, load_config, run_check
+    from graphmem.views.formats import render_check, resolve_format
+    from graphmem.gate.budgets import deliver, report_failures
+
+    fmt = resolve_format(fmt, as_json=as_json)
+    cfg = load_config(config)
+    progress = _Progress(len(cfg.models))
+    try:
+        outcomes = run_check(cfg, jobs=jobs, on_done=progress.update)
+    finally:
+        progress.close()
+    doc = check_document(cfg, outcomes)
+    errors = [f"{o.spec.name}: {o.error}" for o in outcomes if o.status == "error"]
+    failures = [f"{o.spec.name}: {m}" for o in outcomes for m in o.messages]
+    code = deliver(render_check(doc, fmt), fmt=fmt, output=output, failures=failures)
+    if errors:
+        report_failures(errors, doc_on_stdout=output is None and fmt != "table", kind="error")
+        code = EXIT_INPUT_ERROR
+    raise typer.Exit(code)
+
+
+class _Progress:
+    """One updating line on a terminal (stderr), one plain line per model otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.tty = sys.stderr.isatty()
+
+    def update(self, outcome: Any, done: int, total: int) -> None:
+        status = {"pass": "ok", "fail": "FAIL", "error": "ERROR"}[outcome.status]
+        text = f"[{done}/{total}] {status:<5} {outcome.spec.name} ({outcome.seconds:.2f} s)"
+        if self.tty:
+            sys.stderr.write(f"\r\x1b[Kgraphmem check: {text}")
+        else:
+            sys.stderr.write(f"graphmem check: {text}\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+@handled
+def diff(
+    old: Annotated[Path, typer.Argument(help="The baseline ONNX model.", show_default=False)],
+    new: Annotated[Path, typer.Argument(help="The changed ONNX model.", show_default=False)],
+    dim: DimOption = None,
+    provider: Annotated[
+        str, typer.Option(help="Execution provider whose session is emulated: cpu or cuda (see graphmem peak --help).")
+    ] = "cpu",
+    max_increase: Annotated[
+        Optional[str],
+        typer.Option("--max-increase", show_default=False,
+                     help="Largest allowed increase of every figure, e.g. 5%."),
+    ] = None,
+    max_increase_weights: MaxIncreaseWeights = None,
+    max_increase_peak: MaxIncreasePeak = None,
+    max_increase_total: MaxIncreaseTotal = None,
+    max_increase_params: MaxIncreaseParams = None,
+    max_increase_flops: MaxIncreaseFlops = None,
+    top: Annotated[int, typer.Option(help="How many changed layers to list.")] = 10,
+    fmt: FormatOption = "table",
+    as_json: JsonOption = False,
+    output: OutputOption = None,
+) -> None:
+    """Compare two models: weights, params, peak, total, FLOPs, nodes, and which layers changed.
+
+    Exit 1 when an increase is over its --max-increase* threshold.
+    """
+    from graphmem.analysis.pipeline import analyze
+    from graphmem.views.formats import render_diff, resolve_format
+    from graphmem.gate.diff import compare, parse_thresholds
+    from graphmem.gate.budgets import deliver
+
+    fmt = resolve_format(fmt, as_json=as_json)
+    thresholds = parse_thresholds(
+        max_increase=max_increase,
+        weights=max_increase_weights,
+        peak=max_increase_peak,
+        total=max_increase_total,
+        params=max_increase_params,
+        flops=max_increase_flops,
+    )
+    dims = parse_dims(dim)
+    before = analyze(old, dims=dims, provider=provider)
+    after = analyze(new, dims=dims, provider=provider)
+    doc = compare(before, after, thresholds=thresholds, top=top)
+    failures = [f["message"] for f in doc["gate"]["failures"]]
+    raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures))

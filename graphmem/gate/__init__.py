@@ -1,0 +1,1 @@
+"""Gates for CI: budgets, diff, the ``check`` configuration — documents in, verdicts out."""

@@ -1,0 +1,468 @@
+"""Deployment gates: budgets checked against the ``graphmem peak`` JSON document.
+
+A gate reads only the peak document (``schema_version`` 1), so it works the same on a fresh
+analysis, on a document saved by an earlier run, and inside ``graphmem check``:
+
+    budgets = parse_budgets(max_peak="10MiB", max_params="25M")
+    result = evaluate(doc, budgets)            # GateResult(passed=..., failures=(...))
+    doc = apply_gate(doc, result)              # adds doc["gate"]
+
+Budget conventions: byte budgets take binary or decimal units (``512MiB``, ``1.5GB``; a bare
+``K``/``M``/``G`` is binary), count budgets decimal prefixes (``25M``, ``4G``). A budget is
+never silently passed: a FLOP budget on a document without FLOPs is an error, and a figure
+that is only a lower estimate (tensors of unknown size; for FLOPs, ops without a FLOP rule)
+fails unless it already exceeds the budget, in which case it fails as an excess.
+
+:func:`finish` is the tail every gating command shares: evaluate, render in the requested
+format, write (atomically) or print, report failures on stderr (and as GitHub Actions
+annotations when ``GITHUB_ACTIONS`` is set), return the exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from graphmem.units import parse_bytes, parse_count
+
+__all__ = [
+    "METRICS",
+    "Metric",
+    "Budgets",
+    "Failure",
+    "GateResult",
+    "FlopsUnavailableError",
+    "parse_budgets",
+    "budgets_from_mapping",
+    "evaluate",
+    "apply_gate",
+    "annotation",
+    "report_failures",
+    "finish",
+    "deliver",
+    "write_atomic",
+    "short_bytes",
+    "short_count",
+    "lookup",
+    "parse_budget",
+]
+
+
+class FlopsUnavailableError(UsageError):
+    """A FLOP budget or threshold was given, but the document carries no FLOP count."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Metric:
+    """One gated figure: where it lives in the peak document and how it is named and shown."""
+
+    key: str  # "peak": the Budgets field is "max_" + key
+    option: str  # "--max-peak"
+    label: str  # "activations peak"
+    path: tuple[str, ...]  # ("activations", "peak_bytes")
+    unit: Literal["bytes", "count"]
+
+
+def _metric(key: str, label: str, path: str, unit: Literal["bytes", "count"]) -> Metric:
+    keys = tuple(path.split("."))
+    return Metric(key=key, option=f"--max-{key}", label=label, path=keys, unit=unit)
+
+
+#: The gated figures, in report order. ``flops`` is absent until the FLOP count lands.
+METRICS: tuple[Metric, ...] = (
+    _metric("weights", "weights", "weights.bytes", "bytes"),
+    _metric("peak", "activations peak", "activations.peak_bytes", "bytes"),
+    _metric("total", "total", "total_bytes", "bytes"),
+    _metric("params", "params", "weights.params", "count"),
+    _metric("flops", "FLOPs", "flops.total", "count"),
+)
+_BY_KEY = {m.key: m for m in METRICS}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budgets:
+    """Upper limits; ``None`` means not gated. Bytes for weights/peak/total, counts otherwise."""
+
+    max_weights: int | None = None
+    max_peak: int | None = None
+    max_total: int | None = None
+    max_params: int | None = None
+    max_flops: int | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UsageError(f"budget {f.name}={value!r}: expected an integer")
+            if value < 0:
+                raise UsageError(f"budget {f.name}={value}: a budget cannot be negative")
+
+    @property
+    def active(self) -> bool:
+        """True when at least one budget is set."""
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+    def limit(self, metric: Metric) -> int | None:
+        """The limit for ``metric`` (None: not gated)."""
+        return getattr(self, "max_" + metric.key)
+
+    def over(self, other: Budgets) -> Budgets:
+        """These budgets, with every budget set in ``other`` taking precedence."""
+        given = {f.name: getattr(other, f.name) for f in fields(other)}
+        return replace(self, **{k: v for k, v in given.items() if v is not None})
+
+    def to_json(self) -> dict[str, int]:
+        """``{"--max-peak": 10485760, …}`` for the budgets that are set."""
+        limits = {m.option: self.limit(m) for m in METRICS}
+        return {k: v for k, v in limits.items() if v is not None}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """One budget a document does not meet.
+
+    ``reason`` is ``"exceeds"`` (``excess`` = actual − limit > 0) or ``"unknown"``: the figure
+    is a lower estimate within the limit, so fitting cannot be shown (``excess`` is None).
+    """
+
+    metric: str
+    option: str
+    limit: int
+    actual: int
+    excess: int | None
+    reason: Literal["exceeds", "unknown"]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "option": self.option,
+            "limit": self.limit,
+            "actual": self.actual,
+            "excess": self.excess,
+            "reason": self.reason,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateResult:
+    """The outcome of :func:`evaluate`: passed, the failures, and the budgets checked."""
+
+    passed: bool
+    failures: tuple[Failure, ...]
+    budgets: Budgets
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "budgets": self.budgets.to_json(),
+            "failures": [f.to_json() for f in self.failures],
+        }
+
+
+# --- parsing ------------------------------------------------------------------------------
+
+
+def parse_budget(metric: Metric, text: str | int) -> int:
+    """Parse one budget value (CLI string or config integer) for ``metric``; UsageError if bad."""
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise UsageError(f"{metric.option} {text!r}: expected a string such as '512MiB' or an int")
+    if isinstance(text, int):
+        if text < 0:
+            raise UsageError(f"{metric.option} {text}: a budget cannot be negative")
+        return text
+    if text.strip().startswith("-"):
+        raise UsageError(f"{metric.option} '{text}': a budget cannot be negative")
+    try:
+        return parse_bytes(text) if metric.unit == "bytes" else parse_count(text)
+    except UsageError as exc:
+        raise UsageError(f"{metric.option} {exc}") from None
+
+
+def parse_budgets(
+    *,
+    max_weights: str | None = None,
+    max_peak: str | None = None,
+    max_total: str | None = None,
+    max_params: str | None = None,
+    max_flops: str | None = None,
+) -> Budgets:
+    """Budgets from command-line strings (``"512MiB"``, ``"1.5GB"``, ``"25M"``); None = unset.
+
+    Raises :class:`UsageError` (exit 2) naming the option for a malformed or negative value.
+    """
+    given = dict(
+        weights=max_weights, peak=max_peak, total=max_total, params=max_params, flops=max_flops
+    )
+    parsed = {k: parse_budget(_BY_KEY[k], v) for k, v in given.items() if v is not None}
+    return Budgets(**{"max_" + k: v for k, v in parsed.items()})
+
+
+def budgets_from_mapping(values: Mapping[str, Any], *, where: str = "") -> Budgets:
+    """Budgets from config keys ``max-weights`` … ``max-flops`` (strings or integers)."""
+    out: dict[str, int] = {}
+    for name, value in values.items():
+        key = name.removeprefix("max-")
+        if not name.startswith("max-") or key not in _BY_KEY:
+            raise UsageError(f"{where}unknown budget '{name}'")
+        try:
+            out["max_" + key] = parse_budget(_BY_KEY[key], value)
+        except UsageError as exc:
+            raise UsageError(f"{where}{exc}") from None
+    return Budgets(**out)
+
+
+# --- evaluation ---------------------------------------------------------------------------
+
+
+def lookup(doc: Mapping[str, Any], path: Iterable[str]) -> Any:
+    """``doc[a][b]…``, or None when any key along the path is missing."""
+    node: Any = doc
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def evaluate(doc: Mapping[str, Any], budgets: Budgets) -> GateResult:
+    """Check the peak document ``doc`` against ``budgets``.
+
+    Raises :class:`FlopsUnavailableError` when ``--max-flops`` is set and ``doc`` has no
+    ``flops.total``, and :class:`UsageError` when another gated figure is missing (not a
+    peak document).
+    """
+    failures = []
+    for metric in METRICS:
+        limit = budgets.limit(metric)
+        if limit is None:
+            continue
+        actual = lookup(doc, metric.path)
+        if actual is None and metric.key == "flops":
+            raise FlopsUnavailableError(
+                "--max-flops: FLOPs are unavailable for this model (the document has no "
+                "flops.total), so the FLOP budget cannot be checked"
+            )
+        if isinstance(actual, bool) or not isinstance(actual, int):
+            where = ".".join(metric.path)
+            raise UsageError(f"{metric.option}: the document has no integer '{where}'")
+        failure = _check_one(metric, actual, limit, _unknown_sizes(doc, metric))
+        if failure is not None:
+            failures.append(failure)
+    return GateResult(passed=not failures, failures=tuple(failures), budgets=budgets)
+
+
+def _check_one(metric: Metric, actual: int, limit: int, unknown: list[str]) -> Failure | None:
+    """The failure of ``actual`` against ``limit``, or None when it provably fits."""
+    common = dict(metric=metric.key, option=metric.option, limit=limit, actual=actual)
+    if actual > limit:
+        message = _exceeds_message(metric, actual, limit, lower=bool(unknown))
+        return Failure(**common, excess=actual - limit, reason="exceeds", message=message)
+    if not unknown:
+        return None
+    shown = ", ".join(f"'{n}'" for n in unknown[:3]) + (" …" if len(unknown) > 3 else "")
+    what = "op types have no FLOP rule" if metric.key == "flops" else "tensors have no static size"
+    message = (
+        f"{metric.label} is at least {_fmt(metric, actual)} (within {metric.option} "
+        f"{_fmt(metric, limit)}), but {len(unknown)} {what} ({shown}): "
+        "it cannot be shown to fit"
+    )
+    return Failure(**common, excess=None, reason="unknown", message=message)
+
+
+def _unknown_sizes(doc: Mapping[str, Any], metric: Metric) -> list[str]:
+    """Names missing from ``metric``'s figure (making it a lower estimate).
+
+    Tensors of unknown size for the byte figures; op types without a FLOP rule for FLOPs.
+    """
+    acts = list(lookup(doc, ("activations", "unknown")) or ()) + list(
+        lookup(doc, ("shapes", "unresolved")) or ()
+    )
+    weights = list(lookup(doc, ("weights", "unknown")) or ())
+    flops = list(lookup(doc, ("flops", "unsupported")) or ())
+    names = {"weights": weights, "peak": acts, "total": weights + acts, "flops": flops}
+    return list(dict.fromkeys(names.get(metric.key, [])))
+
+
+def _exceeds_message(metric: Metric, actual: int, limit: int, *, lower: bool) -> str:
+    excess = actual - limit
+    pct = f" ({_percent(excess / limit)})" if limit else ""
+    at_least = "at least " if lower else ""
+    return (
+        f"{metric.label} {at_least}{_fmt(metric, actual)} exceeds {metric.option} "
+        f"{_fmt(metric, limit)} by {_fmt(metric, excess)}{pct}"
+    )
+
+
+def _fmt(metric: Metric, n: int) -> str:
+    return short_bytes(n) if metric.unit == "bytes" else short_count(n)
+
+
+def _percent(ratio: float) -> str:
+    pct = ratio * 100
+    return f"{pct:.0f}%" if abs(pct) >= 10 else f"{pct:.1f}%".replace(".0%", "%")
+
+
+_BINARY_UNITS = tuple(("B KiB MiB GiB TiB PiB".split()[i], 1 << (10 * i)) for i in range(6))
+_DECIMAL_UNITS = tuple((("", "k", "M", "G", "T", "P")[i], 10 ** (3 * i)) for i in range(6))
+
+
+def short_bytes(n: int) -> str:
+    """Three significant digits, binary units: 12897484 → "12.3 MiB", 10485760 → "10 MiB"."""
+    return _short(n, _BINARY_UNITS, sep=" ")
+
+
+def short_count(n: int) -> str:
+    """Three significant digits, decimal prefixes: ``26_100_000`` → ``"26.1M"``."""
+    return _short(n, _DECIMAL_UNITS, sep="")
+
+
+def _short(n: int, units: tuple[tuple[str, int], ...], *, sep: str) -> str:
+    if abs(n) < units[1][1]:
+        return f"{n}{sep}{units[0][0]}".rstrip()
+    i = max(i for i, (_, size) in enumerate(units) if abs(n) >= size)
+    value = n / units[i][1]
+    if abs(value) >= 999.5 and i + 1 < len(units):
+        i += 1
+        value = n / units[i][1]
+    return f"{value:.3g}{sep}{units[i][0]}"
+
+
+def apply_gate(doc: Mapping[str, Any], result: GateResult) -> dict[str, Any]:
+    """A copy of ``doc`` with ``gate.passed``, ``gate.budgets`` and ``gate.failures`` added.
+
+    ``doc`` itself is not modified.
+    """
+    return {**doc, "gate": result.to_json()}
+
+
+# --- reporting ----------------------------------------------------------------------------
+
+
+def annotation(message: str, *, title: str = "graphmem") -> str:
+    """A GitHub Actions ``::error`` workflow command for ``message`` (properly escaped)."""
+    data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    prop = title.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    prop = prop.replace(":", "%3A").replace(",", "%2C")
+    return f"::error title={prop}::{data}"
+
+
+def report_failures(
+    messages: Iterable[str], *, doc_on_stdout: bool, kind: Literal["gate", "error"] = "gate"
+) -> None:
+    """Print each message on stderr; under GitHub Actions also as an ``::error`` annotation.
+
+    Annotations go to stdout (where GitHub documents workflow commands) unless stdout carries a
+    json/markdown/csv document that they would corrupt; then they go to stderr.
+    """
+    messages = list(messages)
+    head = "gate failed" if kind == "gate" else "error"
+    for m in messages:
+        print(f"graphmem: {head}: {m}", file=sys.stderr)
+    if os.environ.get("GITHUB_ACTIONS"):
+        stream = sys.stderr if doc_on_stdout else sys.stdout
+        for m in messages:
+            print(annotation(m), file=stream)
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and ``os.replace``.
+
+    A reader never sees a half-written file. A symlink is followed; a device or pipe
+    (``/dev/stdout``) is written directly. Raises :class:`UsageError` when it cannot write.
+    """
+    path = Path(os.path.realpath(path))
+    if path.is_dir():
+        raise UsageError(f"--output {path}: is a directory")
+    if path.exists() and not path.is_file():
+        try:
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+        return
+    if not path.parent.is_dir():
+        raise UsageError(f"--output {path}: directory '{path.parent}' does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _mode_for(path))
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+
+
+def _mode_for(path: Path) -> int:
+    """The replaced file's permissions, or what ``open`` would give a new file (0o666 − umask)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def deliver(text: str, *, fmt: str, output: Path | None, failures: Iterable[str]) -> int:
+    """Write ``text`` to ``output`` (atomically) or stdout, report ``failures``; return 0 or 1."""
+    if not text.endswith("\n"):
+        text += "\n"
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    failures = list(failures)
+    report_failures(failures, doc_on_stdout=output is None and fmt != "table")
+    return EXIT_GATE_FAILED if failures else EXIT_OK
+
+
+def finish(
+    doc: Mapping[str, Any], *, budgets: Budgets, fmt: str, output: Path | None, table: str
+) -> int:
+    """The end of ``graphmem peak``: gate ``doc``, render it as ``fmt``, write it, return 0 or 1.
+
+    Parameters
+    ----------
+    doc: the peak document (:func:`graphmem.views.report.peak_json`).
+    budgets: from :func:`parse_budgets`; without any budget there is no ``gate`` key.
+    fmt: ``table`` (``table`` plus the budget lines), ``json``, ``markdown`` or ``csv``.
+    output: write there atomically instead of stdout.
+    table: the human-readable text for ``fmt == "table"`` (:func:`graphmem.views.report.peak_table`).
+
+    Raises
+    ------
+    UsageError: unknown format, unwritable output, FLOP budget without FLOPs (exit 2).
+    """
+    from graphmem.views.formats import check_format, render_peak
+
+    check_format(fmt)
+    if budgets.active:
+        result = evaluate(doc, budgets)
+        doc = apply_gate(doc, result)
+        messages = [_located(doc, f.message) for f in result.failures]
+    else:
+        messages = []
+    return deliver(render_peak(doc, fmt, table=table), fmt=fmt, output=output, failures=messages)
+
+
+def _located(doc: Mapping[str, Any], message: str) -> str:
+    path = lookup(doc, ("model", "path"))
+    return f"{path}: {message}" if path else message

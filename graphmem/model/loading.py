@@ -1,0 +1,226 @@
+"""Stage 1 — load an ONNX file without keeping weight bytes in the analysis.
+
+The file is memory-mapped and its protobuf walked by :mod:`graphmem.model.protoscan`, which skips the
+payloads of large initializers, so weight bytes are never read, and external-data files are
+never opened. Each initializer and Constant node is recorded as a :class:`Weight` (name, dtype,
+dims, bytes from metadata); small tensors keep their values, which shape inference needs
+(Reshape targets, Slice bounds, …). Constant nodes become
+initializers here, as onnxruntime does when it builds its graph (``core/graph/graph.cc``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto, numpy_helper
+
+from graphmem.model.dtypes import tensor_bytes
+from graphmem.errors import ModelLoadError
+from graphmem.model.protoscan import CorruptProtobuf, read_stripped
+from graphmem.model.types import TensorType, type_from_proto
+
+__all__ = ["Weight", "Model", "load_model", "model_from_proto", "KEEP_VALUE_MAX_ELEMENTS"]
+
+#: Integer initializers up to this many elements keep their values (shape constants).
+KEEP_VALUE_MAX_ELEMENTS = 4096
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Weight:
+    """One initializer (or Constant node output): what it costs, read from metadata only."""
+
+    name: str
+    dtype: int
+    dims: tuple[int, ...]
+    numel: int
+    nbytes: int | None  # None: dtype of unknown size (string)
+    external: bool
+    from_constant_node: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Model:
+    """A loaded model: the graph's structure with weight payloads dropped.
+
+    ``nodes`` excludes Constant nodes (they are in ``weights``); ``node_file_index`` gives each
+    kept node's position in the file, ``values`` the kept small integer constants.
+    """
+
+    path: str
+    ir_version: int
+    opsets: dict[str, int]
+    graph: onnx.GraphProto  # stripped: no large payloads
+    nodes: tuple[onnx.NodeProto, ...]
+    weights: dict[str, Weight]
+    values: dict[str, np.ndarray]
+    inputs: dict[str, TensorType]  # graph inputs that are not initializers
+    outputs: dict[str, TensorType]
+    value_info: dict[str, TensorType]
+    functions: tuple[onnx.FunctionProto, ...]
+    node_ids: tuple[int, ...] = ()  # onnxruntime's NodeIndex per node; () = file positions
+
+    @property
+    def indexed_nodes(self) -> tuple[tuple[int, onnx.NodeProto], ...]:
+        """(NodeIndex, node) pairs: indices stay stable when a rewrite removes nodes."""
+        ids = self.node_ids or tuple(range(len(self.nodes)))
+        return tuple(zip(ids, self.nodes))
+
+    @property
+    def opset(self) -> int:
+        """Opset of the default ONNX domain."""
+        return self.opsets.get("", self.opsets.get("ai.onnx", 0))
+
+    @property
+    def symbolic_dims(self) -> tuple[str, ...]:
+        """Named dims of the graph inputs, in first-seen order."""
+        seen: dict[str, None] = {}
+        for t in self.inputs.values():
+            for d in t.shape or ():
+                if isinstance(d, str):
+                    seen.setdefault(d)
+        return tuple(seen)
+
+
+def load_model(path: str | os.PathLike[str]) -> Model:
+    """Read ``path`` as ONNX; raise :class:`ModelLoadError` with one line on any bad file.
+
+    Never writes anything, never opens external-data files.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ModelLoadError(f"{p}: no such file")
+    if p.is_dir():
+        raise ModelLoadError(f"{p}: is a directory, not an ONNX file")
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise ModelLoadError(f"{p}: cannot read ({exc.strerror})") from None
+    if size == 0:
+        raise ModelLoadError(f"{p}: empty file, not an ONNX model")
+    try:
+        proto = read_stripped(p, KEEP_VALUE_MAX_ELEMENTS)
+    except (CorruptProtobuf, DecodeError, ValueError, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelLoadError(f"{p}: not a readable ONNX model (truncated or corrupt: {reason})") from None
+    return model_from_proto(proto, path=str(p))
+
+
+def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model:
+    """Build a :class:`Model` from a parsed proto, dropping its weight payloads in place."""
+    if not proto.HasField("graph") or (proto.ir_version == 0 and not proto.opset_import):
+        raise ModelLoadError(f"{path}: not an ONNX model (no graph or no ir_version)")
+    graph = proto.graph
+    if len(graph.node) == 0 and len(graph.output) == 0:
+        raise ModelLoadError(f"{path}: not an ONNX model (the graph has no nodes and no outputs)")
+    opsets = {o.domain or "": o.version for o in proto.opset_import}
+    if "ai.onnx" in opsets and "" not in opsets:
+        opsets[""] = opsets["ai.onnx"]
+    weights: dict[str, Weight] = {}
+    values: dict[str, np.ndarray] = {}
+    for init in graph.initializer:
+        weights[init.name] = _weight(init, from_constant=False)
+        _keep_small_value(init, values)
+        _strip(init)
+    nodes: list[onnx.NodeProto] = []
+    for node in graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            tensor = _constant_tensor(node, path)
+            if tensor is not None:
+                weights[node.output[0]] = _weight(tensor, from_constant=True)
+                _keep_small_value(tensor, values)
+                _strip_constant(node)
+                continue
+        nodes.append(node)
+    init_names = set(weights)
+    inputs = {
+        vi.name: type_from_proto(vi.type) for vi in graph.input if vi.name not in init_names
+    }
+    outputs = {vi.name: type_from_proto(vi.type) for vi in graph.output}
+    value_info = {vi.name: type_from_proto(vi.type) for vi in graph.value_info}
+    return Model(
+        path=path,
+        ir_version=proto.ir_version,
+        opsets=opsets,
+        graph=graph,
+        nodes=tuple(nodes),
+        weights=weights,
+        values=values,
+        inputs=inputs,
+        outputs=outputs,
+        value_info=value_info,
+        functions=tuple(proto.functions),
+    )
+
+
+def _weight(t: TensorProto, *, from_constant: bool) -> Weight:
+    dims = tuple(int(d) for d in t.dims)
+    numel = math.prod(dims)
+    external = t.data_location == TensorProto.EXTERNAL
+    return Weight(
+        name=t.name,
+        dtype=t.data_type,
+        dims=dims,
+        numel=numel,
+        nbytes=tensor_bytes(t.data_type, numel),
+        external=external,
+        from_constant_node=from_constant,
+    )
+
+
+def _keep_small_value(t: TensorProto, values: dict[str, np.ndarray]) -> None:
+    """Keep the value of a small, inline, non-string tensor: shape inference may need it."""
+    if t.data_location == TensorProto.EXTERNAL or t.data_type == TensorProto.STRING:
+        return
+    if math.prod(t.dims) > KEEP_VALUE_MAX_ELEMENTS:
+        return
+    try:
+        values[t.name] = numpy_helper.to_array(t)
+    except (ValueError, TypeError):  # a malformed payload: the tensor stays unknown
+        return
+
+
+_PAYLOAD_FIELDS = (
+    "raw_data",
+    "float_data",
+    "int32_data",
+    "int64_data",
+    "double_data",
+    "uint64_data",
+)
+
+
+def _strip(t: TensorProto) -> None:
+    """Drop a large payload; shape inference only needs dims and dtype of a weight."""
+    if math.prod(t.dims) <= KEEP_VALUE_MAX_ELEMENTS:
+        return
+    for field in _PAYLOAD_FIELDS:
+        t.ClearField(field)
+
+
+def _constant_tensor(node: onnx.NodeProto, path: str) -> TensorProto | None:
+    """The tensor a Constant node produces (``value`` or one of the ``value_*`` forms)."""
+    for attr in node.attribute:
+        if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
+            t = TensorProto()
+            t.CopyFrom(attr.t)
+            t.name = node.output[0]
+            return t
+        if attr.name in ("value_float", "value_int", "value_floats", "value_ints"):
+            arr = np.asarray(onnx.helper.get_attribute_value(attr))
+            arr = arr.astype(np.float32 if "float" in attr.name else np.int64)
+            return numpy_helper.from_array(arr, node.output[0])
+    return None  # sparse or string forms: left as a node, analysed like any other
+
+
+def _strip_constant(node: onnx.NodeProto) -> None:
+    for attr in node.attribute:
+        if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
+            _strip(attr.t)
+
+

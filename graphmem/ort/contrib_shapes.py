@@ -1,0 +1,354 @@
+"""Shape rules for ops that onnx has no schema for: onnxruntime's contrib ops.
+
+onnxruntime's optimizers (``--graph-opt basic|extended|all``) rewrite graphs into ops of the
+``com.microsoft`` and ``com.microsoft.nchwc`` domains (and a few onnxruntime-only ops it registers
+in the ONNX domain). onnxruntime knows their shapes from its own schemas; these rules reproduce
+them, citing the schema each follows (paths in microsoft/onnxruntime):
+
+* ``core/graph/contrib_ops/nchwc_schema_defs.cc``: ReorderInput, ReorderOutput, Conv, MaxPool,
+  AveragePool, GlobalMaxPool, GlobalAveragePool, Upsample of ``com.microsoft.nchwc``;
+* ``core/graph/contrib_ops/contrib_defs.cc``: FusedConv, FusedGemm, FusedMatMul, BiasGelu,
+  QuickGelu, BiasSoftmax, Gelu;
+* ``core/graph/contrib_ops/bert_defs.cc``: FastGelu, SkipLayerNormalization, BiasAdd;
+* ``core/graph/contrib_ops/shape_inference_functions.cc``: Attention;
+* ``core/graph/contrib_ops/onnx_deprecated_operators.cc`` and ``contrib_defs.cc``:
+  LayerNormalization (ONNX domain before opset 17), SimplifiedLayerNormalization.
+
+Where onnxruntime's schema calls an ONNX inference function (``convPoolShapeInference``,
+``globalPoolTypeShapeInference``, ``matmulShapeInference``), the rule calls the same function
+through onnx's schema of the standard op, so symbolic dims propagate exactly as onnx propagates
+them. Every rule serves both shape views: it sees whatever dims the view knows (symbols in the
+static view, numbers once dims are bound) and never invents a symbol.
+
+NCHWc channel padding: a blocked tensor's channel dim is rounded up to MLAS's NCHWc block size
+(``MlasNchwcGetBlockSize``: 8 with SSE/AVX/AVX2, 16 with AVX-512F; ``core/mlas/lib/platform.cpp``),
+so ``level all`` files are specific to the machine that made them. The padding is in the file's
+weights: an NCHWc Conv's filter has ``roundup(M, block)`` output channels (a depthwise one, also
+``group`` = padded channels), so Conv and pool outputs follow from the file. Only ReorderInput
+pads by itself (onnxruntime 1.31 blocks a depthwise Conv of, say, 12 channels by padding them to
+the block), and for it the block size comes from the file: :func:`nchwc_block_sizes` keeps the
+MLAS blocks the file is consistent with (filters' output channels are multiples of the block; a
+ReorderOutput after a Conv drops ``roundup(channels, block)`` to ``channels``; a non-grouped Conv
+reading a ReorderInput has a block-multiple of input channels). The rule rounds the channel
+count up under each block left and keeps the answer if they agree (as they do whenever 16
+divides the count, or the file pins the block), else leaves the dim unknown rather than guess.
+
+A rule takes the node, its input types (None for an omitted input) and the known small values,
+and returns the output types (or None when it cannot tell).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import defs, helper
+
+from graphmem.model.types import Dim, Shape, TensorType, type_from_proto, type_to_proto
+
+__all__ = ["RULES", "NCHWC_DOMAIN", "MS_DOMAIN", "MLAS_NCHWC_BLOCKS", "infer_contrib", "nchwc_block_sizes"]
+
+Rule = Callable[
+    [onnx.NodeProto, Sequence[TensorType | None], Mapping[str, np.ndarray]],
+    "list[TensorType | None] | None",
+]
+
+MS_DOMAIN = "com.microsoft"
+NCHWC_DOMAIN = "com.microsoft.nchwc"
+#: NCHWc block sizes MLAS uses on x86-64 (``MlasNchwcGetBlockSize``), largest first.
+MLAS_NCHWC_BLOCKS = (16, 8)
+
+#: (domain, op_type) -> rule
+RULES: dict[tuple[str, str], Rule] = {}
+
+
+def infer_contrib(
+    node: onnx.NodeProto,
+    types: Mapping[str, TensorType],
+    values: Mapping[str, np.ndarray],
+    *,
+    block_sizes: Sequence[int] = MLAS_NCHWC_BLOCKS,
+) -> dict[str, TensorType] | None:
+    """Output types of a contrib op by its rule; None when there is no rule or it cannot tell.
+
+    ``block_sizes``: the NCHWc block sizes the file is consistent with (:func:`nchwc_block_sizes`),
+    used only by ReorderInput.
+    """
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    if (domain, node.op_type) == (NCHWC_DOMAIN, "ReorderInput"):
+        outs = _reorder_input(node, _inputs(node, types), block_sizes)
+    else:
+        rule = RULES.get((domain, node.op_type))
+        if rule is None:
+            return None
+        outs = rule(node, _inputs(node, types), values)
+    if outs is None:
+        return None
+    return {name: t for name, t in zip(node.output, outs) if name and t is not None}
+
+
+def nchwc_block_sizes(nodes: Sequence[onnx.NodeProto], weight_dims: Mapping[str, Sequence[int]]) -> tuple[int, ...]:
+    """The MLAS NCHWc block sizes a saved graph is consistent with, from its padded filters
+    (module doc), largest first; all of them when nothing in the file constrains the block.
+
+    >>> conv = helper.make_node("Conv", ["x", "w"], ["y"], domain=NCHWC_DOMAIN)
+    >>> out = helper.make_node("ReorderOutput", ["y"], ["z"], domain=NCHWC_DOMAIN, channels=24)
+    >>> nchwc_block_sizes([conv, out], {"w": (24, 16, 3, 3)}), nchwc_block_sizes([conv, out], {"w": (32, 16, 3, 3)})
+    ((8,), (16,))
+    """
+    convs = [
+        n for n in nodes
+        if n.domain == NCHWC_DOMAIN and n.op_type == "Conv" and len(n.input) > 1 and n.input[1] in weight_dims
+    ]
+    conv_of = {n.output[0]: n for n in convs if n.output}
+    reordered = {n.output[0] for n in nodes if n.domain == NCHWC_DOMAIN and n.op_type == "ReorderInput"}
+    outs = [n for n in nodes if n.domain == NCHWC_DOMAIN and n.op_type == "ReorderOutput" and n.input[0] in conv_of]
+
+    def consistent(block: int) -> bool:
+        for n in convs:
+            w = weight_dims[n.input[1]]
+            if w[0] % block or (_attr(n, "group", 1) == 1 and n.input[0] in reordered and w[1] % block):
+                return False
+        filters = (weight_dims[conv_of[n.input[0]].input[1]][0] for n in outs)
+        return all(_round_up(_attr(n, "channels", 0), block) == m for n, m in zip(outs, filters))
+
+    return tuple(b for b in MLAS_NCHWC_BLOCKS if consistent(b))
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _inputs(node: onnx.NodeProto, types: Mapping[str, TensorType]) -> list[TensorType | None]:
+    return [types.get(x) if x else None for x in node.input]
+
+
+def _attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _shape(t: TensorType | None) -> Shape | None:
+    return None if t is None or t.kind != "tensor" else t.shape
+
+
+def _dtype(ins: Sequence[TensorType | None], i: int) -> int:
+    t = ins[i] if i < len(ins) else None
+    return t.dtype if t is not None else 0
+
+
+def _round_up(n: int, block: int) -> int:
+    return (n + block - 1) // block * block
+
+
+# --- factories -------------------------------------------------------------------------------
+
+
+def _like_input(i: int = 0, outputs: Sequence[int] = (0,), n_outputs: int | None = None) -> Rule:
+    """Outputs in ``outputs`` take input ``i``'s type and shape (``propagateShapeAndTypeFromFirstInput``);
+    other outputs (up to ``n_outputs``) get the type only."""
+
+    def rule(node, ins, values):  # type: ignore[no-untyped-def]
+        if i >= len(ins) or ins[i] is None:
+            return None
+        src = ins[i]
+        total = len(node.output) if n_outputs is None else n_outputs
+        return [src if k in outputs else None for k in range(total)]
+
+    return rule
+
+
+def _onnx_op(
+    op_type: str,
+    version: int,
+    *,
+    n_inputs: int | None = None,
+    keep_attrs: frozenset[str] | None = None,
+    reshape: Callable[[onnx.NodeProto, list[TensorType | None]], list[TensorType | None] | None] | None = None,
+) -> Rule:
+    """Delegate to onnx's inference of the standard op ``op_type``-``version``: onnxruntime's schema
+    calls the same ONNX inference function (``convPoolShapeInference``, ``matmulShapeInference``, …).
+
+    ``n_inputs`` truncates the inputs (fused extras such as Conv's Sum), ``keep_attrs`` drops
+    attributes the standard op does not have (``activation`` …), ``reshape`` rewrites the input
+    types first (FusedMatMul's transposes)."""
+    schema = defs.get_schema(op_type, version, "")
+
+    def rule(node, ins, values):  # type: ignore[no-untyped-def]
+        names = list(node.input[:n_inputs] if n_inputs is not None else node.input)
+        in_types = list(ins[: len(names)])
+        if reshape is not None:
+            in_types = reshape(node, in_types)
+            if in_types is None:
+                return None
+        attrs = [a for a in node.attribute if keep_attrs is None or a.name in keep_attrs]
+        # Positional names: one tensor may feed two inputs that ``reshape`` sees differently.
+        slots = [f"in{k}" if n else "" for k, n in enumerate(names)]
+        std = helper.make_node(op_type, slots, list(node.output[:1]), name=node.name)
+        std.attribute.extend(attrs)
+        type_bytes = {
+            n: type_to_proto(t).SerializeToString() for n, t in zip(slots, in_types) if n and t is not None
+        }
+        try:
+            out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
+                std.SerializeToString(), type_bytes, {}, {}, {"": version}, 8
+            )
+        except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
+            return None
+        t = out.get(node.output[0]) if node.output else None
+        return [type_from_proto(onnx.TypeProto.FromString(t)) if t is not None else None]
+
+    return rule
+
+
+# --- com.microsoft.nchwc ---------------------------------------------------------------------
+
+
+def _reorder_input(node, ins, block_sizes):  # type: ignore[no-untyped-def]
+    """[N, roundup(C, block), spatial…] from NCHW (or NHWC with ``channels_last``); the channel
+    dim is unknown when the file's possible blocks round C differently."""
+    shape = _shape(ins[0]) if ins else None
+    if shape is None or len(shape) < 2:
+        return None
+    last = _attr(node, "channels_last", 0) != 0
+    c = shape[-1] if last else shape[1]
+    spatial = shape[1:-1] if last else shape[2:]
+    channels: Dim = None
+    if isinstance(c, int):
+        padded = {_round_up(c, b) for b in block_sizes}
+        channels = padded.pop() if len(padded) == 1 else None
+    return [TensorType(dtype=ins[0].dtype, shape=(shape[0], channels, *spatial))]
+
+
+def _reorder_output(node, ins, values):  # type: ignore[no-untyped-def]
+    """[N, channels, spatial…] (or channels last) with ``channels`` the logical count."""
+    shape = _shape(ins[0]) if ins else None
+    channels = _attr(node, "channels", 0)
+    if shape is None or len(shape) < 2 or channels <= 0:
+        return None
+    spatial = tuple(shape[2:])
+    dims = (shape[0], *spatial, channels) if _attr(node, "channels_last", 0) else (shape[0], channels, *spatial)
+    return [TensorType(dtype=ins[0].dtype, shape=dims)]
+
+
+def _nchwc_upsample(node, ins, values):  # type: ignore[no-untyped-def]
+    """Each dim times its integer scale; a dim without a value stays unknown."""
+    shape = _shape(ins[0]) if ins else None
+    scales = _attr(node, "scales", None)
+    if shape is None or scales is None or len(scales) != len(shape):
+        return None
+    dims = tuple(d * s if isinstance(d, int) else None for d, s in zip(shape, scales))
+    return [TensorType(dtype=ins[0].dtype, shape=dims)]
+
+
+_CONV_ATTRS = frozenset({"auto_pad", "kernel_shape", "dilations", "strides", "pads", "group"})
+_POOL_ATTRS = frozenset({"auto_pad", "kernel_shape", "dilations", "strides", "pads", "ceil_mode"})
+
+RULES[(NCHWC_DOMAIN, "ReorderOutput")] = _reorder_output
+RULES[(NCHWC_DOMAIN, "Upsample")] = _nchwc_upsample
+# convPoolShapeInference(ctx, true, false, 0, 1): onnx Conv-11's call; Sum (input 3) is dropped.
+RULES[(NCHWC_DOMAIN, "Conv")] = _onnx_op("Conv", 11, n_inputs=3, keep_attrs=_CONV_ATTRS)
+# convPoolShapeInference(ctx, true, true, 0, 1): onnx MaxPool-12's call, for both pools.
+RULES[(NCHWC_DOMAIN, "MaxPool")] = _onnx_op("MaxPool", 12, keep_attrs=_POOL_ATTRS)
+RULES[(NCHWC_DOMAIN, "AveragePool")] = _onnx_op("MaxPool", 12, keep_attrs=_POOL_ATTRS)
+RULES[(NCHWC_DOMAIN, "GlobalAveragePool")] = _onnx_op("GlobalAveragePool", 1, keep_attrs=frozenset())
+RULES[(NCHWC_DOMAIN, "GlobalMaxPool")] = _onnx_op("GlobalMaxPool", 1, keep_attrs=frozenset())
+
+
+# --- com.microsoft ---------------------------------------------------------------------------
+
+
+def _fused_gemm(node, ins, values):  # type: ignore[no-untyped-def]
+    """[A.dim(transA ? 1 : 0), B.dim(transB ? 0 : 1)]; both inputs must be rank 2."""
+    a, b = (_shape(ins[0]), _shape(ins[1])) if len(ins) > 1 else (None, None)
+    if a is None or b is None or len(a) != 2 or len(b) != 2:
+        return None
+    trans_a, trans_b = _attr(node, "transA", 0), _attr(node, "transB", 0)
+    return [TensorType(dtype=ins[0].dtype, shape=(a[1 if trans_a else 0], b[0 if trans_b else 1]))]
+
+
+def _matmul_operand(shape: Shape, trans: bool, trans_batch: bool) -> Shape:
+    """One FusedMatMul operand as the plain MatMul would see it (FusedMatMulShapeInference)."""
+    rank = len(shape)
+    if rank == 1:
+        return shape
+    batch = shape[1 : rank - 1] if trans_batch else shape[: rank - 2]
+    rows = shape[0] if trans_batch else shape[rank - 2]
+    cols = shape[rank - 1]
+    return (*batch, cols, rows) if trans else (*batch, rows, cols)
+
+
+def _fused_matmul_operands(node, ins):  # type: ignore[no-untyped-def]
+    out: list[TensorType | None] = []
+    for k, (trans, batch) in enumerate((("transA", "transBatchA"), ("transB", "transBatchB"))):
+        t = ins[k] if k < len(ins) else None
+        if t is None or t.shape is None or len(t.shape) == 0:
+            return None
+        shape = _matmul_operand(t.shape, bool(_attr(node, trans, 0)), bool(_attr(node, batch, 0)))
+        out.append(TensorType(dtype=t.dtype, shape=shape))
+    return out
+
+
+RULES[(MS_DOMAIN, "FusedConv")] = _onnx_op("Conv", 11, n_inputs=3, keep_attrs=_CONV_ATTRS)
+RULES[(MS_DOMAIN, "FusedGemm")] = _fused_gemm
+# FusedMatMulShapeInference: transpose the operands, then onnx's matmul rule (broadcast batch).
+RULES[(MS_DOMAIN, "FusedMatMul")] = _onnx_op(
+    "MatMul", 13, n_inputs=2, keep_attrs=frozenset(), reshape=_fused_matmul_operands
+)
+for _op in ("BiasGelu", "FastGelu", "Gelu", "QuickGelu", "BiasSoftmax", "BiasAdd"):
+    RULES[(MS_DOMAIN, _op)] = _like_input(0)
+# SkipLayerNormalization / SkipSimplifiedLayerNormalization: output (0) and the optional
+# input_skip_bias_sum (3) have the input's shape; mean and inv_std_var (1, 2) get no shape.
+RULES[(MS_DOMAIN, "SkipLayerNormalization")] = _like_input(0, outputs=(0, 3))
+RULES[(MS_DOMAIN, "SkipSimplifiedLayerNormalization")] = _like_input(0, outputs=(0, 3))
+
+
+def _attention(node, ins, values):  # type: ignore[no-untyped-def]
+    """AttentionTypeAndShapeInference: output [B, S, v_hidden]; ``present`` only from a known
+    ``past`` whose sequence dim and S are numbers."""
+    x, bias = (_shape(ins[0]), _shape(ins[2])) if len(ins) > 2 else (None, None)
+    if x is None or bias is None or len(x) != 3 or len(bias) != 1:
+        return None
+    sizes = _attr(node, "qkv_hidden_sizes", [])
+    if sizes:
+        hidden: Dim = int(sizes[2])
+    else:
+        hidden = bias[0] // 3 if isinstance(bias[0], int) else None
+    dtype = _dtype(ins, 2)
+    outs: list[TensorType | None] = [TensorType(dtype=dtype, shape=(x[0], x[1], hidden))]
+    if len(node.output) > 1:
+        past = _shape(ins[4]) if len(ins) > 4 else None
+        present = None
+        if past is not None and len(past) == 5 and not _attr(node, "past_present_share_buffer", 0):
+            if isinstance(x[1], int) and isinstance(past[3], int):
+                present = TensorType(dtype=dtype, shape=(*past[:3], x[1] + past[3], past[4]))
+        outs.append(present)
+    return outs
+
+
+RULES[(MS_DOMAIN, "Attention")] = _attention
+
+
+# --- onnxruntime-only ops of the ONNX domain -------------------------------------------------
+
+
+def _layer_norm(node, ins, values):  # type: ignore[no-untyped-def]
+    """LayerNormalization (before opset 17) and SimplifiedLayerNormalization: Y like X; the
+    optional statistics keep X's dims before ``axis`` and 1 from it on (float, or X's type)."""
+    x = _shape(ins[0]) if ins else None
+    if x is None:
+        return None
+    axis = _attr(node, "axis", -1)
+    axis = axis + len(x) if axis < 0 else axis
+    stat_type = _attr(node, "stash_type", 1)
+    stats = tuple(x[:axis]) + (1,) * (len(x) - axis)
+    outs: list[TensorType | None] = [ins[0]]
+    for _ in node.output[1:]:
+        outs.append(TensorType(dtype=stat_type, shape=stats))
+    return outs
+
+
+RULES[("", "LayerNormalization")] = _layer_norm
+RULES[("", "SimplifiedLayerNormalization")] = _layer_norm

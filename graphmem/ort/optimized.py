@@ -1,0 +1,50 @@
+"""The graph onnxruntime would run at an optimization level, obtained from onnxruntime itself.
+
+``SessionOptions.optimized_model_filepath`` makes onnxruntime write the graph it built after its
+optimizers ran. graphmem analyses that file for ``--graph-opt basic|extended|all``; at ``none``
+the file's own graph is what runs. onnxruntime writes the nodes in its session's execution order
+(``Graph::ToGraphProto`` walks ``GraphViewer::GetNodesInTopologicalOrder``), renumbered, so the
+file is analysed in file order (``analyze(..., execution_order="file")``). Levels above ``basic``
+introduce contrib ops (``com.microsoft``, ``com.microsoft.nchwc``): their shapes come from
+``graphmem.ort.contrib_shapes``, their buffer sharing from ``graphmem.ort.rules``. Level ``all``
+lays CNNs out in NCHWc blocks of this machine's MLAS block size (8 on AVX2, 16 on AVX-512), so
+its file, and its memory, are specific to the machine that made it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from graphmem.errors import UnsupportedOpError
+
+__all__ = ["optimized_model"]
+
+
+def optimized_model(path: Path, graph_opt: str, workdir: Path, *, always: bool = False) -> Path:
+    """Write onnxruntime's optimized graph of ``path`` at ``graph_opt`` into ``workdir``.
+
+    At ``none`` the file itself is what runs, unless ``always``: then onnxruntime still writes the
+    graph it built (function ops inlined, duplicate Casts removed).
+    """
+    if graph_opt == "none" and not always:
+        return path
+    import onnxruntime as ort
+
+    from graphmem.verify.providers import session_options
+
+    out = workdir / f"optimized_{graph_opt}.onnx"
+    options = session_options(graph_opt, 1, False, str(out))
+    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", "weights.bin")
+    options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    options.log_severity_level = 3
+    try:
+        ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
+        raise UnsupportedOpError(f"onnxruntime could not optimize the model: {str(exc).splitlines()[0]}") from None
+    return out
+
+
+def temporary_dir() -> tempfile.TemporaryDirectory[str]:
+    """A private work directory, never next to the user's model."""
+    return tempfile.TemporaryDirectory(prefix="graphmem-opt-")

@@ -1,0 +1,518 @@
+"""Kernel scratch, and the arena's in-use high-water mark that includes it.
+
+onnxruntime's requested-bytes figure (``activations.peak_bytes``) counts tensors only. Kernels
+also take *scratch* from the same arena inside ``Compute`` (``GetTempSpaceAllocator``) and free
+it before returning, so the profiler sees it only in ``mem_in_use_peak``, the arena's high-water
+mark, which counts *chunks*: the CPU BFC arena rounds each request up to 256 bytes and hands out
+a free chunk whole unless it is at least twice the request (``core/framework/bfc_arena.cc``), so
+on CNNs in-use runs up to 1.9x the requested bytes. A scratch-inclusive figure therefore needs
+both the scratch and the arena (held bytes rounded to 256 plus each step's scratch fall short of
+the measured high by up to 43%, MobileNetV2 at level all); this module models the two:
+
+* :data:`RULES` — per-op scratch, each rule citing the kernel it reads (paths in
+  microsoft/onnxruntime), as a list of requests made before and after the kernel's outputs:
+  Conv/FusedConv (MLAS working buffer), ConvTranspose, LRN, LSTM, Where, BiasGelu/FastGelu,
+  Softmax off the last axis, BatchNormalization in training mode;
+  :data:`NO_SCRATCH` — kernels checked to take none; any other op is *unmodelled*: counted 0 and
+  listed in :attr:`ScratchProfile.unmodelled`, never silently assumed free;
+* :class:`BfcArena` — onnxruntime 1.31's CPU arena with its defaults (1 MiB first region growing
+  by powers of two, 256-byte rounding, best fit by bin, split only at 2x, coalescing on free);
+* :func:`scratch_profile` — run 1 replayed through the arena: per step, the tensors the plan
+  requests (:func:`graphmem.ort.allocation.plan_ort`), the step's scratch, the release of dead
+  buffers. Its ``peak_bytes`` predicts ``RunMemory.in_use_peak_bytes``.
+
+The rules model one intra-op thread (MLAS's per-thread Conv working buffer is sized by the thread
+count), the setting graphmem's measurements use. Float kernels only, where dtypes differ.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import onnx
+from onnx import helper
+
+from graphmem.model.dtypes import element_bits, tensor_bytes
+from graphmem.errors import UsageError
+from graphmem.ort.arena import BfcArena, Chunk
+from graphmem.model.types import TensorType, is_concrete
+
+if TYPE_CHECKING:
+    from graphmem.analysis.pipeline import Analysis
+    from graphmem.model.graph import OpGraph
+    from graphmem.ort.allocation import OrtPlan
+    from graphmem.planner.program import Program
+
+__all__ = [
+    "KernelScratch",
+    "NodeScratch",
+    "ScratchProfile",
+    "BfcArena",
+    "RULES",
+    "NO_SCRATCH",
+    "kernel_scratch",
+    "scratch_profile",
+    "replay_run",
+    "scratch_bytes",
+    "MLAS_CONV_WORKING_BUFFER_FLOATS",
+]
+
+#: ``MLAS_CONV_WORKING_BUFFER_SIZE_PER_THREAD`` (``core/mlas/lib/convolve.cpp``):
+#: ``MLAS_SGEMM_STRIDEN × MLAS_SGEMM_STRIDEK`` = 128 × 128 floats on x86-64.
+MLAS_CONV_WORKING_BUFFER_FLOATS = 16384
+NCHWC = "com.microsoft.nchwc"
+MS = "com.microsoft"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KernelScratch:
+    """Scratch requests of one kernel run, in request order; all are freed before it returns.
+
+    ``before`` are requested before the kernel's outputs (Where builds its selections first),
+    ``after`` once the outputs exist (the usual case)."""
+
+    before: tuple[int, ...] = ()
+    after: tuple[int, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return sum(self.before) + sum(self.after)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeScratch:
+    """The scratch of one step of the execution order."""
+
+    step: int
+    node: str
+    op_type: str
+    scratch: KernelScratch
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScratchProfile:
+    """Run 1 replayed through the arena, scratch included (all byte figures exact integers).
+
+    ``in_use``: arena in-use bytes (chunk sizes) after each step, before its releases — what the
+    profiler's ``mem_bytes_in_use`` shows; ``high``: the high-water mark reached by the end of
+    each step; ``peak_bytes``: the run's high-water mark above what the arena held before it
+    (predicts ``RunMemory.in_use_peak_bytes``); ``per_step``: scratch bytes requested per step."""
+
+    per_step: tuple[int, ...]
+    in_use: tuple[int, ...]
+    high: tuple[int, ...]
+    peak_bytes: int
+    peak_step: int
+    nodes: tuple[NodeScratch, ...]  # steps with scratch
+    unmodelled: tuple[str, ...]  # op types without a scratch rule (counted 0)
+    baseline_bytes: int  # chunks held before run 1 (prepacked weights the kernels keep in the arena)
+
+
+# --- per-op scratch --------------------------------------------------------------------------
+
+ScratchRule = Callable[[onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None]], KernelScratch | None]
+
+
+def _attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _shape(t: TensorType | None) -> tuple[int, ...] | None:
+    if t is None or t.kind != "tensor" or not is_concrete(t.shape):
+        return None
+    return tuple(t.shape)  # type: ignore[arg-type]
+
+
+def _nbytes(t: TensorType | None) -> int | None:
+    s = _shape(t)
+    if t is None or s is None:
+        return None
+    return tensor_bytes(t.dtype, math.prod(s))
+
+
+def _conv_pads(node: onnx.NodeProto, x: Sequence[int], k: Sequence[int], y: Sequence[int]) -> list[int]:
+    """Total padding per spatial dim (``ConvAttributes::InferPadsAndOutputShape``)."""
+    auto_pad = _attr(node, "auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    n = len(k)
+    strides = _attr(node, "strides", [1] * n)
+    dilations = _attr(node, "dilations", [1] * n)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return [max(0, (y[i] - 1) * strides[i] + (k[i] - 1) * dilations[i] + 1 - x[i]) for i in range(n)]
+    if auto_pad == "VALID":
+        return [0] * n
+    pads = _attr(node, "pads", [0] * (2 * n))
+    return [pads[i] + pads[i + n] for i in range(n)]
+
+
+def _mlas_conv(node, ins, outs):  # type: ignore[no-untyped-def]
+    """Conv / FusedConv, float: the working buffer ``MlasConvPrepare`` asks for
+    (``core/providers/cpu/nn/conv.cc``, ``core/mlas/lib/convolve.cpp``): none for a pointwise
+    (1x1, stride 1, no padding) conv or a one-channel conv whose kernel spans the input row or
+    column (GemmDirect); the full im2col ``OutputSize·K`` floats when the filter count per group
+    exceeds ``OutputSize`` (ExpandThenGemm); else one thread's 16384-float segment."""
+    x, w, y = _shape(ins[0]), _shape(ins[1]) if len(ins) > 1 else None, _shape(outs[0])
+    if x is None or w is None or y is None or len(x) < 3:
+        return None
+    if element_bits(ins[0].dtype) != 32:  # Conv<T> for other types: im2col unless pointwise
+        return _im2col(node, x, w, y, ins[0].dtype, pointwise_free=True)
+    group = _attr(node, "group", 1)
+    kernel = list(_attr(node, "kernel_shape", w[2:]))
+    in_sp, out_sp = list(x[2:]), list(y[2:])
+    if len(kernel) > 3:  # Conv<float> beyond 3-D: always the column buffer
+        return _im2col(node, x, w, y, ins[0].dtype, pointwise_free=False)
+    cin = x[1] // group
+    k = cin * math.prod(kernel)
+    out_size = math.prod(out_sp)
+    filters = w[0] // group
+    n = len(kernel)
+    strides_one = all(s == 1 for s in _attr(node, "strides", [1] * n))
+    pads_zero = all(p == 0 for p in _conv_pads(node, in_sp, kernel, out_sp))
+    dil_one = all(d == 1 for d in _attr(node, "dilations", [1] * n))
+    if strides_one and pads_zero:
+        if k == cin:
+            return KernelScratch()
+        if n == 1:  # MLAS promotes 1-D to 2-D: height 1
+            kernel, in_sp = [1, kernel[0]], [1, in_sp[0]]
+        if len(kernel) == 2 and dil_one and cin == 1:
+            if kernel[1] == in_sp[1] or (kernel[0] == in_sp[0] and kernel[1] == 1):
+                return KernelScratch()
+    floats = out_size * k if filters > out_size else MLAS_CONV_WORKING_BUFFER_FLOATS
+    return KernelScratch(after=(4 * floats,))
+
+
+def _im2col(node, x, w, y, dtype, *, pointwise_free: bool):  # type: ignore[no-untyped-def]
+    """The column buffer of ``nn/conv.cc``: ``(Cin/group)·prod(kernel) × prod(output spatial)``
+    elements — ``Conv<T>`` (non-float) skips it for a pointwise conv, ``Conv<float>`` beyond three
+    spatial dims never does."""
+    group = _attr(node, "group", 1)
+    kernel = list(_attr(node, "kernel_shape", w[2:]))
+    n = len(kernel)
+    pointwise = math.prod(kernel) == 1 and all(s == 1 for s in _attr(node, "strides", [1] * n))
+    pointwise = pointwise and all(p == 0 for p in _conv_pads(node, x[2:], kernel, y[2:]))
+    if pointwise and pointwise_free:
+        return KernelScratch()
+    col = x[1] // group * math.prod(kernel) * math.prod(y[2:])
+    return KernelScratch(after=(tensor_bytes(dtype, col),))
+
+
+def _conv_transpose(node, ins, outs):  # type: ignore[no-untyped-def]
+    """``ConvTranspose<float>::DoConvTranspose`` (``nn/conv_transpose.cc``): a column buffer of
+    ``(M/group)·prod(kernel) × prod(input spatial)`` elements, after the output."""
+    x, w = _shape(ins[0]), _shape(ins[1]) if len(ins) > 1 else None
+    if x is None or w is None:
+        return None
+    kernel = list(_attr(node, "kernel_shape", w[2:]))
+    col = w[1] * math.prod(kernel) * math.prod(x[2:])
+    return KernelScratch(after=(tensor_bytes(ins[0].dtype, col),))
+
+
+def _lrn(node, ins, outs):  # type: ignore[no-untyped-def]
+    """``LRN<float>`` (``nn/lrn.cc``): a scale buffer like X and a padded square of
+    ``(C + size - 1)·H·W`` floats."""
+    x = _shape(ins[0])
+    if x is None or len(x) != 4:
+        return None
+    size = _attr(node, "size", 1)
+    return KernelScratch(after=(4 * math.prod(x), 4 * (x[1] + size - 1) * x[2] * x[3]))
+
+
+def _lstm(node, ins, outs):  # type: ignore[no-untyped-def]
+    """``DeepCpuLstmOp`` (``rnn/lstm_base.cc``, ``rnn/uni_directional_lstm.cc``), float: hidden and
+    cell buffers when Y_h / Y_c are not outputs, then per direction the UniDirectionalLstm
+    buffers (hidden0, internal_memory_prev, three batch×hidden states, the 4·hidden×batch×seq
+    gate buffer, four fused biases, peepholes, and for a reverse direction reversed inputs and
+    outputs), then per direction the default sequence lengths (int32) when not given."""
+    x = _shape(ins[0])
+    if x is None or len(x) != 3:
+        return None
+    seq, batch, inp = x
+    hidden = _attr(node, "hidden_size", 0)
+    direction = _attr(node, "direction", b"forward")
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
+
+    def given(i: int) -> bool:
+        return len(node.input) > i and bool(node.input[i])
+
+    def output(i: int) -> bool:
+        return len(node.output) > i and bool(node.output[i])
+
+    f = 4  # float
+    req: list[int] = []
+    if not output(1):
+        req.append(f * batch * hidden * len(dirs))
+    if not output(2):
+        req.append(f * batch * hidden * len(dirs))
+    for d in dirs:
+        req += [f * hidden, f * hidden, f * batch * hidden, f * batch * hidden, f * batch * hidden]
+        req.append(f * 4 * hidden * batch * seq)
+        if given(3):
+            req += [f * hidden] * 4
+        if d == "reverse":
+            req += [f * seq * batch * inp, f * seq * batch * hidden]
+        if given(7):
+            req += [f * hidden] * 3
+    if not given(4):
+        req += [4 * batch] * len(dirs)
+    return KernelScratch(after=tuple(req))
+
+
+def _where(node, ins, outs):  # type: ignore[no-untyped-def]
+    """``Where<T>`` (``tensor/where_op.cc``): the X and Y selections, each broadcast with the
+    condition, are built before the output."""
+    c, a, b = (_shape(t) for t in ins[:3])
+    if c is None or a is None or b is None:
+        return None
+    sizes = []
+    for v, t in ((a, ins[1]), (b, ins[2])):
+        sel = _broadcast(c, v)
+        if sel is None:
+            return None
+        sizes.append(tensor_bytes(t.dtype, math.prod(sel)))  # type: ignore[union-attr]
+    return KernelScratch(before=tuple(sizes))
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for p, q in zip(a, b):
+        if p != q and 1 not in (p, q):
+            return None
+        out.append(q if p == 1 else p)
+    return tuple(out)
+
+
+def _bias_gelu(node, ins, outs):  # type: ignore[no-untyped-def]
+    """``BiasGelu<T, approx>`` (``contrib_ops/cpu/bert/bias_gelu.cc``; FastGelu runs the same
+    kernel): with a bias, a temporary like the input, after the output; without, none."""
+    if len(node.input) < 2 or not node.input[1]:
+        return KernelScratch()
+    size = _nbytes(ins[0])
+    return None if size is None else KernelScratch(after=(size,))
+
+
+def _softmax(node, ins, outs):  # type: ignore[no-untyped-def]
+    """``Softmax<T>::ComputeImplOpset13`` (``math/softmax.cc``): along the last axis none; along
+    another, a transposed input and an intermediate output, each like X."""
+    x = _shape(ins[0])
+    if x is None:
+        return None
+    axis = _attr(node, "axis", -1)
+    if axis < 0:
+        axis += len(x)
+    if axis == len(x) - 1:
+        return KernelScratch()
+    size = _nbytes(ins[0])
+    return None if size is None else KernelScratch(after=(size, size))
+
+
+def _batch_norm(node, ins, outs):  # type: ignore[no-untyped-def]
+    """``BatchNorm<T>`` (``nn/batch_norm.h``): in training mode (more than one output) without the
+    saved-mean/inv-std outputs, it computes them in two temporaries shaped like the mean, after Y."""
+    train = len(node.output) > 1  # is_train_: OutputDefs().size() > 1
+    saved = len(node.output) > 4 and bool(node.output[3]) and bool(node.output[4])
+    if not train or saved:
+        return KernelScratch()
+    mean = _nbytes(ins[3]) if len(ins) > 3 else None
+    return None if mean is None else KernelScratch(after=(mean, mean))
+
+
+RULES: dict[tuple[str, str], ScratchRule] = {
+    ("", "BatchNormalization"): _batch_norm,
+    ("", "Conv"): _mlas_conv,
+    (MS, "FusedConv"): _mlas_conv,
+    ("", "ConvTranspose"): _conv_transpose,
+    ("", "LRN"): _lrn,
+    ("", "LSTM"): _lstm,
+    ("", "Where"): _where,
+    (MS, "BiasGelu"): _bias_gelu,
+    (MS, "FastGelu"): _bias_gelu,
+    ("", "Softmax"): _softmax,
+    ("", "LogSoftmax"): _softmax,
+}
+
+#: Kernels that take no scratch on the CPU EP (read in their sources and confirmed by running each
+#: node of the corpus alone: in-use high-water = outputs). NCHWc kernels run MLAS on the caller's
+#: buffers (``contrib_ops/cpu/nchwc_ops.cc``).
+NO_SCRATCH: frozenset[tuple[str, str]] = frozenset(
+    [(NCHWC, op) for op in ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                             "ReorderInput", "ReorderOutput", "Upsample")]
+    + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "SkipLayerNormalization")]
+    + [("", op) for op in (
+        "Add", "And", "AveragePool", "Cast", "Clip", "Concat", "ConstantOfShape",
+        "Div", "Dropout", "Elu", "Equal", "Erf", "Expand", "Flatten", "Gather", "GatherElements", "Gemm",
+        "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "Identity", "LayerNormalization",
+        "LeakyRelu", "Less", "LessOrEqual", "MatMul", "MaxPool", "Mul", "Neg", "Not", "Or", "Pad", "Pow",
+        "Range", "Reciprocal", "Relu", "Reshape", "Selu", "Shape", "Sigmoid", "Size", "Slice", "Softplus",
+        "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Transpose", "Unsqueeze",
+    )]
+)
+
+
+def kernel_scratch(
+    node: onnx.NodeProto,
+    ins: Sequence[TensorType | None],
+    outs: Sequence[TensorType | None],
+    *,
+    opset: int = 13,
+) -> KernelScratch | None:
+    """The scratch one run of ``node`` requests, from its runtime input and output types; an
+    empty :class:`KernelScratch` for a kernel without scratch; None when unmodelled. ``opset``:
+    the model's default-domain opset (Softmax before 13 flattens instead of transposing)."""
+    key = ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
+    if key in (("", "Softmax"), ("", "LogSoftmax")) and opset < 13:
+        return KernelScratch()  # Softmax<T>::ComputeImpl: a 2-D view, no buffer
+    rule = RULES.get(key)
+    if rule is not None:
+        return rule(node, ins, outs)
+    return KernelScratch() if key in NO_SCRATCH else None
+
+
+# --- run 1 through the arena -----------------------------------------------------------------
+
+
+def _prepacked_in_arena(graph: OpGraph) -> list[int]:
+    """Bytes kernels keep in the arena from session creation on: ConvTranspose<float> packs its
+    filter with ``alloc->Alloc`` (``nn/conv_transpose.cc`` PrePack; other kernels pack with
+    ``Reserve``, outside the arena's chunks). In node order, as ``PrepackConstantInitializedTensors``."""
+    model = graph.model
+    sizes = []
+    for nid in sorted(graph.dag.nodes):
+        node = graph.node(nid)
+        if node.op_type != "ConvTranspose" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+            continue
+        w = model.weights.get(node.input[1])
+        if w is None or len(w.dims) <= 2 or element_bits(w.dtype) != 32:
+            continue
+        group = _attr(node, "group", 1)
+        k, n = w.dims[0] // group, math.prod(w.dims[1:])
+        if k > 1 and n > 1:
+            sizes.append(4 * k * n * group)
+    return sizes
+
+
+def _ort_plan(analysis: Analysis) -> tuple[Program, OrtPlan]:
+    """The program and onnxruntime plan :func:`graphmem.analyze` built (rebuilt, as Analysis does
+    not keep them; UsageError when the rebuilt plan's timeline differs from the analysis', as
+    after an ``as_dtype`` what-if)."""
+    from graphmem.model.program import build_program
+    from graphmem.ort.rules import sharing, unwritten_outputs
+    from graphmem.ort.allocation import plan_ort
+    from graphmem.shapes.infer import ORT_STATIC, infer_types
+
+    if analysis.activations.provider != "cpu":
+        raise UsageError("kernel scratch is modelled for the CPU provider only (CUDA workspaces are not)")
+    static = infer_types(analysis.graph, analysis.order, view=ORT_STATIC)
+    program, _ = build_program(
+        analysis.graph,
+        analysis.order,
+        runtime=analysis.types,
+        static=static.types,
+        sharing=sharing,
+        unwritten=unwritten_outputs,
+    )
+    plan = plan_ort(program)
+    if plan.in_use != tuple(held for _, held in analysis.activations.timeline):
+        raise UsageError(
+            "the scratch profile could not rebuild the analysis' plan (an as-dtype what-if is not modelled)"
+        )
+    return program, plan
+
+
+def _step_scratch(
+    graph: OpGraph, order: Sequence[int], types: Mapping[str, TensorType]
+) -> tuple[list[KernelScratch], list[str]]:
+    """Each step's scratch (empty when unmodelled), and the unmodelled op types."""
+    out: list[KernelScratch] = []
+    unmodelled: dict[str, None] = {}
+    for nid in order:
+        node = graph.node(nid)
+        ins = [types.get(x) if x else None for x in node.input]
+        outs = [types.get(x) if x else None for x in node.output]
+        ks = kernel_scratch(node, ins, outs, opset=graph.model.opset)
+        if ks is None:
+            unmodelled[f"{node.domain + ':' if node.domain else ''}{node.op_type}"] = None
+            ks = KernelScratch()
+        out.append(ks)
+    return out, list(unmodelled)
+
+
+def scratch_profile(analysis: Analysis) -> ScratchProfile:
+    """:func:`replay_run` of ``analysis`` (a :class:`graphmem.Analysis`)."""
+    program, plan = _ort_plan(analysis)
+    return replay_run(program, plan, graph=analysis.graph, order=analysis.order, types=analysis.types)
+
+
+def replay_run(
+    program: Program,
+    plan: OrtPlan,
+    *,
+    graph: OpGraph,
+    order: Sequence[int],
+    types: Mapping[str, TensorType],
+) -> ScratchProfile:
+    """Replay run 1 of ``plan`` (over ``graph`` run in ``order``, runtime ``types``) through
+    :class:`BfcArena`.
+
+    Per step: the step's *before* scratch, the buffers the plan requests at it (in request
+    order), its *after* scratch; all scratch is freed; the arena's in-use is sampled (as the
+    profiler does, before releases); then the buffers whose last reader it was are released.
+    """
+    scratch, unmodelled = _step_scratch(graph, order, types)
+    arena = BfcArena()
+    for size in _prepacked_in_arena(graph):
+        arena.alloc(size)
+    base = arena.in_use
+    arena.high = base
+    requests: dict[int, list[int]] = {}
+    for value, step in zip(plan.fresh, plan.alloc_step):
+        requests.setdefault(step, []).append(value)
+    releases: dict[int, list[int]] = {}
+    for value, end in zip(plan.fresh, plan.free_step):
+        if end is not None:
+            releases.setdefault(end, []).append(value)
+    chunks: dict[int, Chunk | None] = {}
+    in_use: list[int] = []
+    high: list[int] = []
+    for s, ks in enumerate(scratch):
+        temp = [arena.alloc(n) for n in ks.before]
+        for v in requests.get(s, ()):
+            chunks[v] = arena.alloc(program.values[v].size or 0)
+        temp += [arena.alloc(n) for n in ks.after]
+        for c in reversed(temp):
+            arena.free(c)
+        in_use.append(arena.in_use - base)
+        high.append(arena.high - base)
+        for v in releases.get(s, ()):
+            arena.free(chunks.pop(v, None))
+    peak = max(high, default=0)
+    nodes = tuple(
+        NodeScratch(step=s, node=program.steps[s].label, op_type=graph.node(nid).op_type, scratch=ks)
+        for s, (nid, ks) in enumerate(zip(order, scratch))
+        if ks.total
+    )
+    return ScratchProfile(
+        per_step=tuple(ks.total for ks in scratch),
+        in_use=tuple(in_use),
+        high=tuple(high),
+        peak_bytes=peak,
+        peak_step=high.index(peak) if high else -1,
+        nodes=nodes,
+        unmodelled=tuple(unmodelled),
+        baseline_bytes=base,
+    )
+
+
+def scratch_bytes(analysis: Analysis) -> int:
+    """The largest scratch one kernel of ``analysis`` requests (requested bytes, unrounded): the
+    figure reported as ``activations.scratch_bytes``."""
+    per_step, _ = _step_scratch(analysis.graph, analysis.order, analysis.types)
+    return max((ks.total for ks in per_step), default=0)

@@ -1,0 +1,156 @@
+"""Stage 7 — render an :class:`~graphmem.analysis.pipeline.Analysis` as a table or a JSON document.
+
+JSON: ``schema_version`` 1, every byte figure an exact integer. Keys are added by later
+features, never renamed. Tables use binary units and name them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphmem.analysis.pipeline import Analysis, PlacementInfo
+from graphmem.units import byte_table, format_count
+
+__all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table"]
+
+SCHEMA_VERSION = 1
+
+
+def model_json(a: Analysis) -> dict[str, Any]:
+    """The ``model`` object every document shares: file, opset, nodes, dims, graph-opt level."""
+    return {
+        "path": a.model.path,
+        "opset": a.model.opset,
+        "nodes": a.model.nodes,
+        "dims": dict(a.model.dims),
+        "graph_opt": a.model.graph_opt,
+    }
+
+
+def peak_json(a: Analysis) -> dict[str, Any]:
+    """The ``graphmem peak --json`` document."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": model_json(a),
+        "weights": {
+            "params": a.weights.params,
+            "bytes": a.weights.bytes,
+            "external_bytes": a.weights.external_bytes,
+            "by_dtype": {
+                k: {"params": p, "bytes": b} for k, (p, b) in sorted(a.weights.by_dtype.items())
+            },
+            "unknown": list(a.weights.unknown),
+        },
+        "activations": {
+            "peak_bytes": a.activations.peak_bytes,
+            "peak_node": a.activations.peak_node,
+            "lower_bound_bytes": a.activations.lower_bound_bytes,
+            "no_reuse_bytes": a.activations.no_reuse_bytes,
+            "best_arena_bytes": a.activations.best_arena_bytes,
+            "scratch_bytes": a.activations.scratch_bytes,
+            "in_use_peak_bytes": a.activations.in_use_peak_bytes,
+            "scratch_unmodelled": list(a.activations.scratch_unmodelled),
+            "runtime": a.activations.runtime,
+            "provider": a.activations.provider,
+            "unknown": list(a.activations.unknown),
+        },
+        "placement": _placement_json(a.placement),
+        "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
+        "total_bytes": a.total_bytes,
+        "shapes": {"tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved)},
+        "flops": {
+            "total": a.flops.flops,
+            "macs": a.flops.macs,
+            "int_ops": a.flops.int_ops,
+            "by_op_type": dict(sorted(a.flops.by_op_type.items(), key=lambda kv: -kv[1])),
+            "unsupported": dict(sorted(a.flops.unsupported.items())),
+            "zero": list(a.flops.zero),
+        },
+    }
+
+
+def _placement_json(p: PlacementInfo | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "cuda_nodes": p.cuda_nodes,
+        "cpu_nodes": p.cpu_nodes,
+        "memcpy_nodes": p.memcpy_nodes,
+        "cpu_preferred": p.cpu_preferred,
+        "no_cuda_kernel": dict(p.no_cuda_kernel),
+        "inputs_on_device_bytes": p.inputs_on_device_bytes,
+        "cpu_peak_bytes": p.cpu_peak_bytes,
+        "pinned_peak_bytes": p.pinned_peak_bytes,
+    }
+
+
+def peak_table(a: Analysis) -> str:
+    """The human-readable ``graphmem peak`` table (binary units, exact bytes beside them)."""
+    dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
+    act = a.activations
+    rows = [
+        ("weights", a.weights.bytes, f"{format_count(a.weights.params)} params"),
+        ("activations peak", act.peak_bytes, f"at node '{act.peak_node}' ({act.runtime})"),
+        ("  lower bound", act.lower_bound_bytes, "most bytes that must be live at one step"),
+        ("  best arena", act.best_arena_bytes, "greedy offset planner, same lifetimes"),
+        ("  no reuse", act.no_reuse_bytes, "every op output in its own buffer"),
+    ]
+    if act.in_use_peak_bytes is not None:
+        rows += [
+            ("  with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)"),
+            ("  largest scratch", act.scratch_bytes, "one kernel's temporary buffers"),
+        ]
+    rows += [
+        ("inputs", a.io.inputs_bytes, ""),
+        ("outputs", a.io.outputs_bytes, "included in the activations peak"),
+        ("total", a.total_bytes, "weights + activations peak + inputs"),
+    ]
+    p = a.placement
+    if p is not None:
+        rows += [
+            ("inputs on device", p.inputs_on_device_bytes, "feeds the session copies into the CUDA arena"),
+            ("CPU arena peak", p.cpu_peak_bytes, "activations of the nodes on the CPU provider"),
+            ("pinned host peak", p.pinned_peak_bytes, "Shape and MemcpyToHost outputs"),
+        ]
+    lines = [
+        f"graphmem peak: {a.model.path}",
+        f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}, graph-opt {a.model.graph_opt}",
+        "",
+        *byte_table(rows),
+    ]
+    f = a.flops
+    lines.append(
+        f"  {'FLOPs':<18} {format_count(f.flops):>12} {f.flops:>16,}  "
+        f"{format_count(f.macs)} MACs (1 MAC = 2 FLOPs); work per run, not a rate"
+    )
+    if f.int_ops:
+        lines.append(f"  {'integer ops':<18} {format_count(f.int_ops):>12} {f.int_ops:>16,}  quantized kernels and shape arithmetic")
+    if p is not None:
+        fallback = ", ".join(f"{op} {n}" for op, n in p.no_cuda_kernel.items()) or "none"
+        lines.append(
+            f"  placement: {p.cuda_nodes} nodes on CUDA, {p.cpu_nodes} on CPU ({p.cpu_preferred} shape-arithmetic "
+            f"nodes preferred on CPU; no CUDA kernel: {fallback}), {p.memcpy_nodes} Memcpy nodes"
+        )
+        lines.append("  CUDA kernel workspaces (cuDNN, cuBLAS) and the CUDA context are not in these figures.")
+    lines.append("")
+    lines.extend(_unknowns(a))
+    return "\n".join(lines)
+
+
+def _unknowns(a: Analysis) -> list[str]:
+    out = []
+    unresolved = a.shapes.unresolved
+    if unresolved:
+        shown = ", ".join(unresolved[:8]) + (" …" if len(unresolved) > 8 else "")
+        out.append(f"  UNRESOLVED: {len(unresolved)} tensors have no static size ({shown});")
+        out.append("  they are not in the figures above, which are therefore lower estimates.")
+    else:
+        out.append(f"  shapes: all {a.shapes.tensors} tensors resolved")
+    if a.flops.unsupported:
+        ops = ", ".join(f"{k} ×{v}" for k, v in sorted(a.flops.unsupported.items()))
+        out.append(f"  FLOPs UNSUPPORTED (not counted, so FLOPs are a lower bound): {ops}")
+    if a.activations.scratch_unmodelled:
+        out.append(f"  scratch not modelled (counted 0): {', '.join(a.activations.scratch_unmodelled)}")
+    if a.weights.unknown:
+        out.append(f"  weights of unknown size (strings): {', '.join(a.weights.unknown[:8])}")
+    return out

@@ -1,8 +1,10 @@
-"""Shared fixtures: the committed models, the onnx wheel's third-party corpus, tiny graphs."""
+"""Shared fixtures: the committed models, the onnx wheel's third-party corpus, models built once
+per session. Plain builders (paths, inline graphs, planner programs, CLI helpers) are in
+``builders.py``; pytest advises against importing conftest, so fixtures live here and builders there.
+"""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,9 +12,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-MODELS = ROOT / "models"
-LIGHT = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
+from builders import LIGHT, MODELS, ROOT, tiny_decoder
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +23,14 @@ def models_dir() -> Path:
 @pytest.fixture(scope="session")
 def light_dir() -> Path:
     return LIGHT
+
+
+@pytest.fixture(scope="session")
+def decoder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The path of :func:`builders.tiny_decoder` (a 2-layer KV-cache decoder step), saved once."""
+    path = tmp_path_factory.mktemp("kv") / "tiny_decoder.onnx"
+    onnx.save(tiny_decoder(), str(path))
+    return str(path)
 
 
 @pytest.fixture(scope="session")

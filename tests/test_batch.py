@@ -38,65 +38,7 @@ from graphmem.views.kvcache import context_dim, kv_cache
 from graphmem.model.loading import load_model
 from graphmem.training import TrainingConfig, estimate_training
 
-ROOT = Path(__file__).resolve().parent.parent
-CNN = ROOT / "models" / "tiny_cnn.onnx"
-BERT = ROOT / "models" / "tiny_bert.onnx"
-TRAIN_CNN = ROOT / "models" / "train_cnn.onnx"
-
-LAYERS, HIDDEN, HEADS = 2, 32, 4
-HEAD_DIM = HIDDEN // HEADS
-
-
-def tiny_decoder() -> onnx.ModelProto:
-    """One decode step of a 2-layer attention decoder: x [batch, 1, 32] and, per layer,
-    past_key_values.{i}.key/value [batch, 4, seq, 8] → present.{i}.key/value [batch, 4, seq+1, 8]
-    (Concat of the past with the new token's K/V on axis 2)."""
-    rng = np.random.default_rng(0)
-    inits = [
-        numpy_helper.from_array(np.array([0, 1, HEADS, HEAD_DIM], np.int64), "split_shape"),
-        numpy_helper.from_array(np.array([0, 1, HIDDEN], np.int64), "merge_shape"),
-    ]
-    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1, HIDDEN])]
-    outputs = []
-    nodes = []
-    h = "x"
-    for i in range(LAYERS):
-        for w in "qkvo":
-            w_init = rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32)
-            inits.append(numpy_helper.from_array(w_init, f"w{w}{i}"))
-        for kv in ("key", "value"):
-            inputs.append(helper.make_tensor_value_info(
-                f"past_key_values.{i}.{kv}", TensorProto.FLOAT, ["batch", HEADS, "seq", HEAD_DIM]))
-            outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kv}", TensorProto.FLOAT, ["batch", HEADS, "total", HEAD_DIM]))
-        for w in "qkv":
-            nodes += [
-                helper.make_node("MatMul", [h, f"w{w}{i}"], [f"{w}{i}"]),
-                helper.make_node("Reshape", [f"{w}{i}", "split_shape"], [f"{w}{i}_r"]),
-                helper.make_node("Transpose", [f"{w}{i}_r"], [f"{w}{i}_t"], perm=[0, 2, 1, 3]),
-            ]
-        nodes += [
-            helper.make_node("Concat", [f"past_key_values.{i}.key", f"k{i}_t"],
-                             [f"present.{i}.key"], axis=2),
-            helper.make_node("Concat", [f"past_key_values.{i}.value", f"v{i}_t"],
-                             [f"present.{i}.value"], axis=2),
-            helper.make_node("Transpose", [f"present.{i}.key"], [f"kT{i}"], perm=[0, 1, 3, 2]),
-            helper.make_node("MatMul", [f"q{i}_t", f"kT{i}"], [f"s{i}"]),
-            helper.make_node("Softmax", [f"s{i}"], [f"p{i}"], axis=-1),
-            helper.make_node("MatMul", [f"p{i}", f"present.{i}.value"], [f"c{i}"]),
-            helper.make_node("Transpose", [f"c{i}"], [f"c{i}_t"], perm=[0, 2, 1, 3]),
-            helper.make_node("Reshape", [f"c{i}_t", "merge_shape"], [f"c{i}_m"]),
-            helper.make_node("MatMul", [f"c{i}_m", f"wo{i}"], [f"o{i}"]),
-            helper.make_node("Add", [h, f"o{i}"], [f"h{i}"]),
-        ]
-        h = f"h{i}"
-    outputs.insert(0, helper.make_tensor_value_info(h, TensorProto.FLOAT, ["batch", 1, HIDDEN]))
-    graph = helper.make_graph(nodes, "tiny_decoder", inputs, outputs, inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
-
+from builders import BERT, CNN, HEAD_DIM, HEADS, LAYERS, TRAIN_CNN, mlp_model
 
 def dip_model(k: int = 64) -> onnx.ModelProto:
     """x: uint8 [n]. y = c[n:k] (a slice of a k-float constant, starting at n); z = y tiled 64×;
@@ -137,13 +79,6 @@ def positions_model(k: int = 8) -> onnx.ModelProto:
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m
-
-
-@pytest.fixture(scope="module")
-def decoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("kv") / "tiny_decoder.onnx"
-    onnx.save(tiny_decoder(), str(path))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -382,25 +317,6 @@ def test_longest_context_that_fits(decoder: Path) -> None:
 
 
 # --- training: the step peak as the search's cost --------------------------------------------
-
-MLP_WIDTH = 256
-
-
-def mlp_model(width: int = MLP_WIDTH) -> onnx.ModelProto:
-    """x [batch, width] → MatMul → Relu → MatMul: two 256 KiB weights. With Adam the optimizer
-    step (weights, 2x state, gradients, 2x the largest weight of temporaries) sets the step peak
-    up to batch ≈ 256, the backward pass above."""
-    rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32),
-                                     f"w{i}") for i in range(2)]
-    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"]),
-             helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("MatMul", ["r", "w1"], ["y"])]
-    graph = helper.make_graph(
-        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
 
 @pytest.fixture(scope="module")
 def mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
 
 import graphmem
-from graphmem.cli import app
+
+from builders import invoke
 
 REQUIRED_KEYS = [
     "model.path",
@@ -39,7 +39,7 @@ def lookup(doc: dict, dotted: str):  # type: ignore[no-untyped-def]
 
 def test_peak_json_has_every_documented_key(models_dir: Path) -> None:
     path = models_dir / "tiny_bert.onnx"
-    result = CliRunner().invoke(app, ["peak", str(path), "--dim", "batch=2", "--dim", "seq=16", "--json"])
+    result = invoke("peak", str(path), "--dim", "batch=2", "--dim", "seq=16", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["schema_version"] == 1
@@ -57,7 +57,7 @@ def test_peak_json_has_every_documented_key(models_dir: Path) -> None:
 
 
 def test_peak_table_uses_named_binary_units(models_dir: Path) -> None:
-    result = CliRunner().invoke(app, ["peak", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=8"])
+    result = invoke("peak", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=8")
     assert result.exit_code == 0, result.output
     assert "KiB" in result.output or "MiB" in result.output
     assert "activations peak" in result.output and "all" in result.output
@@ -82,17 +82,16 @@ def test_public_surface_is_small() -> None:
 def test_peak_provider_cuda_table_and_errors(models_dir: Path) -> None:
     """--provider cuda prints the CUDA arena figures and the partition; an unknown provider and
     --graph-opt with cuda are usage errors (exit 2, one line)."""
-    runner = CliRunner()
     model = str(models_dir / "tiny_gpt2.onnx")
-    ok = runner.invoke(app, ["peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "cuda"])
+    ok = invoke("peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "cuda")
     assert ok.exit_code == 0, ok.output
     assert "CUDAExecutionProvider (emulated, not checked on a GPU)" in ok.stdout
     assert "inputs on device" in ok.stdout and "pinned host peak" in ok.stdout
     assert "Memcpy nodes" in ok.stdout
-    bad = runner.invoke(app, ["peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "tpu"])
+    bad = invoke("peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "tpu")
     assert bad.exit_code == 2 and "provider 'tpu'" in bad.stderr and "Traceback" not in bad.output
-    opt = runner.invoke(app, ["peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "cuda",
-                              "--graph-opt", "basic"])
+    opt = invoke("peak", model, "-d", "batch=1", "-d", "seq=16", "--provider", "cuda",
+                              "--graph-opt", "basic")
     assert opt.exit_code == 2 and "--graph-opt none" in opt.stderr
-    cpu = json.loads(runner.invoke(app, ["peak", model, "-d", "batch=1", "-d", "seq=16", "--json"]).stdout)
+    cpu = json.loads(invoke("peak", model, "-d", "batch=1", "-d", "seq=16", "--json").stdout)
     assert cpu["placement"] is None and cpu["activations"]["provider"] == "cpu"

@@ -6,33 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import onnx
 import pytest
-from typer.testing import CliRunner
 
 import graphmem
-from graphmem.cli import app
 
-ROOT = Path(__file__).resolve().parent.parent
-CNN = str(ROOT / "models" / "tiny_cnn.onnx")
-BERT = str(ROOT / "models" / "tiny_bert.onnx")
-TRAIN_CNN = str(ROOT / "models" / "train_cnn.onnx")
+from builders import BERT as BERT_PATH, CNN as CNN_PATH, TRAIN_CNN as TRAIN_CNN_PATH
 
-runner = CliRunner()
+from builders import outcome as run
 
+CNN, BERT, TRAIN_CNN = str(CNN_PATH), str(BERT_PATH), str(TRAIN_CNN_PATH)
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
-@pytest.fixture(scope="module")
-def decoder(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from test_batch import tiny_decoder
-
-    path = tmp_path_factory.mktemp("cli_kv") / "tiny_decoder.onnx"
-    onnx.save(tiny_decoder(), str(path))
-    return str(path)
 
 
 def test_sweep_json_rows_equal_analyze() -> None:

@@ -16,51 +16,23 @@ import csv
 import inspect
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-from typer.testing import CliRunner
 
-from graphmem.cli import app, peak
+from graphmem.cli import peak
 from graphmem.schema import validate
 
-REPO = Path(__file__).resolve().parents[1]
+from builders import ROOT as REPO, gemm_mlp, invoke, run_graphmem
 
-
-def mlp(path: Path, hidden: int) -> Path:
-    rng = np.random.default_rng(0)
-    shapes = {"fc1.weight": (16, hidden), "fc1.bias": (hidden,), "fc2.weight": (hidden, 8), "fc2.bias": (8,)}
-    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n) for n, s in shapes.items()]
-    nodes = [
-        helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], name="fc1"),
-        helper.make_node("Relu", ["h"], ["a"], name="relu"),
-        helper.make_node("Gemm", ["a", "fc2.weight", "fc2.bias"], ["y"], name="fc2"),
-    ]
-    graph = helper.make_graph(
-        nodes, "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("gate")
     (root / "m").mkdir()
-    mlp(root / "m" / "narrow.onnx", 32)
-    mlp(root / "m" / "wide.onnx", 64)
+    gemm_mlp(root / "m" / "narrow.onnx", 32)
+    gemm_mlp(root / "m" / "wide.onnx", 64)
     return root
 
 
@@ -68,17 +40,6 @@ def write_config(root: Path, body: str, name: str = "graphmem.toml") -> Path:
     path = root / name
     path.write_text(body)
     return path
-
-
-def invoke(args: list[str], env: dict[str, str] | None = None):
-    env = {"GITHUB_ACTIONS": "", **(env or {})}
-    return CliRunner().invoke(app, args, env=env)
-
-
-def run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
-    return subprocess.run([sys.executable, "-m", "graphmem", *args], capture_output=True,
-                          text=True, cwd=cwd or REPO, env=env, timeout=120)
 
 
 NARROW = '[[models]]\npath = "m/narrow.onnx"\ndims = { batch = 4 }\n'
@@ -90,7 +51,7 @@ NARROW = '[[models]]\npath = "m/narrow.onnx"\ndims = { batch = 4 }\n'
 def test_check_pass(models: Path) -> None:
     cfg = write_config(models, NARROW + 'max-peak = "640"\nmax-total = "4128"\nmax-params = "808"\n'
                        'max-weights = 3232\n')
-    result = invoke(["check", "--config", str(cfg), "--json"])
+    result = invoke("check", "--config", str(cfg), "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     validate(doc, "check")
@@ -115,7 +76,7 @@ def test_check_pass(models: Path) -> None:
 )
 def test_check_each_failing_budget(models: Path, budget: str, metric: str, message: str) -> None:
     cfg = write_config(models, NARROW + budget + "\n")
-    result = invoke(["check", "-c", str(cfg), "--format", "json", "--jobs", "1"])
+    result = invoke("check", "-c", str(cfg), "--format", "json", "--jobs", "1")
     assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
     validate(doc, "check")
@@ -126,7 +87,7 @@ def test_check_each_failing_budget(models: Path, budget: str, metric: str, messa
 
 def test_check_table_and_github_annotation(models: Path) -> None:
     cfg = write_config(models, NARROW + 'max-peak = "512"\n')
-    result = invoke(["check", "-c", str(cfg)], env={"GITHUB_ACTIONS": "true"})
+    result = invoke("check", "-c", str(cfg), env={"GITHUB_ACTIONS": "true"})
     assert result.exit_code == 1
     assert "FAIL  m/narrow.onnx: activations peak 640 B exceeds" in result.stdout
     assert "1 models: 0 passed, 1 failed, 0 errors" in result.stdout
@@ -139,7 +100,7 @@ def test_check_table_and_github_annotation(models: Path) -> None:
 )
 def test_check_malformed_budget(models: Path, value: str, needle: str) -> None:
     cfg = write_config(models, NARROW + f'max-peak = "{value}"\n')
-    result = invoke(["check", "-c", str(cfg)])
+    result = invoke("check", "-c", str(cfg))
     assert result.exit_code == 2
     assert result.stderr.startswith("graphmem: error: ") and needle in result.stderr
     assert result.stdout == ""
@@ -147,14 +108,14 @@ def test_check_malformed_budget(models: Path, value: str, needle: str) -> None:
 
 def test_check_missing_model_file(models: Path) -> None:
     cfg = write_config(models, NARROW + '[[models]]\npath = "m/gone.onnx"\n')
-    result = invoke(["check", "-c", str(cfg)])
+    result = invoke("check", "-c", str(cfg))
     assert result.exit_code == 2
     assert "models[1].path: model file 'm/gone.onnx' does not exist" in result.stderr
 
 
 def test_check_unknown_config_key(models: Path) -> None:
     cfg = write_config(models, NARROW + 'max_peak = "1MiB"\n')
-    result = invoke(["check", "-c", str(cfg)])
+    result = invoke("check", "-c", str(cfg))
     assert result.exit_code == 2
     assert "unknown key 'models[0].max_peak'; did you mean 'max-peak'?" in result.stderr
 
@@ -162,7 +123,7 @@ def test_check_unknown_config_key(models: Path) -> None:
 def test_check_flops_budget(models: Path) -> None:
     """Without a FLOP count in the document a FLOP budget is an error (exit 2), never a pass."""
     cfg = write_config(models, NARROW + 'max-flops = "100"\n')
-    result = invoke(["check", "-c", str(cfg), "--json"])
+    result = invoke("check", "-c", str(cfg), "--json")
     doc = json.loads(result.stdout)
     validate(doc, "check")
     (entry,) = doc["models"]
@@ -178,7 +139,7 @@ def test_check_many_models_in_processes_to_a_file(models: Path, tmp_path: Path) 
     cfg = write_config(models, 'dims = { batch = 4 }\n[[models]]\npath = "m/*.onnx"\nmax-peak = "1000"\n'
                        '[[models]]\npath = "m/narrow.onnx"\ndims = { batch = 8 }\n')
     out = tmp_path / "check.csv"
-    result = invoke(["check", "-c", str(cfg), "-j", "2", "-f", "csv", "-o", str(out)])
+    result = invoke("check", "-c", str(cfg), "-j", "2", "-f", "csv", "-o", str(out))
     assert result.exit_code == 1 and result.stdout == ""
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert [(r["name"], r["status"], r["peak_bytes"]) for r in rows] == [
@@ -188,7 +149,7 @@ def test_check_many_models_in_processes_to_a_file(models: Path, tmp_path: Path) 
 
 def test_check_markdown(models: Path) -> None:
     cfg = write_config(models, NARROW)
-    result = invoke(["check", "-c", str(cfg), "-f", "markdown"])
+    result = invoke("check", "-c", str(cfg), "-f", "markdown")
     assert result.exit_code == 0
     assert result.stdout.startswith("### graphmem check: ✅ passed")
     assert "| `m/narrow.onnx` | batch=4 |" in result.stdout
@@ -199,7 +160,7 @@ def test_check_markdown(models: Path) -> None:
 
 def test_diff_against_itself_is_all_zero(models: Path) -> None:
     narrow = str(models / "m" / "narrow.onnx")
-    result = invoke(["diff", narrow, narrow, "--dim", "batch=4", "--max-increase", "0%", "--json"])
+    result = invoke("diff", narrow, narrow, "--dim", "batch=4", "--max-increase", "0%", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     validate(doc, "diff")
@@ -212,7 +173,7 @@ def test_diff_against_itself_is_all_zero(models: Path) -> None:
 
 def test_diff_names_the_widened_layer(models: Path) -> None:
     narrow, wide = str(models / "m" / "narrow.onnx"), str(models / "m" / "wide.onnx")
-    result = invoke(["diff", narrow, wide, "-d", "batch=4", "--max-increase", "5%", "--json"])
+    result = invoke("diff", narrow, wide, "-d", "batch=4", "--max-increase", "5%", "--json")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     validate(doc, "diff")
@@ -226,10 +187,10 @@ def test_diff_names_the_widened_layer(models: Path) -> None:
     assert doc["op_types"][0]["op_type"] == "Gemm"
     assert "graphmem: gate failed: activations peak grew 80.0% (640 B → 1.12 KiB, +512 B)" in result.stderr
     # without thresholds the same diff passes; the table still names the layer
-    result = invoke(["diff", narrow, wide, "-d", "batch=4"])
+    result = invoke("diff", narrow, wide, "-d", "batch=4")
     assert result.exit_code == 0
     assert "fc1    Gemm  changed    +544  +2.12 KiB   +512 B" in result.stdout
-    result = invoke(["diff", narrow, wide, "-d", "batch=4", "--max-increase", "100%", "-f", "markdown"])
+    result = invoke("diff", narrow, wide, "-d", "batch=4", "--max-increase", "100%", "-f", "markdown")
     assert result.exit_code == 0 and "| `fc1` | Gemm | changed |" in result.stdout
 
 
@@ -243,7 +204,7 @@ def test_diff_names_the_widened_layer(models: Path) -> None:
 )
 def test_diff_usage_errors(models: Path, args: list[str], needle: str) -> None:
     narrow = str(models / "m" / "narrow.onnx")
-    result = invoke(["diff", narrow, narrow, "-d", "batch=4", *args])
+    result = invoke("diff", narrow, narrow, "-d", "batch=4", *args)
     assert result.exit_code == 2 and needle in result.stderr
 
 
@@ -252,24 +213,24 @@ def test_diff_usage_errors(models: Path, args: list[str], needle: str) -> None:
 
 def test_subprocess_check_and_diff(models: Path) -> None:
     ok = write_config(models, NARROW + 'max-peak = "640"\n', name="ok.toml")
-    proc = run(["check", "--config", str(ok), "--json"])
+    proc = run_graphmem("check", "--config", str(ok), "--json")
     assert proc.returncode == 0, proc.stderr
     validate(json.loads(proc.stdout), "check")
 
     over = write_config(models, '[[models]]\npath = "m/*.onnx"\ndims = { batch = 4 }\nmax-peak = "1000"\n',
                         name="over.toml")
-    proc = run(["check", "--config", str(over), "--json", "--jobs", "2"])
+    proc = run_graphmem("check", "--config", str(over), "--json", "--jobs", "2")
     assert proc.returncode == 1
     doc = json.loads(proc.stdout)
     validate(doc, "check")
     assert [m["status"] for m in doc["models"]] == ["pass", "fail"]
 
     bad = write_config(models, NARROW + 'max-peak = "12XB"\n', name="bad.toml")
-    proc = run(["check", "--config", str(bad)])
+    proc = run_graphmem("check", "--config", str(bad))
     assert proc.returncode == 2 and "'12XB' is not a byte size" in proc.stderr
 
     narrow, wide = str(models / "m" / "narrow.onnx"), str(models / "m" / "wide.onnx")
-    proc = run(["diff", narrow, wide, "--dim", "batch=4", "--max-increase-peak", "2%", "--json"])
+    proc = run_graphmem("diff", narrow, wide, "--dim", "batch=4", "--max-increase-peak", "2%", "--json")
     assert proc.returncode == 1
     doc = json.loads(proc.stdout)
     validate(doc, "diff")
@@ -279,7 +240,7 @@ def test_subprocess_check_and_diff(models: Path) -> None:
 
 def test_peak_json_matches_schema() -> None:
     """The document `graphmem peak --json` prints today (no budgets yet) matches the schema."""
-    result = invoke(["peak", str(REPO / "models" / "tiny_bert.onnx"), "-d", "batch=2", "-d", "seq=16", "--json"])
+    result = invoke("peak", str(REPO / "models" / "tiny_bert.onnx"), "-d", "batch=2", "-d", "seq=16", "--json")
     assert result.exit_code == 0, result.output
     validate(json.loads(result.stdout), "peak")
 
@@ -290,8 +251,8 @@ PEAK_HAS_BUDGETS = "max_peak" in inspect.signature(peak).parameters
 @pytest.mark.skipif(not PEAK_HAS_BUDGETS, reason="gate.finish is not wired into `graphmem peak` yet")
 def test_peak_budgets(models: Path) -> None:
     narrow = str(models / "m" / "narrow.onnx")
-    result = invoke(["peak", narrow, "-d", "batch=4", "--max-peak", "640", "--max-params", "808",
-                     "--json"])
+    result = invoke("peak", narrow, "-d", "batch=4", "--max-peak", "640", "--max-params", "808",
+                     "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     validate(doc, "peak")
@@ -299,15 +260,15 @@ def test_peak_budgets(models: Path) -> None:
                            "failures": []}
     for option, value, metric in [("--max-weights", "3KiB", "weights"), ("--max-peak", "512", "peak"),
                                   ("--max-total", "4000", "total"), ("--max-params", "800", "params")]:
-        result = invoke(["peak", narrow, "-d", "batch=4", option, value, "--format", "json"])
+        result = invoke("peak", narrow, "-d", "batch=4", option, value, "--format", "json")
         assert result.exit_code == 1, (option, result.output)
         doc = json.loads(result.stdout)
         validate(doc, "peak")
         assert [f["metric"] for f in doc["gate"]["failures"]] == [metric]
     for value in ("12XB", "-5MiB"):
-        result = invoke(["peak", narrow, "-d", "batch=4", "--max-peak", value])
+        result = invoke("peak", narrow, "-d", "batch=4", "--max-peak", value)
         assert result.exit_code == 2 and value in result.stderr
-    result = invoke(["peak", narrow, "-d", "batch=4", "--max-peak", "512", "-f", "markdown"])
+    result = invoke("peak", narrow, "-d", "batch=4", "--max-peak", "512", "-f", "markdown")
     assert result.exit_code == 1 and "**Gate: ❌ failed**" in result.stdout
-    proc = run(["peak", narrow, "--dim", "batch=4", "--max-total", "4000", "--json"])
+    proc = run_graphmem("peak", narrow, "--dim", "batch=4", "--max-total", "4000", "--json")
     assert proc.returncode == 1 and json.loads(proc.stdout)["gate"]["passed"] is False

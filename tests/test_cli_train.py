@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from typer.testing import CliRunner
 
-from graphmem.cli import app
 from graphmem.training import estimate_training
+
+from builders import invoke
 
 TRAINING_KEYS = [
     "weights_bytes",
@@ -25,7 +25,7 @@ TRAINING_KEYS = [
 
 
 def run(*args: str):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(app, ["train", *args])
+    return invoke("train", *args)
 
 
 def test_json_has_every_documented_key(models_dir: Path) -> None:

@@ -19,8 +19,9 @@ from graphmem.model.loading import load_model
 from graphmem.ort.order import ort_order
 from graphmem.shapes.infer import ORT_STATIC, infer_types
 
-ROOT = Path(__file__).resolve().parent.parent
-MODELS = sorted((ROOT / "models").glob("*.onnx"))
+from builders import COMMITTED_MODELS
+
+MODELS = COMMITTED_MODELS
 F = TensorProto.FLOAT
 
 

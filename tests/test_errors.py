@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from graphs import init, model, save, tensor
+from builders import init, model, run_graphmem, save, tensor
 from onnx import TensorProto, helper
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "graphmem", *args], capture_output=True, text=True, cwd=cwd
-    )
 
 
 def relu_model(shape=("batch", 8)):  # type: ignore[no-untyped-def]
@@ -108,7 +100,7 @@ def test_bad_input_is_one_line_exit_2(bad_inputs, case: str) -> None:  # type: i
     tmp, table = bad_inputs
     args, phrase = table[case]
     before = sorted((p.name, p.stat().st_mtime_ns) for p in tmp.iterdir())
-    done = run_cli(*args, cwd=tmp)
+    done = run_graphmem(*args, cwd=tmp)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

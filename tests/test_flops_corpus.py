@@ -8,7 +8,6 @@ light model may leave any op unsupported.
 
 from __future__ import annotations
 
-import glob
 import os
 
 import numpy as np
@@ -19,8 +18,9 @@ from onnx import helper
 import graphmem
 from graphmem.flops import count_flops
 
-LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
-MODELS = sorted(glob.glob(os.path.join(LIGHT, "*.onnx")))
+from builders import LIGHT
+
+MODELS = sorted(str(p) for p in LIGHT.glob("*.onnx"))
 
 
 def _attrs(node: onnx.NodeProto) -> dict:

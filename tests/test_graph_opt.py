@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from graphs import init, model, save, tensor
+from builders import init, invoke, model, save, tensor
 from onnx import TensorProto, helper
 
 import graphmem
@@ -342,17 +342,15 @@ def test_bfc_arena_best_fit_prefers_smallest_bin() -> None:
 def test_cli_peak_graph_opt(tmp_path: Path) -> None:
     import json
 
-    from typer.testing import CliRunner
 
-    from graphmem.cli import app
 
     path = cnn(tmp_path)
-    r = CliRunner().invoke(app, ["peak", str(path), "--dim", "N=2", "--graph-opt", "all", "--json"])
+    r = invoke("peak", str(path), "--dim", "N=2", "--graph-opt", "all", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert doc["model"]["graph_opt"] == "all" and doc["model"]["path"] == str(path)
     assert doc["shapes"]["unresolved"] == []
     assert doc["activations"]["in_use_peak_bytes"] >= doc["activations"]["peak_bytes"] > 0
     assert doc["activations"]["scratch_unmodelled"] == []
-    r = CliRunner().invoke(app, ["peak", str(path), "--dim", "N=2", "--graph-opt", "fastest"])
+    r = invoke("peak", str(path), "--dim", "N=2", "--graph-opt", "fastest")
     assert r.exit_code == 2

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
 
 import graphmem
-from graphmem.cli import app
 from graphmem.views.layers import layer_rows
+
+from builders import invoke
 
 
 def test_layer_rows_sum_to_the_totals(models_dir: Path) -> None:
@@ -27,16 +27,16 @@ def test_layer_rows_sum_to_the_totals(models_dir: Path) -> None:
 
 
 def test_layers_cli_json_and_errors(models_dir: Path) -> None:
-    r = CliRunner().invoke(app, ["layers", str(models_dir / "tiny_lstm.onnx"), "--dim", "batch=1", "--dim", "seq=5", "--json"])
+    r = invoke("layers", str(models_dir / "tiny_lstm.onnx"), "--dim", "batch=1", "--dim", "seq=5", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert doc["totals"]["flops"] == sum(layer["flops"] for layer in doc["layers"])
-    r = CliRunner().invoke(app, ["layers", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=1", "--sort", "size"])
+    r = invoke("layers", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=1", "--sort", "size")
     assert r.exit_code == 2
 
 
 def test_ops_lists_every_default_op_with_an_outcome() -> None:
-    r = CliRunner().invoke(app, ["ops", "--json", "--opset", "17"])
+    r = invoke("ops", "--json", "--opset", "17")
     assert r.exit_code == 0, r.output
     ops = json.loads(r.output)["ops"]
     outcomes = {(o["domain"], o["op_type"]): o["outcome"] for o in ops}
@@ -47,7 +47,7 @@ def test_ops_lists_every_default_op_with_an_outcome() -> None:
 
 
 def test_peak_json_reports_flops(models_dir: Path) -> None:
-    r = CliRunner().invoke(app, ["peak", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=1", "--json"])
+    r = invoke("peak", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=1", "--json")
     doc = json.loads(r.output)
     for key in ("total", "macs", "by_op_type", "unsupported", "zero", "int_ops"):
         assert key in doc["flops"]
@@ -56,7 +56,7 @@ def test_peak_json_reports_flops(models_dir: Path) -> None:
 
 
 def test_ops_for_a_model_uses_its_opset_and_counts_nodes(models_dir: Path) -> None:
-    r = CliRunner().invoke(app, ["ops", str(models_dir / "tiny_cnn.onnx"), "--json"])
+    r = invoke("ops", str(models_dir / "tiny_cnn.onnx"), "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert doc["opset"] == 17

@@ -11,6 +11,7 @@ not copied, so they never appear.  The CPU arena rounds chunks up to 256 bytes.
 from __future__ import annotations
 
 import json
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -37,26 +38,19 @@ from graphmem.verify import (
 from graphmem.verify.measure import session_source, split_runs
 from graphmem.verify.providers import CPU, CUDA, cuda_problem
 
+from builders import model as build_model, tensor
+
 CUDA_USABLE = cuda_problem() is None
 
 
-def _model(nodes, inputs, outputs, initializers=()) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
-
-
-def _tensor(name, elem_type, shape):
-    return helper.make_tensor_value_info(name, elem_type, shape)
+_model = functools.partial(build_model, checked=True)  # every model here is checked
 
 
 def _relu_model() -> onnx.ModelProto:
     return _model(
         [helper.make_node("Relu", ["X"], ["Y"], name="relu")],
-        [_tensor("X", TensorProto.FLOAT, [1, 1000])],
-        [_tensor("Y", TensorProto.FLOAT, [1, 1000])],
+        [tensor("X", [1, 1000], TensorProto.FLOAT)],
+        [tensor("Y", [1, 1000], TensorProto.FLOAT)],
     )
 
 
@@ -69,8 +63,8 @@ def _chain_model() -> onnx.ModelProto:
             helper.make_node("Mul", ["A", "c2"], ["B"], name="mul"),
             helper.make_node("Add", ["B", "c3"], ["Y"], name="add2"),
         ],
-        [_tensor("X", TensorProto.FLOAT, [256])],
-        [_tensor("Y", TensorProto.FLOAT, [256])],
+        [tensor("X", [256], TensorProto.FLOAT)],
+        [tensor("Y", [256], TensorProto.FLOAT)],
         constants,
     )
 
@@ -171,8 +165,8 @@ def test_reshape_aliases_its_input_and_allocates_nothing():
             helper.make_node("Reshape", ["A", "s"], ["B"], name="rs"),
             helper.make_node("Relu", ["B"], ["Y"], name="r2"),
         ],
-        [_tensor("X", TensorProto.FLOAT, [4, 256])],
-        [_tensor("Y", TensorProto.FLOAT, [1024])],
+        [tensor("X", [4, 256], TensorProto.FLOAT)],
+        [tensor("Y", [1024], TensorProto.FLOAT)],
         [shape],
     )
     run = measure(model, {"X": np.ones((4, 256), np.float32)}, runs=1).runs[0]
@@ -193,8 +187,8 @@ def test_conv_scratch_shows_only_in_the_in_use_peak():
     weight = numpy_helper.from_array(np.ones((8, 4, 3, 3), np.float32), "W")
     model = _model(
         [helper.make_node("Conv", ["X", "W"], ["Y"], name="conv", kernel_shape=[3, 3])],
-        [_tensor("X", TensorProto.FLOAT, [1, 4, 32, 32])],
-        [_tensor("Y", TensorProto.FLOAT, [1, 8, 30, 30])],
+        [tensor("X", [1, 4, 32, 32], TensorProto.FLOAT)],
+        [tensor("Y", [1, 8, 30, 30], TensorProto.FLOAT)],
         [weight],
     )
     run = measure(model, {"X": np.ones((1, 4, 32, 32), np.float32)}, runs=1).runs[0]
@@ -211,8 +205,8 @@ def test_measure_from_a_path_with_external_data_writes_nothing_next_to_it(tmp_pa
     constant = numpy_helper.from_array(np.ones(256, np.float32), "c")
     model = _model(
         [helper.make_node("Add", ["X", "c"], ["Y"], name="add")],
-        [_tensor("X", TensorProto.FLOAT, [256])],
-        [_tensor("Y", TensorProto.FLOAT, [256])],
+        [tensor("X", [256], TensorProto.FLOAT)],
+        [tensor("Y", [256], TensorProto.FLOAT)],
         [constant],
     )
     path = tmp_path / "m.onnx"
@@ -284,19 +278,19 @@ def _feeds_model() -> onnx.ModelProto:
             helper.make_node("Add", ["x", "bias"], ["y"]),
         ],
         [
-            _tensor("input_ids", TensorProto.INT64, ["batch", "seq"]),
-            _tensor("cols", TensorProto.INT32, [64]),
-            _tensor("attention_mask", TensorProto.INT64, ["batch", "seq"]),
-            _tensor("flags", TensorProto.BOOL, [3]),
-            _tensor("x", TensorProto.FLOAT16, ["batch", 2]),
-            _tensor("bias", TensorProto.FLOAT16, [2]),  # also an initializer: no feed
+            tensor("input_ids", ["batch", "seq"], TensorProto.INT64),
+            tensor("cols", [64], TensorProto.INT32),
+            tensor("attention_mask", ["batch", "seq"], TensorProto.INT64),
+            tensor("flags", [3], TensorProto.BOOL),
+            tensor("x", ["batch", 2], TensorProto.FLOAT16),
+            tensor("bias", [2], TensorProto.FLOAT16),  # also an initializer: no feed
         ],
         [
-            _tensor("emb", TensorProto.FLOAT, ["batch", "seq", 8]),
-            _tensor("picked", TensorProto.FLOAT, [3, 64]),
-            _tensor("mask_f", TensorProto.FLOAT, ["batch", "seq"]),
-            _tensor("not_flags", TensorProto.BOOL, [3]),
-            _tensor("y", TensorProto.FLOAT16, ["batch", 2]),
+            tensor("emb", ["batch", "seq", 8], TensorProto.FLOAT),
+            tensor("picked", [3, 64], TensorProto.FLOAT),
+            tensor("mask_f", ["batch", "seq"], TensorProto.FLOAT),
+            tensor("not_flags", [3], TensorProto.BOOL),
+            tensor("y", ["batch", 2], TensorProto.FLOAT16),
         ],
         [table, wide, bias],
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from graphs import init, model, save, tensor
+from builders import init, model, save, tensor
 from onnx import helper
 
 import graphmem

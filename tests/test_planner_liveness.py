@@ -16,7 +16,7 @@ from graphmem.planner.greedy import Placement, plan_greedy
 from graphmem.planner.liveness import Liveness, analyze_liveness
 from graphmem.ort.allocation import plan_ort
 from graphmem.planner.program import Key, Program
-from planner_programs import A, B, T1, T2, T3, program, src, step, val
+from builders import A, B, T1, T2, T3, program, src, step, val
 
 
 def analyze(p: Program) -> tuple[Liveness, Placement]:

@@ -19,7 +19,7 @@ from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort
 from graphmem.planner.program import Key, Program, same_key
-from planner_programs import A, B, T1, T2, T3, T5, program, src, step, val
+from builders import A, B, T1, T2, T3, T5, program, src, step, val
 
 
 def plan(p: Program) -> OrtPlan:

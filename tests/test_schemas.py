@@ -17,19 +17,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-import onnx
 import pytest
-from typer.testing import CliRunner
 
-from graphmem.cli import app
 from graphmem.schema import SCHEMAS, load_schema, schema_errors, validate
 
-ROOT = Path(__file__).resolve().parent.parent
-CNN = str(ROOT / "models" / "tiny_cnn.onnx")
-BERT = str(ROOT / "models" / "tiny_bert.onnx")
-TRAIN = str(ROOT / "models" / "train_cnn.onnx")
+import builders
+from builders import outcome as run
 
-runner = CliRunner()
+CNN, BERT, TRAIN = str(builders.CNN), str(builders.BERT), str(builders.TRAIN_CNN)
+_RUNS: dict[tuple[str, ...], tuple[int, str, str]] = {}
+
 
 try:  # the reference implementation, as tests/test_gate.py uses it
     import jsonschema
@@ -57,14 +54,6 @@ def check_document(doc: Any, name: str) -> None:
     assert reference_errors(doc, name) in (None, [])
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
-_RUNS: dict[tuple[str, ...], tuple[int, str, str]] = {}
-
-
 def run_once(*args: str) -> tuple[int, str, str]:
     """:func:`run`, remembered: the cases below are read by more than one test."""
     if args not in _RUNS:
@@ -72,13 +61,6 @@ def run_once(*args: str) -> tuple[int, str, str]:
     return _RUNS[args]
 
 
-@pytest.fixture(scope="module")
-def decoder(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from test_batch import tiny_decoder
-
-    path = tmp_path_factory.mktemp("schemas_kv") / "tiny_decoder.onnx"
-    onnx.save(tiny_decoder(), str(path))
-    return str(path)
 
 
 # (schema, exit code, arguments); "{decoder}" is the KV-cache decoder's path.

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from graphs import model, save, tensor
+from builders import model, save, tensor
 from onnx import helper
 
 import graphmem
@@ -49,7 +49,7 @@ def test_shape_subgraph_is_evaluated(tmp_path: Path) -> None:
         helper.make_node("Expand", ["rf", "s"], ["e"]),
         helper.make_node("Add", ["X", "e"], ["Y"]),
     ]
-    from graphs import init
+    from builders import init
 
     inits = [init("zero", np.array(0)), init("one", np.array(1)), init("zero1", np.array([0]))]
     inits.append(init("minus1", np.array([-1])))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
 
 import graphmem
-from graphmem.cli import app
 from graphmem.model.loading import load_model
 from graphmem.schema import validate
 from graphmem.views.symbolic import symbolic_peak
+
+from builders import invoke
 
 
 def test_formula_is_exact_and_predicts_unseen_dims(models_dir: Path) -> None:
@@ -32,12 +32,12 @@ def test_linear_in_batch_for_a_cnn(models_dir: Path) -> None:
 
 
 def test_cli_symbolic_json_validates_and_errors(models_dir: Path) -> None:
-    r = CliRunner().invoke(app, ["peak", str(models_dir / "tiny_cnn.onnx"), "--symbolic", "--json"])
+    r = invoke("peak", str(models_dir / "tiny_cnn.onnx"), "--symbolic", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     validate(doc, "symbolic")
     assert doc["symbolic"]["exact"] is True
-    r = CliRunner().invoke(app, ["peak", str(models_dir / "tiny_cnn.onnx"), "--symbolic", "--dim", "batch=2"])
+    r = invoke("peak", str(models_dir / "tiny_cnn.onnx"), "--symbolic", "--dim", "batch=2")
     assert r.exit_code == 2
-    r = CliRunner().invoke(app, ["peak", str(models_dir / "tiny_cnn.onnx"), "--symbolic", "--max-peak", "1MiB"])
+    r = invoke("peak", str(models_dir / "tiny_cnn.onnx"), "--symbolic", "--max-peak", "1MiB")
     assert r.exit_code == 2

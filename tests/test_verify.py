@@ -7,11 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from graphs import init, model, save, tensor
+from builders import init, invoke, model, save, tensor
 from onnx import helper
-from typer.testing import CliRunner
 
-from graphmem.cli import app
 from graphmem.verify.compare import parse_tolerance, verify
 
 
@@ -23,16 +21,16 @@ def test_verify_passes_on_committed_model(models_dir: Path) -> None:
 
 
 def test_verify_json_and_exit_codes(models_dir: Path) -> None:
-    r = CliRunner().invoke(app, ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--json"])
+    r = invoke("verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)["verify"]
     for key in ("provider", "graph_opt", "predicted_bytes", "measured_bytes", "measured_scratch_bytes", "ratio"):
         assert key in doc
     assert doc["provider"] == "CPUExecutionProvider"
     # A zero tolerance still passes an exact prediction; a malformed one is a usage error.
-    r = CliRunner().invoke(app, ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "0%"])
+    r = invoke("verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "0%")
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(app, ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "x"])
+    r = invoke("verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "x")
     assert r.exit_code == 2
 
 
@@ -43,7 +41,7 @@ def test_random_weights_for_stripped_model(tmp_path: Path) -> None:
     m = model([helper.make_node("MatMul", ["X", "W"], ["Y"])], [tensor("X", [4, 256])], [tensor("Y", [4, 256])], [w])
     m.graph.initializer[0].ClearField("raw_data")
     path = save(m, tmp_path / "stripped.onnx")
-    r = CliRunner().invoke(app, ["verify", str(path)])
+    r = invoke("verify", str(path))
     assert r.exit_code == 2 and "--random-weights" in r.output
     v = verify(path, random_weights=True)
     assert v.passed and v.measured_bytes == 4 * 256 * 4
@@ -58,11 +56,11 @@ def test_tolerance_parsing() -> None:
 def test_verify_gates_budgets_on_the_prediction(models_dir: Path) -> None:
     # tiny_cnn at batch 4: predicted peak 1.25 MiB (= 4 x 320 KiB), measured the same.
     args = ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=4", "--json"]
-    r = CliRunner().invoke(app, [*args, "--max-peak", "100KiB"])
+    r = invoke(*args, "--max-peak", "100KiB")
     assert r.exit_code == 1
     doc = json.loads(r.stdout)
     assert doc["verify"]["passed"] is True and doc["gate"]["passed"] is False
-    r = CliRunner().invoke(app, [*args, "--max-peak", "2MiB"])
+    r = invoke(*args, "--max-peak", "2MiB")
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(app, [*args, "--max-peak", "12XB"])
+    r = invoke(*args, "--max-peak", "12XB")
     assert r.exit_code == 2

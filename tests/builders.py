@@ -1,0 +1,228 @@
+"""Shared test builders: paths of the committed and third-party models, tiny inline ONNX
+graphs (onnx.helper), planner programs written by name, and CLI invocation helpers.
+
+Test files import from here (``from builders import model, tensor``); fixtures built on these
+live in ``conftest.py``. No test file imports another test file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from click.testing import Result
+from typer.testing import CliRunner
+
+from graphmem.planner.program import Key, Program, Step, Value
+
+# --- paths ------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+LIGHT = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
+CNN = MODELS / "tiny_cnn.onnx"
+BERT = MODELS / "tiny_bert.onnx"
+TRAIN_CNN = MODELS / "train_cnn.onnx"
+COMMITTED_MODELS = sorted(MODELS.glob("*.onnx"))
+
+# --- tiny inline graphs -----------------------------------------------------------------------
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17, value_info=(), checked=False):  # type: ignore[no-untyped-def]
+    """A one-graph model at ``opset`` (IR 8); ``checked``: run onnx's checker on it."""
+    graph = helper.make_graph(
+        list(nodes), "g", list(inputs), list(outputs), list(initializers), value_info=list(value_info)
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    if checked:
+        onnx.checker.check_model(m)
+    return m
+
+
+def tensor(name: str, shape, dtype=TensorProto.FLOAT):  # type: ignore[no-untyped-def]
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def init(name: str, array) -> onnx.TensorProto:  # type: ignore[no-untyped-def]
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def save(m: onnx.ModelProto, path: Path) -> Path:
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+LAYERS, HIDDEN, HEADS = 2, 32, 4
+HEAD_DIM = HIDDEN // HEADS
+
+
+def tiny_decoder() -> onnx.ModelProto:
+    """One decode step of a 2-layer attention decoder: x [batch, 1, 32] and, per layer,
+    past_key_values.{i}.key/value [batch, 4, seq, 8] → present.{i}.key/value [batch, 4, seq+1, 8]
+    (Concat of the past with the new token's K/V on axis 2)."""
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(np.array([0, 1, HEADS, HEAD_DIM], np.int64), "split_shape"),
+        numpy_helper.from_array(np.array([0, 1, HIDDEN], np.int64), "merge_shape"),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1, HIDDEN])]
+    outputs = []
+    nodes = []
+    h = "x"
+    for i in range(LAYERS):
+        for w in "qkvo":
+            w_init = rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32)
+            inits.append(numpy_helper.from_array(w_init, f"w{w}{i}"))
+        for kv in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(
+                f"past_key_values.{i}.{kv}", TensorProto.FLOAT, ["batch", HEADS, "seq", HEAD_DIM]))
+            outputs.append(helper.make_tensor_value_info(
+                f"present.{i}.{kv}", TensorProto.FLOAT, ["batch", HEADS, "total", HEAD_DIM]))
+        for w in "qkv":
+            nodes += [
+                helper.make_node("MatMul", [h, f"w{w}{i}"], [f"{w}{i}"]),
+                helper.make_node("Reshape", [f"{w}{i}", "split_shape"], [f"{w}{i}_r"]),
+                helper.make_node("Transpose", [f"{w}{i}_r"], [f"{w}{i}_t"], perm=[0, 2, 1, 3]),
+            ]
+        nodes += [
+            helper.make_node("Concat", [f"past_key_values.{i}.key", f"k{i}_t"],
+                             [f"present.{i}.key"], axis=2),
+            helper.make_node("Concat", [f"past_key_values.{i}.value", f"v{i}_t"],
+                             [f"present.{i}.value"], axis=2),
+            helper.make_node("Transpose", [f"present.{i}.key"], [f"kT{i}"], perm=[0, 1, 3, 2]),
+            helper.make_node("MatMul", [f"q{i}_t", f"kT{i}"], [f"s{i}"]),
+            helper.make_node("Softmax", [f"s{i}"], [f"p{i}"], axis=-1),
+            helper.make_node("MatMul", [f"p{i}", f"present.{i}.value"], [f"c{i}"]),
+            helper.make_node("Transpose", [f"c{i}"], [f"c{i}_t"], perm=[0, 2, 1, 3]),
+            helper.make_node("Reshape", [f"c{i}_t", "merge_shape"], [f"c{i}_m"]),
+            helper.make_node("MatMul", [f"c{i}_m", f"wo{i}"], [f"o{i}"]),
+            helper.make_node("Add", [h, f"o{i}"], [f"h{i}"]),
+        ]
+        h = f"h{i}"
+    outputs.insert(0, helper.make_tensor_value_info(h, TensorProto.FLOAT, ["batch", 1, HIDDEN]))
+    graph = helper.make_graph(nodes, "tiny_decoder", inputs, outputs, inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+MLP_WIDTH = 256
+
+
+def mlp_model(width: int = MLP_WIDTH) -> onnx.ModelProto:
+    """x [batch, width] → MatMul → Relu → MatMul: two 256 KiB weights. With Adam the optimizer
+    step (weights, 2x state, gradients, 2x the largest weight of temporaries) sets the step peak
+    up to batch ≈ 256, the backward pass above."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32),
+                                     f"w{i}") for i in range(2)]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"]),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w1"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def gemm_mlp(path: Path, hidden: int) -> Path:
+    """x [batch, 16] → Gemm fc1 (16 x hidden) → Relu → Gemm fc2 (hidden x 8), saved at ``path``."""
+    rng = np.random.default_rng(0)
+    shapes = {"fc1.weight": (16, hidden), "fc1.bias": (hidden,), "fc2.weight": (hidden, 8), "fc2.bias": (8,)}
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n) for n, s in shapes.items()]
+    nodes = [
+        helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["a"], name="relu"),
+        helper.make_node("Gemm", ["a", "fc2.weight", "fc2.bias"], ["y"], name="fc2"),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+# --- planner programs by name -----------------------------------------------------------------
+
+A: Key = (32, (2, 3))  # 24 bytes
+B: Key = (32, (6,))  # 24 bytes, another rank: what a Reshape of an A makes
+T1: Key = (8, (1,))  # 1 byte
+T2: Key = (8, (2,))  # 2 bytes
+T3: Key = (8, (3,))  # 3 bytes
+T5: Key = (8, (5,))  # 5 bytes
+
+
+def val(
+    name: str, size: int | None, key: Key = None, *, source: bool = False, output: bool = False
+) -> Value:
+    return Value(name=name, size=size, key=key, source=source, output=output)
+
+
+def src(name: str = "in", size: int | None = 24, key: Key = A) -> Value:
+    return val(name, size, key, source=True)
+
+
+def step(
+    label: str,
+    inputs: str,
+    outputs: str,
+    *,
+    alias: Sequence[tuple[int, int]] = (),
+    inplace: Sequence[tuple[int, int]] = (),
+) -> tuple[str, str, str, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """A step by value names: ``step("relu", "x", "y", inplace=[(0, 0)])``."""
+    return (label, inputs, outputs, tuple(alias), tuple(inplace))
+
+
+def program(values: Sequence[Value], *steps: tuple) -> Program:  # type: ignore[type-arg]
+    index = {v.name: i for i, v in enumerate(values)}
+    return Program(
+        values=tuple(values),
+        steps=tuple(
+            Step(
+                label=label,
+                inputs=tuple(index[n] for n in ins.split()),
+                outputs=tuple(index[n] for n in outs.split()),
+                alias=alias,
+                inplace=inplace,
+            )
+            for label, ins, outs, alias, inplace in steps
+        ),
+    )
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    """``graphmem ARGS`` in this process (typer's CliRunner), outside GitHub Actions."""
+    from graphmem.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"GITHUB_ACTIONS": "", **(env or {})})
+
+
+def outcome(*args: str) -> tuple[int, str, str]:
+    """:func:`invoke` as (exit code, stdout, stderr)."""
+    result = invoke(*args)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def run_graphmem(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m graphmem ARGS`` in a fresh process (what a user's shell runs), outside GitHub
+    Actions."""
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    return subprocess.run([sys.executable, "-m", "graphmem", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, env=env, timeout=timeout)

@@ -18,6 +18,12 @@ __all__ = [
     "UnsupportedOpError",
     "RuntimeUnavailableError",
     "MeasureError",
+    "CorruptProtobufError",
+    "ConfigError",
+    "UnknownDeviceError",
+    "FlopsUnavailableError",
+    "SchemaError",
+    "PlanInvariantError",
     "EXIT_OK",
     "EXIT_GATE_FAILED",
     "EXIT_INPUT_ERROR",
@@ -73,3 +79,27 @@ class RuntimeUnavailableError(GraphmemError):
 
 class MeasureError(GraphmemError):
     """onnxruntime ran, but its profile lacks the memory figures a measurement needs."""
+
+
+class CorruptProtobufError(ModelLoadError):
+    """The bytes are not a well-formed protobuf (truncated, or not protobuf at all)."""
+
+
+class ConfigError(UsageError):
+    """The ``check`` configuration is missing, not TOML, or has a bad key or value."""
+
+
+class UnknownDeviceError(UsageError):
+    """``--device`` names no device in the catalog, the devices file or the spec."""
+
+
+class FlopsUnavailableError(UsageError):
+    """A FLOP budget or threshold was given, but the document carries no FLOP count."""
+
+
+class SchemaError(GraphmemError, ValueError):
+    """A document does not match its schema; the message lists the problems with their paths."""
+
+
+class PlanInvariantError(GraphmemError):
+    """A plan broke an invariant: a bug in a planner, never a user error."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, FlopsUnavailableError, UsageError
 from graphmem.units import parse_bytes, parse_count
 
 __all__ = [
@@ -52,10 +52,6 @@ __all__ = [
     "lookup",
     "parse_budget",
 ]
-
-
-class FlopsUnavailableError(UsageError):
-    """A FLOP budget or threshold was given, but the document carries no FLOP count."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

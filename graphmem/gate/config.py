@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graphmem.cli.common import MAX_DIM_VALUE
-from graphmem.errors import UsageError
+from graphmem.errors import ConfigError, UsageError
 from graphmem.gate.budgets import METRICS, Budgets, budgets_from_mapping
 
 __all__ = [
@@ -66,10 +66,6 @@ _BUDGET_KEYS = tuple(m.option.removeprefix("--") for m in METRICS)
 _TOP_KEYS = ("models", "dims", "provider", *_BUDGET_KEYS)
 _MODEL_KEYS = ("path", "name", "dims", "provider", *_BUDGET_KEYS)
 _GLOB_CHARS = frozenset("*?[")
-
-
-class ConfigError(UsageError):
-    """The configuration file is missing, not TOML, or has a bad key or value (exit 2)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

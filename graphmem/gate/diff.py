@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import UsageError
-from graphmem.gate.budgets import METRICS, FlopsUnavailableError, Metric, _fmt, lookup
+from graphmem.errors import FlopsUnavailableError
+from graphmem.gate.budgets import METRICS, Metric, _fmt, lookup
 
 if TYPE_CHECKING:
     from graphmem.analysis.pipeline import Analysis

@@ -21,8 +21,8 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper
 
 from graphmem.model.dtypes import tensor_bytes
-from graphmem.errors import ModelLoadError
-from graphmem.model.protoscan import CorruptProtobuf, read_stripped
+from graphmem.errors import CorruptProtobufError, ModelLoadError
+from graphmem.model.protoscan import read_stripped
 from graphmem.model.types import TensorType, type_from_proto
 
 __all__ = ["Weight", "Model", "load_model", "model_from_proto", "KEEP_VALUE_MAX_ELEMENTS"]
@@ -105,7 +105,7 @@ def load_model(path: str | os.PathLike[str]) -> Model:
         raise ModelLoadError(f"{p}: empty file, not an ONNX model")
     try:
         proto = read_stripped(p, KEEP_VALUE_MAX_ELEMENTS)
-    except (CorruptProtobuf, DecodeError, ValueError, OSError) as exc:
+    except (CorruptProtobufError, DecodeError, ValueError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelLoadError(f"{p}: not a readable ONNX model (truncated or corrupt: {reason})") from None
     return model_from_proto(proto, path=str(p))

@@ -19,16 +19,14 @@ from pathlib import Path
 
 import onnx
 
-__all__ = ["read_stripped", "CorruptProtobuf"]
+from graphmem.errors import CorruptProtobufError
+
+__all__ = ["read_stripped"]
 
 _MODEL_GRAPH = 7  # ModelProto.graph
 _GRAPH_INITIALIZER = 5  # GraphProto.initializer
 _TENSOR_DIMS = 1
 _TENSOR_PAYLOADS = frozenset({4, 5, 6, 7, 9, 10, 11})  # float/int32/string/int64/raw/double/uint64
-
-
-class CorruptProtobuf(ValueError):
-    """The bytes are not a well-formed protobuf (truncated, or not protobuf at all)."""
 
 
 def read_stripped(path: Path, keep_elements: int) -> onnx.ModelProto:
@@ -43,7 +41,7 @@ def read_stripped(path: Path, keep_elements: int) -> onnx.ModelProto:
     try:
         model.ParseFromString(bytes(stripped))
     except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError and friends
-        raise CorruptProtobuf(str(exc) or type(exc).__name__) from None
+        raise CorruptProtobufError(str(exc) or type(exc).__name__) from None
     return model
 
 
@@ -52,7 +50,7 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
     n = len(buf)
     while True:
         if pos >= n:
-            raise CorruptProtobuf("truncated varint")
+            raise CorruptProtobufError("truncated varint")
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -60,7 +58,7 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
             return result, pos
         shift += 7
         if shift > 63:
-            raise CorruptProtobuf("varint too long")
+            raise CorruptProtobufError("varint too long")
 
 
 def _fields(buf: memoryview):  # type: ignore[no-untyped-def]
@@ -71,7 +69,7 @@ def _fields(buf: memoryview):  # type: ignore[no-untyped-def]
         tag, pos = _varint(buf, pos)
         number, wire = tag >> 3, tag & 7
         if number == 0:
-            raise CorruptProtobuf("field number 0")
+            raise CorruptProtobufError("field number 0")
         if wire == 0:
             value = pos
             _, pos = _varint(buf, pos)
@@ -85,9 +83,9 @@ def _fields(buf: memoryview):  # type: ignore[no-untyped-def]
             length, value = _varint(buf, pos)
             end = value + length
         else:
-            raise CorruptProtobuf(f"unsupported wire type {wire}")
+            raise CorruptProtobufError(f"unsupported wire type {wire}")
         if end > n:
-            raise CorruptProtobuf("truncated: a field runs past the end of the data")
+            raise CorruptProtobufError("truncated: a field runs past the end of the data")
         pos = end
         yield number, wire, start, value, end
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 
-from graphmem.planner.check import PlanInvariantError
+from graphmem.errors import PlanInvariantError
 
 __all__ = ["BfcArena", "Chunk"]
 

@@ -7,16 +7,12 @@
 
 from __future__ import annotations
 
-from graphmem.errors import GraphmemError
+from graphmem.errors import PlanInvariantError
 from graphmem.planner.greedy import Placement
 from graphmem.planner.liveness import Liveness
 from graphmem.ort.allocation import OrtPlan
 
 __all__ = ["PlanInvariantError", "check_placement", "check_ort_plan"]
-
-
-class PlanInvariantError(GraphmemError):
-    """A plan broke an invariant: a bug in a planner, never a user error."""
 
 
 def check_placement(live: Liveness, placement: Placement) -> None:

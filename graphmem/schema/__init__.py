@@ -32,6 +32,8 @@ import json
 from importlib import resources
 from typing import Any
 
+from graphmem.errors import SchemaError
+
 __all__ = ["SCHEMAS", "SchemaError", "load_schema", "schema_errors", "validate"]
 
 SCHEMAS = (
@@ -53,10 +55,6 @@ _TYPES: dict[str, Any] = {
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
 }
-
-
-class SchemaError(ValueError):
-    """A document does not match its schema; the message lists the problems with their paths."""
 
 
 @functools.cache

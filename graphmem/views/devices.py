@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from graphmem.errors import UsageError
+from graphmem.errors import UnknownDeviceError, UsageError
 from graphmem.units import parse_bytes, parse_count
 
 __all__ = [
@@ -52,10 +52,6 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 _T = 1e12
 _G = 1e9
-
-
-class UnknownDeviceError(UsageError):
-    """``--device`` names no device in the catalog, the devices file or the spec."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ import re
 
 from graphmem.errors import UsageError
 
-__all__ = ["format_bytes", "format_count", "parse_bytes", "parse_count", "byte_table"]
+__all__ = ["format_bytes", "format_count", "parse_bytes", "parse_count", "byte_table", "short_bytes", "short_count"]
 
 _BINARY = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 _BYTE_UNITS = {
@@ -77,3 +77,28 @@ def _parse(text: str, units: dict[str, int], what: str) -> int:
         raise UsageError(f"'{text}' is not {what}")
     value = float(m.group(1)) * units[m.group(2).lower()]
     return int(round(value))
+
+
+_BINARY_UNITS = tuple(("B KiB MiB GiB TiB PiB".split()[i], 1 << (10 * i)) for i in range(6))
+_DECIMAL_UNITS = tuple((("", "k", "M", "G", "T", "P")[i], 10 ** (3 * i)) for i in range(6))
+
+
+def short_bytes(n: int) -> str:
+    """Three significant digits, binary units: 12897484 → "12.3 MiB", 10485760 → "10 MiB"."""
+    return _short(n, _BINARY_UNITS, sep=" ")
+
+
+def short_count(n: int) -> str:
+    """Three significant digits, decimal prefixes: ``26_100_000`` → ``"26.1M"``."""
+    return _short(n, _DECIMAL_UNITS, sep="")
+
+
+def _short(n: int, units: tuple[tuple[str, int], ...], *, sep: str) -> str:
+    if abs(n) < units[1][1]:
+        return f"{n}{sep}{units[0][0]}".rstrip()
+    i = max(i for i, (_, size) in enumerate(units) if abs(n) >= size)
+    value = n / units[i][1]
+    if abs(value) >= 999.5 and i + 1 < len(units):
+        i += 1
+        value = n / units[i][1]
+    return f"{value:.3g}{sep}{units[i][0]}"

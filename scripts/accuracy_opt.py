@@ -48,7 +48,8 @@ import onnx  # noqa: E402
 
 import graphmem  # noqa: E402
 from graphmem.errors import GraphmemError  # noqa: E402
-from graphmem.ort.scratch import ScratchProfile, scratch_profile  # noqa: E402
+from graphmem.analysis.scratch import scratch_profile
+from graphmem.ort.scratch import ScratchProfile  # noqa: E402
 from graphmem.verify import RunMemory, make_feeds, measure  # noqa: E402
 from graphmem.ort.optimized import optimized_model  # noqa: E402
 
@@ -60,8 +61,7 @@ def analyze_optimized(path: Path, dims: dict[str, int]) -> tuple[graphmem.Analys
     """:func:`graphmem.analyze` of a file onnxruntime wrote after optimizing, as it runs it, and
     its scratch profile.
 
-    With the proposed core change, ``analyze(path, execution_order="file")`` does this; until
-    then two things are substituted here for the duration of the call:
+    ``analyze(path, execution_order="file")`` does this:
 
     * the execution order is the file's order: onnxruntime writes the optimized graph in its
       session's execution order (``Graph::ToGraphProto`` walks
@@ -70,29 +70,8 @@ def analyze_optimized(path: Path, dims: dict[str, int]) -> tuple[graphmem.Analys
     * the NCHWc block sizes the file's padded filters allow
       (:func:`graphmem.ort.contrib_shapes.nchwc_block_sizes`) reach ReorderInput's shape rule.
     """
-    import functools
-    import inspect
-
-    if "execution_order" in inspect.signature(graphmem.analyze).parameters:
-        result = graphmem.analyze(path, dims=dims, execution_order="file")  # type: ignore[call-arg]
-        return result, scratch_profile(result)
-
-    import graphmem.analysis.pipeline as analysis
-    import graphmem.shapes.infer as infer
-    from graphmem.model.loading import load_model
-    from graphmem.ort.order import file_order
-    from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes
-
-    model = load_model(path)
-    blocks = nchwc_block_sizes(model.nodes, {name: w.dims for name, w in model.weights.items()})
-    saved = analysis.ort_order, infer.infer_contrib
-    analysis.ort_order = file_order
-    infer.infer_contrib = functools.partial(infer_contrib, block_sizes=blocks)
-    try:
-        result = graphmem.analyze(path, dims=dims)
-        return result, scratch_profile(result)  # it re-infers the static view: inside the shim
-    finally:
-        analysis.ort_order, infer.infer_contrib = saved
+    result = graphmem.analyze(path, dims=dims, execution_order="file")
+    return result, scratch_profile(result)
 
 
 #: glibc's default mmap threshold; setting it explicitly disables the dynamic threshold.

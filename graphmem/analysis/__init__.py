@@ -1,17 +1,22 @@
 """Stage "analysis": :func:`analyze` wires the stages (model → shapes → onnxruntime emulation →
-planners → FLOPs) and owns the :class:`Analysis` type every view reads."""
+planners → FLOPs) and owns the :class:`Analysis` type every view reads.
 
-from graphmem.analysis.pipeline import (
-    MAX_DIM,
+* :mod:`.pipeline` — :func:`analyze`, :func:`analyze_model`, :func:`analyze_graph_opt`;
+* :mod:`.result` — :class:`Analysis` and its parts;
+* :mod:`.dims` — parsing and checking dim bindings;
+* :mod:`.whatif` — ``--as-dtype``;
+* :mod:`.scratch` — the kernel-scratch profile of an analysis.
+"""
+
+from graphmem.analysis.dims import MAX_DIM
+from graphmem.analysis.pipeline import analyze, analyze_graph_opt, analyze_model
+from graphmem.analysis.result import (
     ActivationsInfo,
     Analysis,
     IOInfo,
     ModelInfo,
     ShapesInfo,
     WeightsInfo,
-    analyze,
-    analyze_graph_opt,
-    analyze_model,
 )
 
 __all__ = [

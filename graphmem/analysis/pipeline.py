@@ -10,10 +10,20 @@ import gc
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from graphmem.model.dtypes import cast_floats, cast_weights, dtype_name, parse_dtype
-from graphmem.errors import ShapeInferenceError, UnboundDimError, UnknownDimError, UsageError
+from graphmem.analysis.dims import check_dims
+from graphmem.analysis.result import (
+    ActivationsInfo,
+    Analysis,
+    IOInfo,
+    ModelInfo,
+    ShapesInfo,
+    WeightsInfo,
+)
+from graphmem.analysis.whatif import cast_floats, cast_weights
+from graphmem.errors import ShapeInferenceError, UsageError
+from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.program import build_program, tensor_size
@@ -24,104 +34,19 @@ from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort
 from graphmem.ort.scratch import replay_run
-from graphmem.ort.session import CUDA_RUNTIME, PROVIDERS, PlacementInfo, main_device_only, session_graph
-from graphmem.flops import FlopReport, count_flops
+from graphmem.ort.session import CUDA_RUNTIME, PROVIDERS, main_device_only, session_graph
+from graphmem.flops import count_flops
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
 from graphmem.model.types import TensorType, is_concrete
 
-__all__ = [
-    "Analysis",
-    "ModelInfo",
-    "WeightsInfo",
-    "ActivationsInfo",
-    "IOInfo",
-    "ShapesInfo",
-    "analyze",
-    "analyze_model",
-    "analyze_graph_opt",
-    "MAX_DIM",
-]
+__all__ = ["analyze", "analyze_model", "analyze_graph_opt"]
 
-#: Largest value a ``--dim`` may take; larger ones are rejected as absurd.
-MAX_DIM = 1 << 40
 #: Tensors larger than this (1 EiB) mean absurd dims, not a model.
 MAX_TENSOR_BYTES = 1 << 60
 
 KNOWN_DOMAINS = frozenset(
     {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelInfo:
-    path: str
-    opset: int
-    nodes: int
-    dims: dict[str, int]
-    graph_opt: str = "none"  # onnxruntime optimization level of the graph analysed
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WeightsInfo:
-    """Initializers and Constant outputs, each counted once."""
-
-    params: int
-    bytes: int
-    by_dtype: dict[str, tuple[int, int]]  # dtype -> (params, bytes)
-    external_bytes: int
-    unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ActivationsInfo:
-    """Activation memory: the runtime's peak, the bounds, and where the peak happens."""
-
-    peak_bytes: int
-    peak_node: str
-    peak_step: int
-    lower_bound_bytes: int
-    no_reuse_bytes: int
-    best_arena_bytes: int
-    unknown: tuple[str, ...]  # activations of unknown size: not in the figures above
-    runtime: str
-    timeline: tuple[tuple[str, int], ...] = ()  # (node, bytes held after it) in execution order
-    step_ops: tuple[str, ...] = ()  # op type of each timeline step (Memcpy nodes included on CUDA)
-    # Kernel scratch (graphmem.ort.scratch): the largest one kernel requests, and the arena's in-use
-    # high-water mark with it, in arena chunk bytes (the profiler's mem_in_use_peak).
-    scratch_bytes: int = 0
-    in_use_peak_bytes: int | None = 0  # None: not modelled (CUDA kernels' workspaces)
-    scratch_unmodelled: tuple[str, ...] = ()  # op types without a scratch rule (counted 0)
-    live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
-    provider: str = "cpu"  # the execution provider whose allocator is emulated
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IOInfo:
-    inputs_bytes: int
-    outputs_bytes: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShapesInfo:
-    tensors: int
-    unresolved: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Analysis:
-    """Everything ``graphmem peak`` reports, as typed data."""
-
-    model: ModelInfo
-    weights: WeightsInfo
-    activations: ActivationsInfo
-    io: IOInfo
-    shapes: ShapesInfo
-    total_bytes: int
-    graph: OpGraph
-    order: tuple[int, ...]
-    types: dict[str, TensorType]
-    flops: FlopReport
-    placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
 
 
 def analyze(
@@ -292,30 +217,6 @@ def _live_at(plan: OrtPlan, names: tuple[str, ...], step: int) -> frozenset[str]
         if start <= step and (end is None or end >= step):
             held.add(b)
     return frozenset(names[v] for v, b in enumerate(plan.buffer_of) if b in held)
-
-
-def check_dims(model: Model, dims: dict[str, int]) -> dict[str, int]:
-    """Validate ``--dim`` bindings against the model's symbolic input dims."""
-    known = model.symbolic_dims
-    for name, value in dims.items():
-        if name not in known:
-            have = ", ".join(known) if known else "none (all input shapes are fixed)"
-            raise UnknownDimError(f"--dim {name}: the model has no dim '{name}'; its dims: {have}")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > MAX_DIM:
-            raise UsageError(f"--dim {name}={value}: a dim must be an integer from 1 to {MAX_DIM}")
-    missing = [d for d in known if d not in dims]
-    if missing:
-        hint = " ".join(f"--dim {d}=N" for d in missing)
-        raise UnboundDimError(
-            f"unbound symbolic dims: {', '.join(missing)} (bind them with {hint}, or ask for formulas "
-            "with --symbolic)"
-        )
-    unnamed = [n for n, t in model.inputs.items() if t.shape is not None and None in t.shape]
-    if unnamed:
-        raise UnboundDimError(
-            f"input '{unnamed[0]}' has a dim with neither a value nor a name; it cannot be bound"
-        )
-    return {d: dims[d] for d in known}
 
 
 @functools.lru_cache(maxsize=1)

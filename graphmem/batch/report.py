@@ -17,7 +17,7 @@ from graphmem.batch.search import (
 from graphmem.units import format_bytes, format_count
 
 if TYPE_CHECKING:
-    from graphmem.analysis.pipeline import Analysis
+    from graphmem.analysis.result import Analysis
     from graphmem.views.devices import Device
     from graphmem.training import TrainingEstimate
 

@@ -36,11 +36,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from graphmem.analysis.dims import INT64_MAX, parse_dim_value, split_dim_item
 from graphmem.errors import UnknownDimError, UsageError
 from graphmem.units import format_bytes
 
 if TYPE_CHECKING:
-    from graphmem.analysis.pipeline import Analysis
+    from graphmem.analysis.result import Analysis
     from graphmem.model.loading import Model
     from graphmem.training import TrainingConfig, TrainingEstimate
 
@@ -52,7 +53,6 @@ __all__ = [
     "INT64_MAX", "MAX_SWEEP_POINTS", "QUADRATIC_RULE",
 ]
 
-INT64_MAX = (1 << 63) - 1
 #: Most values one sweep may have (a range expanding to more is rejected).
 MAX_SWEEP_POINTS = 64
 QUADRATIC_REL = 0.01
@@ -74,22 +74,6 @@ class SweepSpec:
     values: tuple[int, ...]
 
 
-def _integer(item: str, token: str) -> int:
-    from graphmem.analysis.pipeline import MAX_DIM
-
-    token = token.strip()
-    if not re.fullmatch(r"[+-]?[0-9]+", token):
-        raise UsageError(f"--dim '{item}': '{token}' is not an integer")
-    n = int(token)
-    if n > INT64_MAX or n < -INT64_MAX - 1:
-        raise UsageError(f"--dim '{item}': {token} overflows int64")
-    if n < 1:
-        raise UsageError(f"--dim '{item}': a dim must be a positive integer")
-    if n > MAX_DIM:
-        raise UsageError(f"--dim '{item}': {n} is absurdly large (limit 2**40)")
-    return n
-
-
 def parse_dim_values(item: str, text: str) -> tuple[int, ...]:
     """Values of one ``--dim`` item: ``1,2,4``; ``1..8`` (every integer); ``8..64:8`` (step);
     ``1..64:x2`` (×2 each). Sorted, duplicates dropped.
@@ -105,10 +89,10 @@ def parse_dim_values(item: str, text: str) -> tuple[int, ...]:
         tokens = text.split(",")
         if any(not t.strip() for t in tokens):
             raise UsageError(f"--dim '{item}': empty value in the list (expected e.g. 1,2,4)")
-        values = [_integer(item, t) for t in tokens]
+        values = [parse_dim_value(item, t) for t in tokens]
     else:
-        lo, hi = _integer(item, m.group(1)), _integer(item, m.group(2))
-        step = _integer(item, m.group(4)) if m.group(4) else 1
+        lo, hi = parse_dim_value(item, m.group(1)), parse_dim_value(item, m.group(2))
+        step = parse_dim_value(item, m.group(4)) if m.group(4) else 1
         if lo > hi:
             raise UsageError(f"--dim '{item}': empty range ({lo} > {hi})")
         if m.group(3) and step < 2:
@@ -128,10 +112,7 @@ def parse_dim_values(item: str, text: str) -> tuple[int, ...]:
 def _items(items: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for item in items or ():
-        name, sep, text = item.partition("=")
-        name = name.strip()
-        if not sep or not name or not text.strip():
-            raise UsageError(f"--dim '{item}': expected NAME=VALUES, e.g. batch=1,2,4,8")
+        name, text = split_dim_item(item, example="batch=1,2,4,8")
         if name in out:
             raise UsageError(f"--dim {name} is given twice")
         out[name] = parse_dim_values(item, text)
@@ -391,7 +372,8 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         UnknownDimError, UnboundDimError: ``solve`` or a ``dims`` name is not a model dim, or a
         dim is left unbound (the messages name the model's dims).
     """
-    from graphmem.analysis.pipeline import MAX_DIM, analyze_model, check_dims
+    from graphmem.analysis.dims import MAX_DIM, check_dims
+    from graphmem.analysis.pipeline import analyze_model
 
     m = _as_model(model)
     dims = dict(dims or {})

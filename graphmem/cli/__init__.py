@@ -101,7 +101,8 @@ def peak(
     from graphmem.analysis.pipeline import analyze_graph_opt
     from graphmem.views.devices import resolve_device
     from graphmem.views.formats import resolve_format
-    from graphmem.gate.budgets import finish, parse_budgets
+    from graphmem.gate.budgets import parse_budgets
+    from graphmem.views.output import finish
     from graphmem.views.kvcache import kv_cache, kv_json, kv_lines
     from graphmem.views.report import peak_json, peak_table
     from graphmem.views.roofline import device_lines, device_section
@@ -137,7 +138,7 @@ def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
     """``peak --symbolic``: the figures as formulas of the dims left unbound."""
     import json
 
-    from graphmem.analysis.pipeline import check_dims
+    from graphmem.analysis.dims import check_dims
     from graphmem.model.loading import load_model
     from graphmem.views.report import SCHEMA_VERSION
     from graphmem.views.symbolic import CHECK_VALUE, GRID, symbolic_peak

@@ -158,7 +158,7 @@ def fit_command(
     Exact search on real analyses, never extrapolated. With --train, of one training step.
     Exit 0 fits, 1 does not (or nothing fits).
     """
-    from graphmem.analysis.pipeline import check_dims
+    from graphmem.analysis.dims import check_dims
     from graphmem.batch.search import (
         check_fit,
         check_fit_training,

@@ -1,6 +1,7 @@
-"""Shared pieces of the command modules: error handling, option types, ``--dim`` parsing.
+"""Shared pieces of the command modules: error handling (the one error → exit-code map), option
+types, and the one ``--dim`` parser (:func:`graphmem.analysis.dims.parse_dims`).
 
-Each command lives in a small ``graphmem/cli_*.py`` module and is registered in
+Each command group lives in a small ``graphmem/cli/*.py`` module and is registered in
 ``graphmem/cli/__init__.py``; they all use :func:`handled`, the one place errors become exit codes.
 """
 
@@ -13,11 +14,10 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from graphmem.errors import GraphmemError, UsageError
+from graphmem.analysis.dims import parse_dims
+from graphmem.errors import GraphmemError
 
-__all__ = ["handled", "parse_dims", "DimOption", "JsonOption", "ModelArg", "MAX_DIM_VALUE"]
-
-MAX_DIM_VALUE = 1 << 40
+__all__ = ["handled", "parse_dims", "DimOption", "JsonOption", "ModelArg"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,23 +46,3 @@ def handled(fn: F) -> F:
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-def parse_dims(items: list[str] | None) -> dict[str, int]:
-    """Parse ``NAME=VALUE`` items; raise :class:`UsageError` on anything else."""
-    dims: dict[str, int] = {}
-    for item in items or ():
-        name, sep, value = item.partition("=")
-        name, value = name.strip(), value.strip()
-        if not sep or not name or not value:
-            raise UsageError(f"--dim '{item}': expected NAME=VALUE, e.g. batch=8")
-        try:
-            number = int(value)
-        except ValueError:
-            raise UsageError(f"--dim '{item}': '{value}' is not an integer") from None
-        if number < 1:
-            raise UsageError(f"--dim '{item}': a dim must be a positive integer")
-        if number > MAX_DIM_VALUE:
-            raise UsageError(f"--dim '{item}': {number} is absurdly large (limit 2**40)")
-        dims[name] = number
-    return dims

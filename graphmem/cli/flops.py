@@ -13,7 +13,7 @@ from graphmem.cli.common import DimOption, JsonOption, ModelArg, handled, parse_
 from graphmem.cli.gate import FormatOption, OutputOption
 
 if TYPE_CHECKING:
-    from graphmem.analysis.pipeline import Analysis
+    from graphmem.analysis.result import Analysis
 
 __all__ = ["register", "layers_json"]
 
@@ -42,7 +42,7 @@ def layers_command(
 ) -> None:
     from graphmem.analysis.pipeline import analyze
     from graphmem.views.formats import render_layers, resolve_format
-    from graphmem.gate.budgets import deliver
+    from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
     a = analyze(model, dims=parse_dims(dim))

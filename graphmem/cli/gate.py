@@ -101,7 +101,7 @@ def check(
     """
     from graphmem.gate.config import check_document, load_config, run_check
     from graphmem.views.formats import render_check, resolve_format
-    from graphmem.gate.budgets import deliver, report_failures
+    from graphmem.views.output import deliver, report_failures
 
     fmt = resolve_format(fmt, as_json=as_json)
     cfg = load_config(config)
@@ -172,7 +172,7 @@ def diff(
     from graphmem.analysis.pipeline import analyze
     from graphmem.views.formats import render_diff, resolve_format
     from graphmem.gate.diff import compare, parse_thresholds
-    from graphmem.gate.budgets import deliver
+    from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
     thresholds = parse_thresholds(

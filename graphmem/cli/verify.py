@@ -40,7 +40,8 @@ def verify_command(
     Exit 0 within tolerance (and budgets, --max-*, on the predicted figures), 1 outside, 2 on
     errors.
     """
-    from graphmem.gate.budgets import evaluate, parse_budgets, report_failures
+    from graphmem.gate.budgets import evaluate, parse_budgets
+    from graphmem.views.output import report_failures
     from graphmem.views.report import SCHEMA_VERSION, peak_json
     from graphmem.units import format_bytes
     from graphmem.verify.compare import parse_tolerance, verify

@@ -13,23 +13,18 @@ never silently passed: a FLOP budget on a document without FLOPs is an error, an
 that is only a lower estimate (tensors of unknown size; for FLOPs, ops without a FLOP rule)
 fails unless it already exceeds the budget, in which case it fails as an excess.
 
-:func:`finish` is the tail every gating command shares: evaluate, render in the requested
-format, write (atomically) or print, report failures on stderr (and as GitHub Actions
-annotations when ``GITHUB_ACTIONS`` is set), return the exit code.
+Writing a document and reporting failures (``--output``, GitHub Actions annotations) is
+:mod:`graphmem.views.output`.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 from typing import Any, Literal
 
-from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, FlopsUnavailableError, UsageError
-from graphmem.units import parse_bytes, parse_count
+from graphmem.errors import FlopsUnavailableError, UsageError
+from graphmem.units import parse_bytes, parse_count, short_bytes, short_count
 
 __all__ = [
     "METRICS",
@@ -37,18 +32,10 @@ __all__ = [
     "Budgets",
     "Failure",
     "GateResult",
-    "FlopsUnavailableError",
     "parse_budgets",
     "budgets_from_mapping",
     "evaluate",
     "apply_gate",
-    "annotation",
-    "report_failures",
-    "finish",
-    "deliver",
-    "write_atomic",
-    "short_bytes",
-    "short_count",
     "lookup",
     "parse_budget",
 ]
@@ -308,157 +295,9 @@ def _percent(ratio: float) -> str:
     return f"{pct:.0f}%" if abs(pct) >= 10 else f"{pct:.1f}%".replace(".0%", "%")
 
 
-_BINARY_UNITS = tuple(("B KiB MiB GiB TiB PiB".split()[i], 1 << (10 * i)) for i in range(6))
-_DECIMAL_UNITS = tuple((("", "k", "M", "G", "T", "P")[i], 10 ** (3 * i)) for i in range(6))
-
-
-def short_bytes(n: int) -> str:
-    """Three significant digits, binary units: 12897484 → "12.3 MiB", 10485760 → "10 MiB"."""
-    return _short(n, _BINARY_UNITS, sep=" ")
-
-
-def short_count(n: int) -> str:
-    """Three significant digits, decimal prefixes: ``26_100_000`` → ``"26.1M"``."""
-    return _short(n, _DECIMAL_UNITS, sep="")
-
-
-def _short(n: int, units: tuple[tuple[str, int], ...], *, sep: str) -> str:
-    if abs(n) < units[1][1]:
-        return f"{n}{sep}{units[0][0]}".rstrip()
-    i = max(i for i, (_, size) in enumerate(units) if abs(n) >= size)
-    value = n / units[i][1]
-    if abs(value) >= 999.5 and i + 1 < len(units):
-        i += 1
-        value = n / units[i][1]
-    return f"{value:.3g}{sep}{units[i][0]}"
-
-
 def apply_gate(doc: Mapping[str, Any], result: GateResult) -> dict[str, Any]:
     """A copy of ``doc`` with ``gate.passed``, ``gate.budgets`` and ``gate.failures`` added.
 
     ``doc`` itself is not modified.
     """
     return {**doc, "gate": result.to_json()}
-
-
-# --- reporting ----------------------------------------------------------------------------
-
-
-def annotation(message: str, *, title: str = "graphmem") -> str:
-    """A GitHub Actions ``::error`` workflow command for ``message`` (properly escaped)."""
-    data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    prop = title.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    prop = prop.replace(":", "%3A").replace(",", "%2C")
-    return f"::error title={prop}::{data}"
-
-
-def report_failures(
-    messages: Iterable[str], *, doc_on_stdout: bool, kind: Literal["gate", "error"] = "gate"
-) -> None:
-    """Print each message on stderr; under GitHub Actions also as an ``::error`` annotation.
-
-    Annotations go to stdout (where GitHub documents workflow commands) unless stdout carries a
-    json/markdown/csv document that they would corrupt; then they go to stderr.
-    """
-    messages = list(messages)
-    head = "gate failed" if kind == "gate" else "error"
-    for m in messages:
-        print(f"graphmem: {head}: {m}", file=sys.stderr)
-    if os.environ.get("GITHUB_ACTIONS"):
-        stream = sys.stderr if doc_on_stdout else sys.stdout
-        for m in messages:
-            print(annotation(m), file=stream)
-    sys.stdout.flush()
-    sys.stderr.flush()
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory and ``os.replace``.
-
-    A reader never sees a half-written file. A symlink is followed; a device or pipe
-    (``/dev/stdout``) is written directly. Raises :class:`UsageError` when it cannot write.
-    """
-    path = Path(os.path.realpath(path))
-    if path.is_dir():
-        raise UsageError(f"--output {path}: is a directory")
-    if path.exists() and not path.is_file():
-        try:
-            with open(path, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
-        return
-    if not path.parent.is_dir():
-        raise UsageError(f"--output {path}: directory '{path.parent}' does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
-
-
-def _mode_for(path: Path) -> int:
-    """The replaced file's permissions, or what ``open`` would give a new file (0o666 − umask)."""
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def deliver(text: str, *, fmt: str, output: Path | None, failures: Iterable[str]) -> int:
-    """Write ``text`` to ``output`` (atomically) or stdout, report ``failures``; return 0 or 1."""
-    if not text.endswith("\n"):
-        text += "\n"
-    if output is not None:
-        write_atomic(output, text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    failures = list(failures)
-    report_failures(failures, doc_on_stdout=output is None and fmt != "table")
-    return EXIT_GATE_FAILED if failures else EXIT_OK
-
-
-def finish(
-    doc: Mapping[str, Any], *, budgets: Budgets, fmt: str, output: Path | None, table: str
-) -> int:
-    """The end of ``graphmem peak``: gate ``doc``, render it as ``fmt``, write it, return 0 or 1.
-
-    Parameters
-    ----------
-    doc: the peak document (:func:`graphmem.views.report.peak_json`).
-    budgets: from :func:`parse_budgets`; without any budget there is no ``gate`` key.
-    fmt: ``table`` (``table`` plus the budget lines), ``json``, ``markdown`` or ``csv``.
-    output: write there atomically instead of stdout.
-    table: the human-readable text for ``fmt == "table"`` (:func:`graphmem.views.report.peak_table`).
-
-    Raises
-    ------
-    UsageError: unknown format, unwritable output, FLOP budget without FLOPs (exit 2).
-    """
-    from graphmem.views.formats import check_format, render_peak
-
-    check_format(fmt)
-    if budgets.active:
-        result = evaluate(doc, budgets)
-        doc = apply_gate(doc, result)
-        messages = [_located(doc, f.message) for f in result.failures]
-    else:
-        messages = []
-    return deliver(render_peak(doc, fmt, table=table), fmt=fmt, output=output, failures=messages)
-
-
-def _located(doc: Mapping[str, Any], message: str) -> str:
-    path = lookup(doc, ("model", "path"))
-    return f"{path}: {message}" if path else message

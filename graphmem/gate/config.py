@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from graphmem.cli.common import MAX_DIM_VALUE
+from graphmem.analysis.dims import MAX_DIM
 from graphmem.errors import ConfigError, UsageError
 from graphmem.gate.budgets import METRICS, Budgets, budgets_from_mapping
 
@@ -194,7 +194,7 @@ def _string(value: Any, what: str, prefix: str) -> str:
 def _dims(value: Any, what: str, prefix: str) -> dict[str, int]:
     table = _table(value, what, prefix)
     for name, n in table.items():
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_DIM_VALUE:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_DIM:
             raise ConfigError(
                 f"{prefix}{what}.{name} = {n!r}: a dim must be an integer from 1 to 2**40"
             )

@@ -16,7 +16,7 @@ from graphmem.errors import FlopsUnavailableError
 from graphmem.gate.budgets import METRICS, Metric, _fmt, lookup
 
 if TYPE_CHECKING:
-    from graphmem.analysis.pipeline import Analysis
+    from graphmem.analysis.result import Analysis
 
 __all__ = [
     "DIFF_METRICS",

@@ -7,16 +7,9 @@ byte, as onnxruntime stores it. ``string`` has no fixed size: it is *unknown*, n
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
 from onnx import TensorProto
 
 from graphmem.errors import UsageError
-
-if TYPE_CHECKING:
-    from graphmem.model.loading import Weight
-    from graphmem.model.types import TensorType
 
 __all__ = [
     "element_bits",
@@ -25,8 +18,6 @@ __all__ = [
     "is_float",
     "is_integer",
     "parse_dtype",
-    "cast_floats",
-    "cast_weights",
 ]
 
 _BITS: dict[int, int] = {
@@ -119,18 +110,3 @@ def parse_dtype(name: str) -> int:
         if enum_name.lower() == key and value in _BITS:
             return value
     raise UsageError(f"'{name}' is not a tensor dtype (try float16, bfloat16, int8, float32)")
-
-
-def cast_floats(types: "dict[str, TensorType]", target: int) -> "dict[str, TensorType]":
-    """The same types with every floating tensor re-typed to ``target`` (shapes untouched)."""
-    return {k: replace(t, dtype=target) if is_float(t.dtype) else t for k, t in types.items()}
-
-
-def cast_weights(weights: "dict[str, Weight]", target: int) -> "dict[str, Weight]":
-    """The same weights with every floating one re-sized as ``target``."""
-    out = {}
-    for k, w in weights.items():
-        if is_float(w.dtype):
-            w = replace(w, dtype=target, nbytes=tensor_bytes(target, w.numel))
-        out[k] = w
-    return out

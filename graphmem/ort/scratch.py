@@ -36,12 +36,10 @@ import onnx
 from onnx import helper
 
 from graphmem.model.dtypes import element_bits, tensor_bytes
-from graphmem.errors import UsageError
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.model.types import TensorType, is_concrete
 
 if TYPE_CHECKING:
-    from graphmem.analysis.pipeline import Analysis
     from graphmem.model.graph import OpGraph
     from graphmem.ort.allocation import OrtPlan
     from graphmem.planner.program import Program
@@ -54,9 +52,8 @@ __all__ = [
     "RULES",
     "NO_SCRATCH",
     "kernel_scratch",
-    "scratch_profile",
     "replay_run",
-    "scratch_bytes",
+    "step_scratch",
     "MLAS_CONV_WORKING_BUFFER_FLOATS",
 ]
 
@@ -399,35 +396,7 @@ def _prepacked_in_arena(graph: OpGraph) -> list[int]:
     return sizes
 
 
-def _ort_plan(analysis: Analysis) -> tuple[Program, OrtPlan]:
-    """The program and onnxruntime plan :func:`graphmem.analyze` built (rebuilt, as Analysis does
-    not keep them; UsageError when the rebuilt plan's timeline differs from the analysis', as
-    after an ``as_dtype`` what-if)."""
-    from graphmem.model.program import build_program
-    from graphmem.ort.rules import sharing, unwritten_outputs
-    from graphmem.ort.allocation import plan_ort
-    from graphmem.shapes.infer import ORT_STATIC, infer_types
-
-    if analysis.activations.provider != "cpu":
-        raise UsageError("kernel scratch is modelled for the CPU provider only (CUDA workspaces are not)")
-    static = infer_types(analysis.graph, analysis.order, view=ORT_STATIC)
-    program, _ = build_program(
-        analysis.graph,
-        analysis.order,
-        runtime=analysis.types,
-        static=static.types,
-        sharing=sharing,
-        unwritten=unwritten_outputs,
-    )
-    plan = plan_ort(program)
-    if plan.in_use != tuple(held for _, held in analysis.activations.timeline):
-        raise UsageError(
-            "the scratch profile could not rebuild the analysis' plan (an as-dtype what-if is not modelled)"
-        )
-    return program, plan
-
-
-def _step_scratch(
+def step_scratch(
     graph: OpGraph, order: Sequence[int], types: Mapping[str, TensorType]
 ) -> tuple[list[KernelScratch], list[str]]:
     """Each step's scratch (empty when unmodelled), and the unmodelled op types."""
@@ -445,12 +414,6 @@ def _step_scratch(
     return out, list(unmodelled)
 
 
-def scratch_profile(analysis: Analysis) -> ScratchProfile:
-    """:func:`replay_run` of ``analysis`` (a :class:`graphmem.Analysis`)."""
-    program, plan = _ort_plan(analysis)
-    return replay_run(program, plan, graph=analysis.graph, order=analysis.order, types=analysis.types)
-
-
 def replay_run(
     program: Program,
     plan: OrtPlan,
@@ -466,7 +429,7 @@ def replay_run(
     order), its *after* scratch; all scratch is freed; the arena's in-use is sampled (as the
     profiler does, before releases); then the buffers whose last reader it was are released.
     """
-    scratch, unmodelled = _step_scratch(graph, order, types)
+    scratch, unmodelled = step_scratch(graph, order, types)
     arena = BfcArena()
     for size in _prepacked_in_arena(graph):
         arena.alloc(size)
@@ -509,10 +472,3 @@ def replay_run(
         unmodelled=tuple(unmodelled),
         baseline_bytes=base,
     )
-
-
-def scratch_bytes(analysis: Analysis) -> int:
-    """The largest scratch one kernel of ``analysis`` requests (requested bytes, unrounded): the
-    figure reported as ``activations.scratch_bytes``."""
-    per_step, _ = _step_scratch(analysis.graph, analysis.order, analysis.types)
-    return max((ks.total for ks in per_step), default=0)

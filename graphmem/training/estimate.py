@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from onnx import TensorProto
 
-from graphmem.analysis.pipeline import Analysis, analyze_model
-from graphmem.model.dtypes import cast_floats, cast_weights
+from graphmem.analysis.result import Analysis
+from graphmem.analysis.pipeline import analyze_model
+from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import UsageError
 from graphmem.model.loading import load_model
 from graphmem.ort.order import file_order

@@ -32,21 +32,13 @@ import functools
 import importlib.util
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 from graphmem.errors import UsageError
-from graphmem.verify.providers import CUDA
-
-if TYPE_CHECKING:
-    from graphmem.verify.measure import NodeMemory
 
 __all__ = [
     "CudaFootprint",
     "DeviceMemory",
-    "arena_held",
     "device_memory",
     "device_memory_problem",
     "footprint",
@@ -176,15 +168,6 @@ def footprint(before: DeviceMemory, after_session: DeviceMemory, after_run: Devi
         context_included=context_included,
         caveats=tuple(caveats),
     )
-
-
-def arena_held(nodes: Iterable[NodeMemory], provider: str = CUDA) -> int:
-    """Bytes the arena of ``provider`` held, from profiled nodes (0 if none ran there).
-
-    The arena only grows during a session (no shrinkage is configured), so
-    the largest ``arena_held`` seen is what it holds at the end.
-    """
-    return max((node.arena_held for node in nodes if node.provider == provider), default=0)
 
 
 class _Unavailable(Exception):

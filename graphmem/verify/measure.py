@@ -85,6 +85,15 @@ class NodeMemory:
     arena_held_delta: int
 
 
+def arena_held(nodes: Iterable[NodeMemory], provider: str = CUDA) -> int:
+    """Bytes the arena of ``provider`` held, from profiled nodes (0 if none ran there).
+
+    The arena only grows during a session (no shrinkage is configured), so
+    the largest ``arena_held`` seen is what it holds at the end.
+    """
+    return max((node.arena_held for node in nodes if node.provider == provider), default=0)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AllocatorRun:
     """Figures of one run for the allocator of one execution provider.
@@ -220,7 +229,7 @@ def measure(
     footprint = problem = None
     if on_cuda:
         if first is not None and after_session is not None and after_run is not None:
-            arena = cuda_memory.arena_held(node for nodes in per_run_nodes for node in nodes)
+            arena = arena_held(node for nodes in per_run_nodes for node in nodes)
             footprint = cuda_memory.footprint(first, after_session, after_run, arena)
         else:
             problem = cuda_memory.device_memory_problem(0)

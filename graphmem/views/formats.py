@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphmem.errors import UsageError
-from graphmem.gate.budgets import METRICS, lookup, short_bytes, short_count
+from graphmem.gate.budgets import METRICS, lookup
+from graphmem.units import short_bytes, short_count
 
 __all__ = [
     "FORMATS",

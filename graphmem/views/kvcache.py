@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from graphmem.units import format_bytes
 
 if TYPE_CHECKING:
-    from graphmem.analysis.pipeline import Analysis
+    from graphmem.analysis.result import Analysis
     from graphmem.model.loading import Model
 
 __all__ = ["KVCache", "kv_names", "context_dim", "kv_cache", "kv_json", "kv_lines"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphmem.analysis.pipeline import Analysis
+from graphmem.analysis.result import Analysis
 from graphmem.errors import UsageError
 from graphmem.model.program import tensor_size
 

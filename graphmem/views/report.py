@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphmem.analysis.pipeline import Analysis, PlacementInfo
+from graphmem.analysis.result import Analysis
+from graphmem.ort.session import PlacementInfo
 from graphmem.units import byte_table, format_count
 
 __all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table"]

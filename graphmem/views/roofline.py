@@ -39,7 +39,7 @@ from graphmem.views.devices import Device, device_json
 from graphmem.units import format_bytes, format_count
 
 if TYPE_CHECKING:
-    from graphmem.analysis.pipeline import Analysis
+    from graphmem.analysis.result import Analysis
 
 __all__ = [
     "NodeWork",

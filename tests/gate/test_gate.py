@@ -19,19 +19,10 @@ from graphmem.gate.config import ConfigError, find_config, load_config, parse_co
 from graphmem.errors import UsageError
 from graphmem.views.formats import render_check, render_diff, render_peak, resolve_format
 from graphmem.gate.diff import Layer, Thresholds, diff_documents, parse_thresholds
-from graphmem.gate.budgets import (
-    Budgets,
-    FlopsUnavailableError,
-    annotation,
-    apply_gate,
-    budgets_from_mapping,
-    evaluate,
-    finish,
-    parse_budgets,
-    short_bytes,
-    short_count,
-    write_atomic,
-)
+from graphmem.errors import FlopsUnavailableError
+from graphmem.gate.budgets import Budgets, apply_gate, budgets_from_mapping, evaluate, parse_budgets
+from graphmem.units import short_bytes, short_count
+from graphmem.views.output import annotation, finish, write_atomic
 from graphmem.schema import SchemaError, load_schema, schema_errors, validate
 
 MiB = 1 << 20

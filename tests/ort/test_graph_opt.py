@@ -10,7 +10,6 @@ tests use hand-computed numbers.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -24,11 +23,9 @@ from onnx import TensorProto, helper
 import graphmem
 import graphmem.analysis.pipeline
 import graphmem.ort.scratch as scratch
-import graphmem.shapes.infer as infer
-from graphmem.model.loading import load_model
-from graphmem.ort.order import file_order
-from graphmem.ort.scratch import BfcArena, KernelScratch, kernel_scratch, scratch_bytes, scratch_profile
-from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes
+from graphmem.analysis.scratch import scratch_bytes, scratch_profile
+from graphmem.ort.scratch import BfcArena, KernelScratch, kernel_scratch
+from graphmem.ort.contrib_shapes import nchwc_block_sizes
 from graphmem.model.types import TensorType
 from graphmem.verify import make_feeds, measure
 from graphmem.ort.optimized import optimized_model
@@ -44,22 +41,10 @@ def w(name: str, *shape: int) -> onnx.TensorProto:
 def analyze_optimized(path: Path, dims: dict[str, int]) -> tuple[graphmem.Analysis, scratch.ScratchProfile]:
     """:func:`graphmem.analyze` of a graph onnxruntime wrote, as onnxruntime runs it: in the
     file's order (onnxruntime writes its session's execution order, renumbered) and with the
-    file's NCHWc block size reaching ReorderInput's rule. Until the core takes
-    ``execution_order="file"`` (proposed), both are substituted here (see scripts/accuracy_opt.py).
-    Returns the analysis and its scratch profile (which re-infers shapes: inside the same shim)."""
-    if "execution_order" in inspect.signature(graphmem.analyze).parameters:
-        result = graphmem.analyze(path, dims=dims, execution_order="file")  # type: ignore[call-arg]
-        return result, scratch_profile(result)
-    model = load_model(path)
-    blocks = nchwc_block_sizes(model.nodes, {name: wt.dims for name, wt in model.weights.items()})
-    saved = graphmem.analysis.pipeline.ort_order, infer.infer_contrib
-    graphmem.analysis.pipeline.ort_order = file_order
-    infer.infer_contrib = functools.partial(infer_contrib, block_sizes=blocks)
-    try:
-        result = graphmem.analyze(path, dims=dims)
-        return result, scratch_profile(result)
-    finally:
-        graphmem.analysis.pipeline.ort_order, infer.infer_contrib = saved
+    file's NCHWc block size reaching ReorderInput's rule. Returns the analysis and its scratch
+    profile."""
+    result = graphmem.analyze(path, dims=dims, execution_order="file")
+    return result, scratch_profile(result)
 
 
 def check(path: Path, level: str, dims: dict[str, int], tmp: Path) -> tuple[graphmem.Analysis, scratch.ScratchProfile]:

@@ -26,12 +26,11 @@ from graphmem.verify.cuda import (
     SOURCES,
     CudaFootprint,
     DeviceMemory,
-    arena_held,
     device_memory,
     device_memory_problem,
     footprint,
 )
-from graphmem.verify.measure import NodeMemory
+from graphmem.verify.measure import NodeMemory, arena_held
 from graphmem.verify.providers import CPU, CUDA, cuda_problem, session_providers
 
 GIB = 2**30

@@ -1,0 +1,84 @@
+"""The :class:`Analysis` every view reads: what ``graphmem peak`` reports, as typed data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphmem.flops import FlopReport
+from graphmem.model.graph import OpGraph
+from graphmem.model.types import TensorType
+from graphmem.ort.session import PlacementInfo
+
+__all__ = ["Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelInfo:
+    path: str
+    opset: int
+    nodes: int
+    dims: dict[str, int]
+    graph_opt: str = "none"  # onnxruntime optimization level of the graph analysed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightsInfo:
+    """Initializers and Constant outputs, each counted once."""
+
+    params: int
+    bytes: int
+    by_dtype: dict[str, tuple[int, int]]  # dtype -> (params, bytes)
+    external_bytes: int
+    unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActivationsInfo:
+    """Activation memory: the runtime's peak, the bounds, and where the peak happens."""
+
+    peak_bytes: int
+    peak_node: str
+    peak_step: int
+    lower_bound_bytes: int
+    no_reuse_bytes: int
+    best_arena_bytes: int
+    unknown: tuple[str, ...]  # activations of unknown size: not in the figures above
+    runtime: str
+    timeline: tuple[tuple[str, int], ...] = ()  # (node, bytes held after it) in execution order
+    step_ops: tuple[str, ...] = ()  # op type of each timeline step (Memcpy nodes included on CUDA)
+    # Kernel scratch (graphmem.ort.scratch): the largest one kernel requests, and the arena's in-use
+    # high-water mark with it, in arena chunk bytes (the profiler's mem_in_use_peak).
+    scratch_bytes: int = 0
+    in_use_peak_bytes: int | None = 0  # None: not modelled (CUDA kernels' workspaces)
+    scratch_unmodelled: tuple[str, ...] = ()  # op types without a scratch rule (counted 0)
+    live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
+    provider: str = "cpu"  # the execution provider whose allocator is emulated
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IOInfo:
+    inputs_bytes: int
+    outputs_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShapesInfo:
+    tensors: int
+    unresolved: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Analysis:
+    """Everything ``graphmem peak`` reports, as typed data."""
+
+    model: ModelInfo
+    weights: WeightsInfo
+    activations: ActivationsInfo
+    io: IOInfo
+    shapes: ShapesInfo
+    total_bytes: int
+    graph: OpGraph
+    order: tuple[int, ...]
+    types: dict[str, TensorType]
+    flops: FlopReport
+    placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from graphmem.optable import op_key
 from graphmem.cli.common import DimOption, JsonOption, ModelArg, handled, parse_dims
 from graphmem.cli.gate import FormatOption, OutputOption
 
@@ -90,7 +91,7 @@ def ops_command(
         loaded = load_model(model)
         opset = opset or loaded.opset
         for node in loaded.nodes:
-            key = ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
+            key = op_key(node)
             used[key] = used.get(key, 0) + 1
     opset = opset or 21
     rows = coverage(opset)
@@ -98,7 +99,7 @@ def ops_command(
     for d, o in sorted(used):
         if (d, o) not in listed:  # e.g. an op of another opset or domain
             entry = lookup(d, o)
-            rows.append((d, o, entry.kind if entry else "unsupported"))
+            rows.append((d, o, entry.outcome if entry else "unsupported"))
     if as_json:
         doc = {
             "schema_version": 1,

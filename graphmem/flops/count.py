@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 from onnx import defs, numpy_helper
 
+from graphmem.optable import is_default_domain
 from graphmem.flops.cost import ZERO, Cost, NodeView
 from graphmem.flops.families import always_zero
 from graphmem.flops.registry import REGISTRY, normalize_domain, run
@@ -124,7 +125,7 @@ def _cost(
     values: Mapping[str, np.ndarray],
 ) -> Cost:
     """Evaluate one node; ops whose rule is unconditionally zero skip building a view."""
-    entry = REGISTRY.get((normalize_domain(node.domain), node.op_type))
+    entry = REGISTRY.of(node)
     if entry is not None and entry.rule is always_zero:
         return ZERO
     return run(entry, node_view(node, types, opsets, weight_names, values))
@@ -182,7 +183,7 @@ def _attr_value(a: onnx.AttributeProto) -> object:
 
 def _opset(opsets: Mapping[str, int], domain: str) -> int:
     if domain == "":
-        return opsets.get("", opsets.get("ai.onnx", 0))
+        return opsets.get("", 0)
     return opsets.get(domain, 1)
 
 
@@ -281,7 +282,7 @@ def _fill_types(
 ) -> None:
     """Give a body node's outputs types: Constant values, Shape values, onnx inference."""
     outs = [o for o in node.output if o]
-    if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and outs:
+    if node.op_type == "Constant" and is_default_domain(node.domain) and outs:
         for a in node.attribute:
             if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                 types.maps[0][outs[0]] = TensorType(dtype=a.t.data_type, shape=tuple(a.t.dims))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from onnx import defs
 
+from graphmem.optable import is_default_domain
 from graphmem.errors import UsageError
 from graphmem.flops.registry import REGISTRY
 
@@ -19,7 +20,7 @@ def default_domain_ops(opset: int) -> list[str]:
     and is not deprecated (Upsample after 10, Scatter after 11, ...)."""
     latest: dict[str, tuple[int, bool]] = {}
     for s in defs.get_all_schemas_with_history():
-        if s.domain not in ("", "ai.onnx") or s.since_version > opset:
+        if not is_default_domain(s.domain) or s.since_version > opset:
             continue
         have = latest.get(s.name)
         if have is None or s.since_version > have[0]:
@@ -38,7 +39,7 @@ def coverage(opset: int) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     for op in default_domain_ops(opset):
         entry = REGISTRY.get(("", op))
-        rows.append(("", op, entry.kind if entry is not None else "unsupported"))
+        rows.append(("", op, entry.outcome if entry is not None else "unsupported"))
     contrib = sorted((d, op) for d, op in REGISTRY if d != "")
-    rows.extend((d, op, REGISTRY[(d, op)].kind) for d, op in contrib)
+    rows.extend((d, op, REGISTRY[(d, op)].outcome) for d, op in contrib)
     return rows

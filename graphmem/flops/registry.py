@@ -7,34 +7,25 @@ work of an op whose tensors are all integer or bool as ``int_ops`` instead of ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from onnx import TensorProto
 
 from graphmem.flops.contrib import MS_TABLE, NCHWC_TABLE
 from graphmem.flops.cost import Cost, NodeView, Rule, unsupported
 from graphmem.flops.default_ops import DEFAULT_TABLE
+from graphmem.optable import DEFAULT_DOMAIN, MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, normalize_domain
 
 __all__ = ["Entry", "REGISTRY", "lookup", "evaluate", "run", "normalize_domain", "FLOAT_DTYPES"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Entry:
-    """A rule and the outcome it has for the op in general (what coverage reports)."""
+#: A rule and the outcome it has for the op in general ("counted" | "zero" | "unsupported"):
+#: what coverage reports.
+Entry = OpRule[Rule]
 
-    rule: Rule
-    kind: str  # "counted" | "zero" | "unsupported"
-
-
-def _build() -> dict[tuple[str, str], Entry]:
-    reg: dict[tuple[str, str], Entry] = {}
-    for domain, table in (("", DEFAULT_TABLE), ("com.microsoft", MS_TABLE), ("com.microsoft.nchwc", NCHWC_TABLE)):
-        for op, (fn, kind) in table.items():
-            reg[(domain, op)] = Entry(rule=fn, kind=kind)
-    return reg
-
-
-REGISTRY: dict[tuple[str, str], Entry] = _build()
+REGISTRY: OpTable[Entry] = OpTable(
+    ((domain, op), OpRule(rule=fn, outcome=kind))
+    for domain, table in ((DEFAULT_DOMAIN, DEFAULT_TABLE), (MS_DOMAIN, MS_TABLE), (NCHWC_DOMAIN, NCHWC_TABLE))
+    for op, (fn, kind) in table.items()
+)
 
 #: Element types whose arithmetic is floating point; every other known type books int_ops.
 FLOAT_DTYPES = frozenset(
@@ -47,14 +38,9 @@ FLOAT_DTYPES = frozenset(
 )
 
 
-def normalize_domain(domain: str) -> str:
-    """"ai.onnx" and "" are the same domain."""
-    return "" if domain == "ai.onnx" else domain
-
-
 def lookup(domain: str, op_type: str) -> Entry | None:
     """The registry entry of an op, or None when it has no rule."""
-    return REGISTRY.get((normalize_domain(domain), op_type))
+    return REGISTRY.lookup(domain, op_type)
 
 
 def evaluate(node: NodeView) -> Cost:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from graphmem.optable import is_default_domain
 from graphmem.errors import UsageError
 from graphmem.errors import FlopsUnavailableError
 from graphmem.gate.budgets import METRICS, Metric, _fmt, lookup
@@ -137,7 +138,7 @@ def layer_profile(analysis: Analysis) -> dict[str, Layer]:
                 params += w.numel
                 wbytes += w.nbytes or 0
         outputs = sum(tensor_size(analysis.types.get(o)) or 0 for o in node.output if o)
-        op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        op = node.op_type if is_default_domain(node.domain) else f"{node.domain}.{node.op_type}"
         key = node.name or f"<{op}:{next((o for o in node.output if o), nid)}>"
         base, k = key, 1
         while key in out:

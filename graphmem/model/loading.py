@@ -20,6 +20,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper
 
+from graphmem.optable import is_default_domain
 from graphmem.model.dtypes import tensor_bytes
 from graphmem.errors import CorruptProtobufError, ModelLoadError
 from graphmem.model.protoscan import read_stripped
@@ -74,7 +75,7 @@ class Model:
     @property
     def opset(self) -> int:
         """Opset of the default ONNX domain."""
-        return self.opsets.get("", self.opsets.get("ai.onnx", 0))
+        return self.opsets.get("", 0)  # "ai.onnx" is normalised to "" when loading
 
     @property
     def symbolic_dims(self) -> tuple[str, ...]:
@@ -129,7 +130,7 @@ def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model
         _strip(init)
     nodes: list[onnx.NodeProto] = []
     for node in graph.node:
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+        if node.op_type == "Constant" and is_default_domain(node.domain):
             tensor = _constant_tensor(node, path)
             if tensor is not None:
                 weights[node.output[0]] = _weight(tensor, from_constant=True)

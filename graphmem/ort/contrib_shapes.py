@@ -46,21 +46,19 @@ import onnx
 from onnx import defs, helper
 
 from graphmem.model.types import Dim, Shape, TensorType, type_from_proto, type_to_proto
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpTable
 
 __all__ = ["RULES", "NCHWC_DOMAIN", "MS_DOMAIN", "MLAS_NCHWC_BLOCKS", "infer_contrib", "nchwc_block_sizes"]
 
+#: ``rule(node, input types, known values, NCHWc block sizes)`` → output types (None where a
+#: shape is unknown), or None when it cannot tell.
 Rule = Callable[
-    [onnx.NodeProto, Sequence[TensorType | None], Mapping[str, np.ndarray]],
+    [onnx.NodeProto, Sequence[TensorType | None], Mapping[str, np.ndarray], Sequence[int]],
     "list[TensorType | None] | None",
 ]
 
-MS_DOMAIN = "com.microsoft"
-NCHWC_DOMAIN = "com.microsoft.nchwc"
 #: NCHWc block sizes MLAS uses on x86-64 (``MlasNchwcGetBlockSize``), largest first.
 MLAS_NCHWC_BLOCKS = (16, 8)
-
-#: (domain, op_type) -> rule
-RULES: dict[tuple[str, str], Rule] = {}
 
 
 def infer_contrib(
@@ -75,14 +73,10 @@ def infer_contrib(
     ``block_sizes``: the NCHWc block sizes the file is consistent with (:func:`nchwc_block_sizes`),
     used only by ReorderInput.
     """
-    domain = "" if node.domain == "ai.onnx" else node.domain
-    if (domain, node.op_type) == (NCHWC_DOMAIN, "ReorderInput"):
-        outs = _reorder_input(node, _inputs(node, types), block_sizes)
-    else:
-        rule = RULES.get((domain, node.op_type))
-        if rule is None:
-            return None
-        outs = rule(node, _inputs(node, types), values)
+    rule = RULES.of(node)
+    if rule is None:
+        return None
+    outs = rule(node, _inputs(node, types), values, block_sizes)
     if outs is None:
         return None
     return {name: t for name, t in zip(node.output, outs) if name and t is not None}
@@ -150,7 +144,7 @@ def _like_input(i: int = 0, outputs: Sequence[int] = (0,), n_outputs: int | None
     """Outputs in ``outputs`` take input ``i``'s type and shape (``propagateShapeAndTypeFromFirstInput``);
     other outputs (up to ``n_outputs``) get the type only."""
 
-    def rule(node, ins, values):  # type: ignore[no-untyped-def]
+    def rule(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
         if i >= len(ins) or ins[i] is None:
             return None
         src = ins[i]
@@ -176,7 +170,7 @@ def _onnx_op(
     types first (FusedMatMul's transposes)."""
     schema = defs.get_schema(op_type, version, "")
 
-    def rule(node, ins, values):  # type: ignore[no-untyped-def]
+    def rule(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
         names = list(node.input[:n_inputs] if n_inputs is not None else node.input)
         in_types = list(ins[: len(names)])
         if reshape is not None:
@@ -206,7 +200,7 @@ def _onnx_op(
 # --- com.microsoft.nchwc ---------------------------------------------------------------------
 
 
-def _reorder_input(node, ins, block_sizes):  # type: ignore[no-untyped-def]
+def _reorder_input(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     """[N, roundup(C, block), spatial…] from NCHW (or NHWC with ``channels_last``); the channel
     dim is unknown when the file's possible blocks round C differently."""
     shape = _shape(ins[0]) if ins else None
@@ -222,7 +216,7 @@ def _reorder_input(node, ins, block_sizes):  # type: ignore[no-untyped-def]
     return [TensorType(dtype=ins[0].dtype, shape=(shape[0], channels, *spatial))]
 
 
-def _reorder_output(node, ins, values):  # type: ignore[no-untyped-def]
+def _reorder_output(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     """[N, channels, spatial…] (or channels last) with ``channels`` the logical count."""
     shape = _shape(ins[0]) if ins else None
     channels = _attr(node, "channels", 0)
@@ -233,7 +227,7 @@ def _reorder_output(node, ins, values):  # type: ignore[no-untyped-def]
     return [TensorType(dtype=ins[0].dtype, shape=dims)]
 
 
-def _nchwc_upsample(node, ins, values):  # type: ignore[no-untyped-def]
+def _nchwc_upsample(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     """Each dim times its integer scale; a dim without a value stays unknown."""
     shape = _shape(ins[0]) if ins else None
     scales = _attr(node, "scales", None)
@@ -246,21 +240,11 @@ def _nchwc_upsample(node, ins, values):  # type: ignore[no-untyped-def]
 _CONV_ATTRS = frozenset({"auto_pad", "kernel_shape", "dilations", "strides", "pads", "group"})
 _POOL_ATTRS = frozenset({"auto_pad", "kernel_shape", "dilations", "strides", "pads", "ceil_mode"})
 
-RULES[(NCHWC_DOMAIN, "ReorderOutput")] = _reorder_output
-RULES[(NCHWC_DOMAIN, "Upsample")] = _nchwc_upsample
-# convPoolShapeInference(ctx, true, false, 0, 1): onnx Conv-11's call; Sum (input 3) is dropped.
-RULES[(NCHWC_DOMAIN, "Conv")] = _onnx_op("Conv", 11, n_inputs=3, keep_attrs=_CONV_ATTRS)
-# convPoolShapeInference(ctx, true, true, 0, 1): onnx MaxPool-12's call, for both pools.
-RULES[(NCHWC_DOMAIN, "MaxPool")] = _onnx_op("MaxPool", 12, keep_attrs=_POOL_ATTRS)
-RULES[(NCHWC_DOMAIN, "AveragePool")] = _onnx_op("MaxPool", 12, keep_attrs=_POOL_ATTRS)
-RULES[(NCHWC_DOMAIN, "GlobalAveragePool")] = _onnx_op("GlobalAveragePool", 1, keep_attrs=frozenset())
-RULES[(NCHWC_DOMAIN, "GlobalMaxPool")] = _onnx_op("GlobalMaxPool", 1, keep_attrs=frozenset())
-
 
 # --- com.microsoft ---------------------------------------------------------------------------
 
 
-def _fused_gemm(node, ins, values):  # type: ignore[no-untyped-def]
+def _fused_gemm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     """[A.dim(transA ? 1 : 0), B.dim(transB ? 0 : 1)]; both inputs must be rank 2."""
     a, b = (_shape(ins[0]), _shape(ins[1])) if len(ins) > 1 else (None, None)
     if a is None or b is None or len(a) != 2 or len(b) != 2:
@@ -291,21 +275,7 @@ def _fused_matmul_operands(node, ins):  # type: ignore[no-untyped-def]
     return out
 
 
-RULES[(MS_DOMAIN, "FusedConv")] = _onnx_op("Conv", 11, n_inputs=3, keep_attrs=_CONV_ATTRS)
-RULES[(MS_DOMAIN, "FusedGemm")] = _fused_gemm
-# FusedMatMulShapeInference: transpose the operands, then onnx's matmul rule (broadcast batch).
-RULES[(MS_DOMAIN, "FusedMatMul")] = _onnx_op(
-    "MatMul", 13, n_inputs=2, keep_attrs=frozenset(), reshape=_fused_matmul_operands
-)
-for _op in ("BiasGelu", "FastGelu", "Gelu", "QuickGelu", "BiasSoftmax", "BiasAdd"):
-    RULES[(MS_DOMAIN, _op)] = _like_input(0)
-# SkipLayerNormalization / SkipSimplifiedLayerNormalization: output (0) and the optional
-# input_skip_bias_sum (3) have the input's shape; mean and inv_std_var (1, 2) get no shape.
-RULES[(MS_DOMAIN, "SkipLayerNormalization")] = _like_input(0, outputs=(0, 3))
-RULES[(MS_DOMAIN, "SkipSimplifiedLayerNormalization")] = _like_input(0, outputs=(0, 3))
-
-
-def _attention(node, ins, values):  # type: ignore[no-untyped-def]
+def _attention(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     """AttentionTypeAndShapeInference: output [B, S, v_hidden]; ``present`` only from a known
     ``past`` whose sequence dim and S are numbers."""
     x, bias = (_shape(ins[0]), _shape(ins[2])) if len(ins) > 2 else (None, None)
@@ -328,13 +298,10 @@ def _attention(node, ins, values):  # type: ignore[no-untyped-def]
     return outs
 
 
-RULES[(MS_DOMAIN, "Attention")] = _attention
-
-
 # --- onnxruntime-only ops of the ONNX domain -------------------------------------------------
 
 
-def _layer_norm(node, ins, values):  # type: ignore[no-untyped-def]
+def _layer_norm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     """LayerNormalization (before opset 17) and SimplifiedLayerNormalization: Y like X; the
     optional statistics keep X's dims before ``axis`` and 1 from it on (float, or X's type)."""
     x = _shape(ins[0]) if ins else None
@@ -350,5 +317,39 @@ def _layer_norm(node, ins, values):  # type: ignore[no-untyped-def]
     return outs
 
 
-RULES[("", "LayerNormalization")] = _layer_norm
-RULES[("", "SimplifiedLayerNormalization")] = _layer_norm
+# --- the table -------------------------------------------------------------------------------
+
+#: (domain, op_type) -> rule
+RULES: OpTable[Rule] = OpTable(
+    {
+        (NCHWC_DOMAIN, "ReorderInput"): _reorder_input,
+        (NCHWC_DOMAIN, "ReorderOutput"): _reorder_output,
+        (NCHWC_DOMAIN, "Upsample"): _nchwc_upsample,
+        # convPoolShapeInference(ctx, true, false, 0, 1): onnx Conv-11's call; Sum (input 3) is dropped.
+        (NCHWC_DOMAIN, "Conv"): _onnx_op("Conv", 11, n_inputs=3, keep_attrs=_CONV_ATTRS),
+        # convPoolShapeInference(ctx, true, true, 0, 1): onnx MaxPool-12's call, for both pools.
+        (NCHWC_DOMAIN, "MaxPool"): _onnx_op("MaxPool", 12, keep_attrs=_POOL_ATTRS),
+        (NCHWC_DOMAIN, "AveragePool"): _onnx_op("MaxPool", 12, keep_attrs=_POOL_ATTRS),
+        (NCHWC_DOMAIN, "GlobalAveragePool"): _onnx_op("GlobalAveragePool", 1, keep_attrs=frozenset()),
+        (NCHWC_DOMAIN, "GlobalMaxPool"): _onnx_op("GlobalMaxPool", 1, keep_attrs=frozenset()),
+        (MS_DOMAIN, "FusedConv"): _onnx_op("Conv", 11, n_inputs=3, keep_attrs=_CONV_ATTRS),
+        (MS_DOMAIN, "FusedGemm"): _fused_gemm,
+        # FusedMatMulShapeInference: transpose the operands, then onnx's matmul rule (broadcast batch).
+        (MS_DOMAIN, "FusedMatMul"): _onnx_op(
+            "MatMul", 13, n_inputs=2, keep_attrs=frozenset(), reshape=_fused_matmul_operands
+        ),
+        (MS_DOMAIN, "BiasGelu"): _like_input(0),
+        (MS_DOMAIN, "FastGelu"): _like_input(0),
+        (MS_DOMAIN, "Gelu"): _like_input(0),
+        (MS_DOMAIN, "QuickGelu"): _like_input(0),
+        (MS_DOMAIN, "BiasSoftmax"): _like_input(0),
+        (MS_DOMAIN, "BiasAdd"): _like_input(0),
+        # SkipLayerNormalization / SkipSimplifiedLayerNormalization: output (0) and the optional
+        # input_skip_bias_sum (3) have the input's shape; mean and inv_std_var (1, 2) get no shape.
+        (MS_DOMAIN, "SkipLayerNormalization"): _like_input(0, outputs=(0, 3)),
+        (MS_DOMAIN, "SkipSimplifiedLayerNormalization"): _like_input(0, outputs=(0, 3)),
+        (MS_DOMAIN, "Attention"): _attention,
+        ("", "LayerNormalization"): _layer_norm,
+        ("", "SimplifiedLayerNormalization"): _layer_norm,
+    }
+)

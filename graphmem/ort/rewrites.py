@@ -16,6 +16,7 @@ from dataclasses import replace
 import onnx
 from onnx import TensorProto
 
+from graphmem.optable import is_default_domain
 from graphmem.model.loading import Model
 from graphmem.model.types import TensorType
 
@@ -91,7 +92,7 @@ def remove_duplicate_casts(model: Model, types: dict[str, TensorType]) -> Model:
             readers.setdefault(x, []).append(nid)
     for nid, _ in entries:
         node = nodes.get(nid)
-        if node is None or node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
+        if node is None or node.op_type != "Cast" or not is_default_domain(node.domain):
             continue
         src, dst = dtype(node.input[0]), dtype(node.output[0])
         loss = _unsafe(src, dst, node.name)
@@ -102,7 +103,7 @@ def remove_duplicate_casts(model: Model, types: dict[str, TensorType]) -> Model:
         ]
         remove, keep, inconsistent = [], [], False
         for cid, child in edges:
-            if child.op_type != "Cast" or child.domain not in ("", "ai.onnx"):
+            if child.op_type != "Cast" or not is_default_domain(child.domain):
                 continue
             src1, dst1 = dtype(child.input[0]), dtype(child.output[0])
             if loss and _unsafe(dst1, src1, child.name):

@@ -25,11 +25,23 @@ Contrib kernels (``onnxruntime/contrib_ops/cpu/``), which onnxruntime's optimize
 
 from __future__ import annotations
 
-__all__ = ["RUNTIME_NAME", "ALIAS", "MAY_INPLACE", "sharing"]
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, VIEW_OPS, OpTable, default_domain_ops
+
+__all__ = [
+    "RUNTIME_NAME",
+    "ALIAS",
+    "MAY_INPLACE",
+    "UNWRITTEN_OUTPUTS",
+    "RUNS_AS_FUNCTION",
+    "sharing",
+    "unwritten_outputs",
+    "runs_as_function",
+]
 
 RUNTIME_NAME = "onnxruntime 1.31 CPUExecutionProvider"
 
-_VIEW_OPS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")
+Pairs = tuple[tuple[int, int], ...]
+
 _INPLACE_OPS = (
     "Relu",
     "Sigmoid",
@@ -49,22 +61,25 @@ _INPLACE_OPS = (
     "Trilu",
     "ScatterElements",
     "Shrink",  # providers/cpu/nn/shrink.cc; found by scripts/probe_inplace.py
+    "ParametricSoftplus",  # contrib_ops/cpu/activations.cc (ONNX-domain contrib kernels)
+    "ScaledTanh",
 )
 
 #: (domain, op_type) -> ((input position, output position), ...)
-ALIAS: dict[tuple[str, str], tuple[tuple[int, int], ...]] = {("", op): ((0, 0),) for op in _VIEW_OPS}
-MAY_INPLACE: dict[tuple[str, str], tuple[tuple[int, int], ...]] = {
-    ("", op): ((0, 0),) for op in (*_INPLACE_OPS, "ParametricSoftplus", "ScaledTanh")
-}
-MAY_INPLACE[("com.microsoft.nchwc", "Conv")] = ((3, 0),)  # contrib_ops/cpu/nchwc_ops.cc
-MAY_INPLACE[("com.microsoft", "FusedConv")] = ((3, 0),)  # contrib_ops/cpu/fused_conv.cc
-MAY_INPLACE[("com.microsoft", "FastGelu")] = ((0, 0),)  # contrib_ops/cpu/bert/fast_gelu.cc
+ALIAS: OpTable[Pairs] = OpTable(default_domain_ops(VIEW_OPS, ((0, 0),)))
+MAY_INPLACE: OpTable[Pairs] = OpTable(
+    default_domain_ops(_INPLACE_OPS, ((0, 0),)),
+    {
+        (NCHWC_DOMAIN, "Conv"): ((3, 0),),  # contrib_ops/cpu/nchwc_ops.cc
+        (MS_DOMAIN, "FusedConv"): ((3, 0),),  # contrib_ops/cpu/fused_conv.cc
+        (MS_DOMAIN, "FastGelu"): ((0, 0),),  # contrib_ops/cpu/bert/fast_gelu.cc
+    },
+)
 
 
-def sharing(domain: str, op_type: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+def sharing(domain: str, op_type: str) -> tuple[Pairs, Pairs]:
     """(alias pairs, may-in-place pairs) of one op; empty tuples when it shares nothing."""
-    key = ("" if domain == "ai.onnx" else domain, op_type)
-    return ALIAS.get(key, ()), MAY_INPLACE.get(key, ())
+    return ALIAS.lookup(domain, op_type, ()), MAY_INPLACE.lookup(domain, op_type, ())
 
 
 #: Outputs a CPU kernel never writes, so onnxruntime never allocates them: BatchNormalization's
@@ -72,32 +87,34 @@ def sharing(domain: str, op_type: str) -> tuple[tuple[tuple[int, int], ...], tup
 #: (``providers/cpu/nn/batch_norm.h``: written only under BATCHNORM_INCLUDE_TRAINING_SUPPORT);
 #: measured on training-mode exports (``models/train_cnn.onnx``). Graph outputs among them are
 #: allocated all the same (onnx's test_batchnorm_example_training_mode).
-UNWRITTEN_OUTPUTS: dict[tuple[str, str], tuple[int, ...]] = {("", "BatchNormalization"): (1, 2, 3, 4)}
+UNWRITTEN_OUTPUTS: OpTable[tuple[int, ...]] = OpTable({("", "BatchNormalization"): (1, 2, 3, 4)})
 
 
 def unwritten_outputs(domain: str, op_type: str) -> tuple[int, ...]:
     """Output positions the kernel never allocates."""
-    return UNWRITTEN_OUTPUTS.get(("" if domain == "ai.onnx" else domain, op_type), ())
+    return UNWRITTEN_OUTPUTS.lookup(domain, op_type, ())
 
 
 #: Ops onnxruntime 1.31's CPU provider has no kernel for, from the opset given on: it inlines
 #: their ONNX function bodies when it builds the session, appending the body's nodes (with new
 #: node indices) to the graph. Probed with ``optimized_model_filepath`` at ORT_DISABLE_ALL
 #: (the written graph holds the body instead of the op).
-RUNS_AS_FUNCTION: dict[tuple[str, str], int] = {
-    ("", "HardSwish"): 14,
-    ("", "Mish"): 18,
-    ("", "Swish"): 24,
-    ("", "CastLike"): 15,
-    ("", "GroupNormalization"): 18,
-    ("", "CenterCropPad"): 18,
-    ("", "SoftmaxCrossEntropyLoss"): 12,
-    ("", "NegativeLogLikelihoodLoss"): 12,
-    ("", "SequenceMap"): 17,
-}
+RUNS_AS_FUNCTION: OpTable[int] = OpTable(
+    {
+        ("", "HardSwish"): 14,
+        ("", "Mish"): 18,
+        ("", "Swish"): 24,
+        ("", "CastLike"): 15,
+        ("", "GroupNormalization"): 18,
+        ("", "CenterCropPad"): 18,
+        ("", "SoftmaxCrossEntropyLoss"): 12,
+        ("", "NegativeLogLikelihoodLoss"): 12,
+        ("", "SequenceMap"): 17,
+    }
+)
 
 
 def runs_as_function(domain: str, op_type: str, opset: int) -> bool:
     """True when onnxruntime runs this op as the nodes of its function body."""
-    since = RUNS_AS_FUNCTION.get(("" if domain == "ai.onnx" else domain, op_type))
+    since = RUNS_AS_FUNCTION.lookup(domain, op_type)
     return since is not None and opset >= since

@@ -9,11 +9,11 @@ on CNNs in-use runs up to 1.9x the requested bytes. A scratch-inclusive figure t
 both the scratch and the arena (held bytes rounded to 256 plus each step's scratch fall short of
 the measured high by up to 43%, MobileNetV2 at level all); this module models the two:
 
-* :data:`RULES` — per-op scratch, each rule citing the kernel it reads (paths in
+* :data:`SCRATCH_RULES` — per-op scratch, each rule citing the kernel it reads (paths in
   microsoft/onnxruntime), as a list of requests made before and after the kernel's outputs:
   Conv/FusedConv (MLAS working buffer), ConvTranspose, LRN, LSTM, Where, BiasGelu/FastGelu,
-  Softmax off the last axis, BatchNormalization in training mode;
-  :data:`NO_SCRATCH` — kernels checked to take none; any other op is *unmodelled*: counted 0 and
+  Softmax off the last axis, BatchNormalization in training mode (outcome ``modelled``); and the
+  kernels checked to take none (outcome ``none``); any other op is *unmodelled*: counted 0 and
   listed in :attr:`ScratchProfile.unmodelled`, never silently assumed free;
 * :class:`BfcArena` — onnxruntime 1.31's CPU arena with its defaults (1 MiB first region growing
   by powers of two, 256-byte rounding, best fit by bin, split only at 2x, coalescing on free);
@@ -36,6 +36,7 @@ import onnx
 from onnx import helper
 
 from graphmem.model.dtypes import element_bits, tensor_bytes
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.model.types import TensorType, is_concrete
 
@@ -49,8 +50,7 @@ __all__ = [
     "NodeScratch",
     "ScratchProfile",
     "BfcArena",
-    "RULES",
-    "NO_SCRATCH",
+    "SCRATCH_RULES",
     "kernel_scratch",
     "replay_run",
     "step_scratch",
@@ -60,8 +60,7 @@ __all__ = [
 #: ``MLAS_CONV_WORKING_BUFFER_SIZE_PER_THREAD`` (``core/mlas/lib/convolve.cpp``):
 #: ``MLAS_SGEMM_STRIDEN × MLAS_SGEMM_STRIDEK`` = 128 × 128 floats on x86-64.
 MLAS_CONV_WORKING_BUFFER_FLOATS = 16384
-NCHWC = "com.microsoft.nchwc"
-MS = "com.microsoft"
+NCHWC, MS = NCHWC_DOMAIN, MS_DOMAIN
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,7 +109,9 @@ class ScratchProfile:
 
 # --- per-op scratch --------------------------------------------------------------------------
 
-ScratchRule = Callable[[onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None]], KernelScratch | None]
+#: ``rule(node, input types, output types, default-domain opset)`` → scratch, or None when a needed
+#: shape is unknown.
+ScratchRule = Callable[[onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], int], KernelScratch | None]
 
 
 def _attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
@@ -148,7 +149,7 @@ def _conv_pads(node: onnx.NodeProto, x: Sequence[int], k: Sequence[int], y: Sequ
     return [pads[i] + pads[i + n] for i in range(n)]
 
 
-def _mlas_conv(node, ins, outs):  # type: ignore[no-untyped-def]
+def _mlas_conv(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """Conv / FusedConv, float: the working buffer ``MlasConvPrepare`` asks for
     (``core/providers/cpu/nn/conv.cc``, ``core/mlas/lib/convolve.cpp``): none for a pointwise
     (1x1, stride 1, no padding) conv or a one-channel conv whose kernel spans the input row or
@@ -199,7 +200,7 @@ def _im2col(node, x, w, y, dtype, *, pointwise_free: bool):  # type: ignore[no-u
     return KernelScratch(after=(tensor_bytes(dtype, col),))
 
 
-def _conv_transpose(node, ins, outs):  # type: ignore[no-untyped-def]
+def _conv_transpose(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """``ConvTranspose<float>::DoConvTranspose`` (``nn/conv_transpose.cc``): a column buffer of
     ``(M/group)·prod(kernel) × prod(input spatial)`` elements, after the output."""
     x, w = _shape(ins[0]), _shape(ins[1]) if len(ins) > 1 else None
@@ -210,7 +211,7 @@ def _conv_transpose(node, ins, outs):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(tensor_bytes(ins[0].dtype, col),))
 
 
-def _lrn(node, ins, outs):  # type: ignore[no-untyped-def]
+def _lrn(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """``LRN<float>`` (``nn/lrn.cc``): a scale buffer like X and a padded square of
     ``(C + size - 1)·H·W`` floats."""
     x = _shape(ins[0])
@@ -220,7 +221,7 @@ def _lrn(node, ins, outs):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(4 * math.prod(x), 4 * (x[1] + size - 1) * x[2] * x[3]))
 
 
-def _lstm(node, ins, outs):  # type: ignore[no-untyped-def]
+def _lstm(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """``DeepCpuLstmOp`` (``rnn/lstm_base.cc``, ``rnn/uni_directional_lstm.cc``), float: hidden and
     cell buffers when Y_h / Y_c are not outputs, then per direction the UniDirectionalLstm
     buffers (hidden0, internal_memory_prev, three batch×hidden states, the 4·hidden×batch×seq
@@ -261,7 +262,7 @@ def _lstm(node, ins, outs):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def _where(node, ins, outs):  # type: ignore[no-untyped-def]
+def _where(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """``Where<T>`` (``tensor/where_op.cc``): the X and Y selections, each broadcast with the
     condition, are built before the output."""
     c, a, b = (_shape(t) for t in ins[:3])
@@ -287,7 +288,7 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None
     return tuple(out)
 
 
-def _bias_gelu(node, ins, outs):  # type: ignore[no-untyped-def]
+def _bias_gelu(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """``BiasGelu<T, approx>`` (``contrib_ops/cpu/bert/bias_gelu.cc``; FastGelu runs the same
     kernel): with a bias, a temporary like the input, after the output; without, none."""
     if len(node.input) < 2 or not node.input[1]:
@@ -296,9 +297,12 @@ def _bias_gelu(node, ins, outs):  # type: ignore[no-untyped-def]
     return None if size is None else KernelScratch(after=(size,))
 
 
-def _softmax(node, ins, outs):  # type: ignore[no-untyped-def]
+def _softmax(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """``Softmax<T>::ComputeImplOpset13`` (``math/softmax.cc``): along the last axis none; along
-    another, a transposed input and an intermediate output, each like X."""
+    another, a transposed input and an intermediate output, each like X. Before opset 13
+    ``Softmax<T>::ComputeImpl`` works on a 2-D view: no buffer."""
+    if opset < 13:
+        return KernelScratch()
     x = _shape(ins[0])
     if x is None:
         return None
@@ -311,7 +315,7 @@ def _softmax(node, ins, outs):  # type: ignore[no-untyped-def]
     return None if size is None else KernelScratch(after=(size, size))
 
 
-def _batch_norm(node, ins, outs):  # type: ignore[no-untyped-def]
+def _batch_norm(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """``BatchNorm<T>`` (``nn/batch_norm.h``): in training mode (more than one output) without the
     saved-mean/inv-std outputs, it computes them in two temporaries shaped like the mean, after Y."""
     train = len(node.output) > 1  # is_train_: OutputDefs().size() > 1
@@ -322,7 +326,11 @@ def _batch_norm(node, ins, outs):  # type: ignore[no-untyped-def]
     return None if mean is None else KernelScratch(after=(mean, mean))
 
 
-RULES: dict[tuple[str, str], ScratchRule] = {
+def _none(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+    return KernelScratch()
+
+
+_MODELLED = {
     ("", "BatchNormalization"): _batch_norm,
     ("", "Conv"): _mlas_conv,
     (MS, "FusedConv"): _mlas_conv,
@@ -339,7 +347,7 @@ RULES: dict[tuple[str, str], ScratchRule] = {
 #: Kernels that take no scratch on the CPU EP (read in their sources and confirmed by running each
 #: node of the corpus alone: in-use high-water = outputs). NCHWc kernels run MLAS on the caller's
 #: buffers (``contrib_ops/cpu/nchwc_ops.cc``).
-NO_SCRATCH: frozenset[tuple[str, str]] = frozenset(
+_NONE = (
     [(NCHWC, op) for op in ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                              "ReorderInput", "ReorderOutput", "Upsample")]
     + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "SkipLayerNormalization")]
@@ -353,6 +361,13 @@ NO_SCRATCH: frozenset[tuple[str, str]] = frozenset(
     )]
 )
 
+#: Every kernel whose scratch is known: ``modelled`` (a rule computes it) or ``none`` (checked to
+#: take none). Any other op is unmodelled: counted 0 and listed, never silently assumed free.
+SCRATCH_RULES: OpTable[OpRule[ScratchRule]] = OpTable(
+    {key: OpRule(rule=fn, outcome="modelled") for key, fn in _MODELLED.items()},
+    {key: OpRule(rule=_none, outcome="none") for key in _NONE},
+)
+
 
 def kernel_scratch(
     node: onnx.NodeProto,
@@ -364,13 +379,8 @@ def kernel_scratch(
     """The scratch one run of ``node`` requests, from its runtime input and output types; an
     empty :class:`KernelScratch` for a kernel without scratch; None when unmodelled. ``opset``:
     the model's default-domain opset (Softmax before 13 flattens instead of transposing)."""
-    key = ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
-    if key in (("", "Softmax"), ("", "LogSoftmax")) and opset < 13:
-        return KernelScratch()  # Softmax<T>::ComputeImpl: a 2-D view, no buffer
-    rule = RULES.get(key)
-    if rule is not None:
-        return rule(node, ins, outs)
-    return KernelScratch() if key in NO_SCRATCH else None
+    entry = SCRATCH_RULES.of(node)
+    return None if entry is None else entry.rule(node, ins, outs, opset)
 
 
 # --- run 1 through the arena -----------------------------------------------------------------
@@ -384,7 +394,7 @@ def _prepacked_in_arena(graph: OpGraph) -> list[int]:
     sizes = []
     for nid in sorted(graph.dag.nodes):
         node = graph.node(nid)
-        if node.op_type != "ConvTranspose" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+        if node.op_type != "ConvTranspose" or not is_default_domain(node.domain) or len(node.input) < 2:
             continue
         w = model.weights.get(node.input[1])
         if w is None or len(w.dims) <= 2 or element_bits(w.dtype) != 32:

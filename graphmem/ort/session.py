@@ -101,7 +101,7 @@ def session_graph(
         node=placed.node_device,
         value=placed.value_device,
         stream=stream,
-        main_sharing=lambda node: cuda_sharing(node.op_type, since_version(placed.model, node)),
+        main_sharing=lambda node: cuda_sharing(node.domain, node.op_type, since_version(placed.model, node)),
     )
     return SessionGraph(
         graph=graph,

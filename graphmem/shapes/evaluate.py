@@ -19,6 +19,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from graphmem.optable import is_default_domain
+
 __all__ = ["evaluate_node", "MAX_VALUE_ELEMENTS"]
 
 #: Values are computed and kept only for tensors up to this many elements.
@@ -60,7 +62,7 @@ def _op_instance(key: tuple) -> Any:  # type: ignore[type-arg]
     generic = helper.make_node(op_type, ins, outs, domain=domain)
     generic.attribute.extend(onnx.AttributeProto.FromString(a) for a in attrs)
     opset_ids = [helper.make_opsetid(domain, version)]
-    if domain not in ("", "ai.onnx"):
+    if not is_default_domain(domain):
         opset_ids.append(helper.make_opsetid("", 18))
     fn = helper.make_function(
         "graphmem.eval", "node", [x for x in ins if x], outs, [generic], opset_ids

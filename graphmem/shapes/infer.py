@@ -24,6 +24,7 @@ import onnx
 from onnx import defs
 from onnx.numpy_helper import from_array
 
+from graphmem.optable import is_default_domain
 from graphmem.model.dtypes import is_integer
 from graphmem.model.graph import OpGraph
 from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes
@@ -119,7 +120,7 @@ def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ign
     """Runtime view: a node whose inputs are all known small values is evaluated first, and its
     outputs typed by the values it computed (what the run produces), skipping ONNX inference.
     False, with nothing set, when that is not possible."""
-    if node.op_type in _EXPANDING or node.op_type in ("Shape", "Size") or node.domain not in ("", "ai.onnx"):
+    if node.op_type in _EXPANDING or node.op_type in ("Shape", "Size") or not is_default_domain(node.domain):
         return False
     known = _known_inputs(node, values)
     if known is None or any(v is not None and v.dtype == object for v in known):
@@ -149,7 +150,7 @@ def _fill_runtime_gaps(node, types) -> None:  # type: ignore[no-untyped-def]
 
     Dropout's ``mask`` has its input's shape (opset 7-9 declares no shape for it).
     """
-    if node.op_type == "Dropout" and node.domain in ("", "ai.onnx") and len(node.output) > 1:
+    if node.op_type == "Dropout" and is_default_domain(node.domain) and len(node.output) > 1:
         mask, data = node.output[1], types.get(node.input[0])
         have = types.get(mask)
         if mask and data is not None and (have is None or have.shape is None):
@@ -164,7 +165,7 @@ def _keep_value(view: View, v: np.ndarray) -> bool:
 def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # type: ignore[no-untyped-def]
     """ONNX per-node inference; None when the node has no schema or inference raised."""
     domain = node.domain or ""
-    version = model.opsets.get(domain, model.opsets.get("ai.onnx", 0) if domain == "" else 0)
+    version = model.opsets.get(domain, 0)
     schema = op_schema(node.op_type, version, domain)
     if schema is None:
         return infer_contrib(node, types, values, block_sizes=blocks)

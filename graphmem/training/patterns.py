@@ -25,15 +25,15 @@ from dataclasses import dataclass
 
 import onnx
 
+from graphmem.optable import VIEW_OPS as ONNX_VIEW_OPS, normalize_domain
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 
 __all__ = ["Op", "torch_ops", "view_input", "dropout_active", "VIEW_OPS"]
 
-#: Ops whose outputs are views of input 0 in PyTorch.
-VIEW_OPS = frozenset(
-    {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Expand", "Slice", "Split"}
-)
+#: Ops whose outputs are views of input 0 in PyTorch: the ONNX views, and the ops aten returns as
+#: views (transpose/permute, expand, slice/narrow, split).
+VIEW_OPS = frozenset({*ONNX_VIEW_OPS, "Transpose", "Expand", "Slice", "Split"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +71,7 @@ def torch_ops(g: OpGraph, order: Iterable[int], weight_only: frozenset[int]) -> 
             Op(
                 nid=nid,
                 op_type=node.op_type,
-                domain="" if node.domain == "ai.onnx" else node.domain,
+                domain=normalize_domain(node.domain),
                 inputs=tuple(node.input),
                 outputs=tuple(node.output),
                 node=node,

@@ -27,6 +27,7 @@ import onnx
 from onnx import TensorProto
 
 from graphmem.model.dtypes import is_float, tensor_bytes
+from graphmem.optable import OpRule, OpTable
 from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
 
@@ -354,14 +355,14 @@ def _table() -> dict[tuple[str, str], tuple[Rule, str]]:
 
 
 #: The saved-tensor rules: ``(domain, op_type) -> (rule, general outcome)``.
-RULES: dict[tuple[str, str], tuple[Rule, str]] = _table()
+RULES: OpTable[OpRule[Rule]] = OpTable({key: OpRule(rule=fn, outcome=kind) for key, (fn, kind) in _table().items()})
 
 
 def saved_by(op: OpView, domain: str = "") -> Saved:
     """What autograd saves for one op (no rule: unsupported, assumed to save its inputs)."""
     if not any(op.grad(k) for k in range(len(op.inputs))):
         return Saved(outcome="zero", reason="no input needs a gradient")
-    entry = RULES.get(("" if domain == "ai.onnx" else domain, op.op_type))
+    entry = RULES.lookup(domain, op.op_type)
     if entry is None:
         items = [
             i
@@ -371,4 +372,4 @@ def saved_by(op: OpView, domain: str = "") -> Saved:
         ]
         where = f"{domain}:{op.op_type}" if domain else op.op_type
         return Saved(outcome="unsupported", items=tuple(items), reason=f"no rule for {where}")
-    return entry[0](op)
+    return entry.rule(op)

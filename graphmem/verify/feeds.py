@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from graphmem.optable import is_default_domain
 from graphmem.errors import MeasureError, UnboundDimError, UsageError
 
 # Range for integer inputs whose consumers give no bound (masks, flags, ...).
@@ -82,7 +83,7 @@ def safe_int_range(graph: onnx.GraphProto, name: str, dims: Mapping[str, int]) -
     """
     extents = []
     for node in graph.node:
-        if node.op_type != "Gather" or node.domain not in ("", "ai.onnx"):
+        if node.op_type != "Gather" or not is_default_domain(node.domain):
             continue
         if len(node.input) < 2 or node.input[1] != name:
             continue

@@ -238,18 +238,18 @@ def _node_dtype(a: Analysis, names: list[str]) -> int:
 def _traffic(a: Analysis, nid: int) -> tuple[dict[str, int], int]:
     """(bytes read per input tensor, bytes written) by node ``nid``: what any kernel must move.
 
-    Views (onnxruntime aliases: Reshape, Squeeze, Unsqueeze, Flatten, Identity) move nothing;
+    Views (:data:`graphmem.optable.VIEW_OPS`) move nothing;
     Shape and Size read no data; Gather*, Slice read at most as much of their data input as
     they write (an embedding lookup reads its rows, not the table). Everything else reads each
     input once, whole.
     """
     from graphmem.model.graph import node_inputs
     from graphmem.model.program import tensor_size
-    from graphmem.ort.rules import ALIAS
+    from graphmem.optable import VIEW_OPS, is_default_domain
 
     g = a.graph
     node = g.node(nid)
-    if ALIAS.get(("" if node.domain == "ai.onnx" else node.domain, node.op_type)):
+    if is_default_domain(node.domain) and node.op_type in VIEW_OPS:
         return {}, 0
     written = sum(tensor_size(a.types.get(o)) or 0 for o in dict.fromkeys(node.output) if o)
     reads = {}

@@ -219,7 +219,7 @@ def test_every_shipped_model_places_consistently(path: Path) -> None:
 def test_cuda_kernel_sharing(op: str, version: int, expected) -> None:  # type: ignore[no-untyped-def]
     from graphmem.ort.cuda.rules import cuda_sharing
 
-    assert cuda_sharing(op, version) == expected
+    assert cuda_sharing("", op, version) == expected
 
 
 @pytest.mark.parametrize(

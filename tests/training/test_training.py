@@ -203,7 +203,7 @@ def test_lstm_saves_gates_and_states_of_every_step() -> None:
 
 def test_rules_table_is_keyed_by_domain_and_op_type() -> None:
     assert all(isinstance(k, tuple) and len(k) == 2 for k in RULES)
-    assert {kind for _, kind in RULES.values()} <= {"counted", "zero", "unsupported"}
+    assert {entry.outcome for entry in RULES.values()} <= {"counted", "zero", "unsupported"}
 
 
 # --------------------------------------------------------------------------- weight preprocessing

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 import onnx
 
+from graphmem.optable import normalize_domain
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model
 from graphmem.ort.cuda.rules import FP16_LIKE, cpu_inputs, has_kernel, output_memory
@@ -59,7 +60,7 @@ class CudaPlacement:
 def since_version(model: Model, node: onnx.NodeProto) -> int:
     """The version of the op's schema the node resolves to (what kernels are registered for);
     1 for Memcpy nodes and ops onnx does not define."""
-    domain = "" if node.domain == "ai.onnx" else node.domain
+    domain = normalize_domain(node.domain)
     schema = op_schema(node.op_type, model.opsets.get(domain, 0), domain)
     return schema.since_version if schema is not None else 1
 
@@ -135,7 +136,7 @@ def _cpu_preferred(model, g, order, candidates, dtype) -> set[int]:  # type: ign
     for nid in order:
         if nid in candidates:
             node = g.node(nid)
-            reach(nid, [o for k, o in enumerate(node.output) if output_memory(node.op_type, k) != CUDA])
+            reach(nid, [o for k, o in enumerate(node.output) if output_memory(node.domain, node.op_type, k) != CUDA])
     moved: set[int] = set()
     for nid in order:
         if nid not in pending:
@@ -144,7 +145,7 @@ def _cpu_preferred(model, g, order, candidates, dtype) -> set[int]:  # type: ign
         if nid not in candidates:
             reach(nid, node.output)
             continue
-        kernel_cpu = cpu_inputs(node.op_type, since_version(model, node))
+        kernel_cpu = cpu_inputs(node.domain, node.op_type, since_version(model, node))
         if _all_inputs_on_cpu(model, node, kernel_cpu, cpu_values, dtype):
             moved.add(nid)
             reach(nid, node.output)
@@ -176,7 +177,7 @@ def _insert_copies(model: Model, device: dict[int, str], no_kernel: dict[str, in
     for nid in ids:
         node = nodes[nid]
         if device[nid] == CUDA:
-            kernel_cpu = cpu_inputs(node.op_type, since_version(model, node))
+            kernel_cpu = cpu_inputs(node.domain, node.op_type, since_version(model, node))
             for i, x in enumerate(node.input):
                 if x and i in kernel_cpu:
                     cpu_in.add(x)
@@ -184,7 +185,7 @@ def _insert_copies(model: Model, device: dict[int, str], no_kernel: dict[str, in
                     dev_in.setdefault(x, []).append((nid, i))
             for k, out in enumerate(node.output):
                 if out:
-                    (dev_out if output_memory(node.op_type, k) == CUDA else cpu_out).add(out)
+                    (dev_out if output_memory(node.domain, node.op_type, k) == CUDA else cpu_out).add(out)
         else:
             cpu_in.update(x for x in node.input if x)
             cpu_out.update(x for x in node.output if x)
@@ -217,7 +218,7 @@ def _insert_copies(model: Model, device: dict[int, str], no_kernel: dict[str, in
         node = nodes[nid]
         for k, out in enumerate(node.output):
             if out:
-                value_device[out] = output_memory(node.op_type, k) if device[nid] == CUDA else CPU
+                value_device[out] = output_memory(node.domain, node.op_type, k) if device[nid] == CUDA else CPU
     rewritten = replace(model, nodes=tuple(nodes[i] for i in new_ids), node_ids=new_ids)
     return CudaPlacement(
         model=rewritten,
@@ -305,7 +306,7 @@ def placement_errors(p: CudaPlacement) -> list[str]:
     errors = []
     for nid, node in zip(model.node_ids, model.nodes):
         on_cuda = p.node_device[nid] == CUDA
-        kernel_cpu = cpu_inputs(node.op_type, since_version(model, node)) if on_cuda else ()
+        kernel_cpu = cpu_inputs(node.domain, node.op_type, since_version(model, node)) if on_cuda else ()
         for i, name in enumerate(node.input):
             if not name or name in model.weights:
                 continue  # initializers are placed (or duplicated) where their readers need them

@@ -5,7 +5,7 @@ NOT CHECKED AGAINST A GPU: there was none where this was written. Every rule was
 ``OutputMemoryType``, ``Alias``, ``MayInplace``) and ``docs/OperatorKernels.md`` (the
 CUDAExecutionProvider table) of a recent main; rows marked ``recalled`` were not re-read and are
 the first to check. Keep every CUDA rule here, named for the version it emulates (as
-``ort_rules.py`` does for the CPU provider).
+``graphmem/ort/rules.py`` does for the CPU provider).
 
 * ``CUDA_KERNELS``: op -> since-version ranges with a CUDA kernel; ``_TYPES``: the element types a
   kernel is registered for where it is not "all" (a node of another type has no CUDA kernel and
@@ -20,7 +20,12 @@ the first to check. Keep every CUDA rule here, named for the version it emulates
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 from onnx import TensorProto as T
+
+from graphmem.optable import VIEW_OPS, OpTable, is_default_domain
 
 __all__ = [
     "PINNED",
@@ -41,6 +46,14 @@ _ALL = frozenset({*_F, *_INTS, T.BOOL})
 FP16_LIKE = frozenset({T.FLOAT16, T.BFLOAT16, 17, 18, 19, 20})  # + the four float8 types
 
 
+_V = TypeVar("_V")
+
+
+def _default_domain(table: Mapping[str, _V]) -> OpTable[_V]:
+    """A table of default-domain kernels written by op type (the CUDA tables list no other)."""
+    return OpTable((("", op), value) for op, value in table.items())
+
+
 def _r(*spans: str) -> tuple[tuple[int, int], ...]:
     out = []
     for span in spans:
@@ -50,7 +63,7 @@ def _r(*spans: str) -> tuple[tuple[int, int], ...]:
 
 
 #: Since-version ranges with a CUDA kernel (docs/OperatorKernels.md, CUDAExecutionProvider).
-CUDA_KERNELS: dict[str, tuple[tuple[int, int], ...]] = {
+CUDA_KERNELS: OpTable[tuple[tuple[int, int], ...]] = _default_domain({
     **{op: _r("6-") for op in ("Abs", "Neg", "Reciprocal", "Sqrt", "Exp", "Log", "Ceil", "Floor")},
     **{op: _r("7-") for op in ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Sin", "Cos", "PRelu")},
     **{op: _r("1-") for op in ("Not", "Softplus", "Softsign", "ThresholdedRelu", "GlobalAveragePool",
@@ -80,7 +93,7 @@ CUDA_KERNELS: dict[str, tuple[tuple[int, int], ...]] = {
     "LessOrEqual": _r("12-"), "Sign": _r("13-"), "Trilu": _r("14-"), "HardSwish": _r("14-"),
     "GridSample": _r("16-"), "Gelu": _r("20-"), "RMSNormalization": _r("23-"), "RotaryEmbedding": _r("23-"),
     "Attention": _r("23-"), "TensorScatter": _r("24-"),
-}
+})
 
 _FLOAT_ONLY = (
     "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Ceil", "Conv", "ConvTranspose", "Cos", "Sin",
@@ -94,7 +107,7 @@ _FLOAT_ONLY = (
 _SMALL_INTS = frozenset({T.INT8, T.INT16, T.UINT8, T.UINT16})
 
 #: op -> (checked input, [(since-version range, allowed element types)]) where not "all types".
-_TYPES: dict[str, tuple[int, tuple[tuple[tuple[int, int], frozenset[int]], ...]]] = {
+_TYPES: OpTable[tuple[int, tuple[tuple[tuple[int, int], frozenset[int]], ...]]] = _default_domain({
     **{op: (0, ((( 1, _OPEN), _F),)) for op in _FLOAT_ONLY},
     **{op: (0, (((1, 13), _ALL - _SMALL_INTS - {T.BOOL}), ((14, _OPEN), _ALL - {T.BOOL})))
        for op in ("Add", "Sub", "Mul", "Div")},
@@ -123,7 +136,7 @@ _TYPES: dict[str, tuple[int, tuple[tuple[tuple[int, int], frozenset[int]], ...]]
     "Neg": (0, (((6, _OPEN), _F | {T.INT8, T.INT16, T.INT32, T.INT64}),)),
     "MatMulInteger": (0, (((10, _OPEN), frozenset({T.INT8})),)),
     "Cast": (0, (((6, _OPEN), _ALL),)),  # no strings (GetCapability refuses a Cast to string too)
-}
+})
 
 
 def _in(version: int, spans: tuple[tuple[int, int], ...]) -> bool:
@@ -133,12 +146,10 @@ def _in(version: int, spans: tuple[tuple[int, int], ...]) -> bool:
 def has_kernel(domain: str, op_type: str, since_version: int, dtypes: tuple[int, ...]) -> bool:
     """True when a CUDA kernel is registered for the op at ``since_version`` and its input types
     (``dtypes``: element type of each input, 0 when absent or unknown)."""
-    if domain not in ("", "ai.onnx"):
-        return False  # contrib kernels appear only in optimized graphs, not modelled here
-    spans = CUDA_KERNELS.get(op_type)
+    spans = CUDA_KERNELS.lookup(domain, op_type)  # contrib kernels: not modelled (optimized graphs only)
     if spans is None or not _in(since_version, spans):
         return False
-    limit = _TYPES.get(op_type)
+    limit = _TYPES.lookup(domain, op_type)
     if limit is None:
         return all(d != T.STRING for d in dtypes)
     index, ranges = limit
@@ -149,7 +160,7 @@ def has_kernel(domain: str, op_type: str, since_version: int, dtypes: tuple[int,
 
 
 #: op -> [(since-version range, input positions read from CPU memory)]
-CPU_INPUTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, ...]], ...]] = {
+CPU_INPUTS: OpTable[tuple[tuple[tuple[int, int], tuple[int, ...]], ...]] = _default_domain({
     "MemcpyFromHost": ((( 1, _OPEN), (0,)),),  # cuda_execution_provider.cc
     "Reshape": (((5, _OPEN), (1,)),),  # tensor/reshape.cc
     "Expand": (((8, _OPEN), (1,)),),  # tensor/expand.cc
@@ -173,30 +184,29 @@ CPU_INPUTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, ...]], ...]] = {
     "CumSum": (((11, _OPEN), (1,)),),  # math/cumsum.cc
     "If": (((1, _OPEN), (0,)),),  # controlflow/if.cc (recalled)
     "Loop": (((1, _OPEN), (0, 1)),),  # controlflow/loop.cc (recalled)
-}
+})
 
 #: op -> {output position: memory}: "pinned" (OrtMemTypeCPUOutput) or "cpu" (OrtMemTypeCPUInput)
-CPU_OUTPUTS: dict[str, dict[int, str]] = {
+CPU_OUTPUTS: OpTable[dict[int, str]] = _default_domain({
     "MemcpyToHost": {0: PINNED},  # cuda_execution_provider.cc
     "Shape": {0: PINNED},  # tensor/shape_op.cc
     "Size": {0: "cpu"},  # tensor/size.cc declares OrtMemTypeCPUInput for its output
-}
+})
 
 
-def cpu_inputs(op_type: str, since_version: int) -> tuple[int, ...]:
+def cpu_inputs(domain: str, op_type: str, since_version: int) -> tuple[int, ...]:
     """Input positions the op's CUDA kernel reads from CPU memory."""
-    for span, positions in CPU_INPUTS.get(op_type, ()):
+    for span, positions in CPU_INPUTS.lookup(domain, op_type, ()):
         if _in(since_version, (span,)):
             return positions
     return ()
 
 
-def output_memory(op_type: str, position: int) -> str:
+def output_memory(domain: str, op_type: str, position: int) -> str:
     """The device an output of a CUDA kernel lives on: "cuda", "cpu" or PINNED."""
-    return CPU_OUTPUTS.get(op_type, {}).get(position, "cuda")
+    return CPU_OUTPUTS.lookup(domain, op_type, {}).get(position, "cuda")
 
 
-_VIEWS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")  # tensor/*.cc .Alias(0, 0)
 _INPLACE = (  # activation/activations.cc .MayInplace(0, 0)
     "Elu", "HardSigmoid", "LeakyRelu", "Relu", "Selu", "Sigmoid", "Softplus", "Softsign", "Tanh",
     "ThresholdedRelu",
@@ -204,11 +214,21 @@ _INPLACE = (  # activation/activations.cc .MayInplace(0, 0)
 _INPLACE_RECALLED = ("ScatterND", "Trilu")  # tensor/scatter_nd.cc, tensor/trilu.cc (ScatterElements: none)
 
 
-def cuda_sharing(op_type: str, since_version: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-    """(alias pairs, may-in-place pairs) of a CUDA kernel. Dropout 7-11 is IdentityOp (an
-    alias, identity_op.cc); Dropout 12+ is a real kernel that shares nothing (nn/dropout.cc)."""
-    if op_type in _VIEWS or (op_type == "Dropout" and since_version <= 11):
+#: (alias pairs, may-in-place pairs) of the CUDA kernels that share: the views (tensor/*.cc
+#: ``.Alias(0, 0)``) and the in-place ones; Dropout 7-11 is IdentityOp, an alias (identity_op.cc),
+#: Dropout 12+ a real kernel that shares nothing (nn/dropout.cc): see :func:`cuda_sharing`.
+CUDA_SHARING: OpTable[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]] = _default_domain(
+    {
+        **{op: (((0, 0),), ()) for op in VIEW_OPS},
+        **{op: ((), ((0, 0),)) for op in (*_INPLACE, *_INPLACE_RECALLED)},
+    }
+)
+
+
+def cuda_sharing(
+    domain: str, op_type: str, since_version: int
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """(alias pairs, may-in-place pairs) of a CUDA kernel (:data:`CUDA_SHARING`)."""
+    if op_type == "Dropout" and since_version <= 11 and is_default_domain(domain):
         return ((0, 0),), ()
-    if op_type in _INPLACE or op_type in _INPLACE_RECALLED:
-        return (), ((0, 0),)
-    return (), ()
+    return CUDA_SHARING.lookup(domain, op_type, ((), ()))

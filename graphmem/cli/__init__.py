@@ -103,9 +103,7 @@ def peak(
     from graphmem.views.formats import resolve_format
     from graphmem.gate.budgets import parse_budgets
     from graphmem.views.output import finish
-    from graphmem.views.kvcache import kv_cache, kv_json, kv_lines
-    from graphmem.views.report import peak_json, peak_table
-    from graphmem.views.roofline import device_lines, device_section
+    from graphmem.views.report import peak_document
     from graphmem.units import parse_bytes
 
     if symbolic:
@@ -120,67 +118,21 @@ def peak(
     dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
     result = analyze_graph_opt(model, graph_opt, dims=parse_dims(dim), provider=provider, as_dtype=as_dtype)
-    kv = kv_cache(result)
-    doc = peak_json(result)
-    if as_dtype is not None:
-        doc["as_dtype"] = as_dtype
-    if kv is not None:
-        doc["kv_cache"] = kv_json(kv)
-    lines = [peak_table(result), *kv_lines(kv)] if fmt == "table" else []
-    if dev is not None:
-        doc["device"] = device_section(result, dev, overhead_bytes=overhead_bytes)
-        if fmt == "table":
-            lines += device_lines(result, dev, overhead_bytes=overhead_bytes)
-    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table="\n".join(lines)))
+    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
+    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table))
 
 
 def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
     """``peak --symbolic``: the figures as formulas of the dims left unbound."""
     import json
 
-    from graphmem.analysis.dims import check_dims
-    from graphmem.model.loading import load_model
-    from graphmem.views.report import SCHEMA_VERSION
-    from graphmem.views.symbolic import CHECK_VALUE, GRID, symbolic_peak
+    from graphmem.views.symbolic import symbolic_analysis, symbolic_json, symbolic_table
 
-    loaded = load_model(model)
-    known = loaded.symbolic_dims
-    check_dims(loaded, {**{d: 1 for d in known}, **dims})  # names and values of the given --dim
-    s = symbolic_peak(loaded, dims)
+    s = symbolic_analysis(model, dims)
     if as_json:
-        doc = {
-            "schema_version": SCHEMA_VERSION,
-            "model": {"path": str(model), "dims": dims},
-            "symbolic": {
-                "free": list(s.free),
-                "grid": list(GRID),
-                "check_value": CHECK_VALUE,
-                "exact": s.exact,
-                "formulas": {
-                    name: {
-                        "text": f.text(),
-                        "terms": [{"monomial": list(m), "coefficient": c} for m, c in f.terms if c],
-                        "worst_error_bytes": f.worst_error,
-                    }
-                    for name, f in s.formulas.items()
-                },
-            },
-        }
-        typer.echo(json.dumps(doc, indent=2))
-        return
-    bound = ", ".join(f"{k}={v}" for k, v in dims.items()) or "none"
-    typer.echo(f"graphmem peak --symbolic: {model}")
-    typer.echo(f"  bound: {bound}; free: {', '.join(s.free)} (bytes, fitted on {s.points} exact analyses)")
-    typer.echo("")
-    for name, f in s.formulas.items():
-        note = "" if f.worst_error < 0.5 else f"   (approximate: off by up to {f.worst_error:,.0f} B)"
-        typer.echo(f"  {name:<18} {f.text()}{note}")
-    typer.echo("")
-    if s.exact:
-        typer.echo(f"  exact at every grid point ({', '.join(map(str, GRID))}) and at {CHECK_VALUE}")
+        typer.echo(json.dumps(symbolic_json(s, path=str(model), dims=dims), indent=2))
     else:
-        typer.echo("  approximate: the node at the peak changes with the dims, so memory is piecewise;")
-        typer.echo("  bind the dims (--dim) for exact figures, or use graphmem sweep over one dim")
+        typer.echo(symbolic_table(s, path=str(model), dims=dims))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,17 +42,18 @@ def verify_command(
     """
     from graphmem.gate.budgets import evaluate, parse_budgets
     from graphmem.views.output import report_failures
-    from graphmem.views.report import SCHEMA_VERSION, peak_json
-    from graphmem.units import format_bytes
     from graphmem.verify.compare import parse_tolerance, verify
+    from graphmem.verify.report import verify_json, verify_table
+    from graphmem.views.report import peak_json
 
     int_range = _parse_range(input_range)
     budgets = parse_budgets(
         max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
     )
+    dims = parse_dims(dim)
     v = verify(
         model,
-        dims=parse_dims(dim),
+        dims=dims,
         provider=provider,
         graph_opt=graph_opt,
         tolerance=parse_tolerance(tolerance),
@@ -63,86 +64,12 @@ def verify_command(
     gate = evaluate(peak_json(v.analysis), budgets) if budgets.active else None
     passed = v.passed and (gate is None or gate.passed)
     if as_json:
-        doc = {
-            "schema_version": SCHEMA_VERSION,
-            "model": {"path": str(model), "dims": parse_dims(dim)},
-            "verify": {
-                "provider": v.provider,
-                "provider_reason": v.provider_reason,
-                "graph_opt": v.graph_opt,
-                "predicted_bytes": v.predicted_bytes,
-                "measured_bytes": v.measured_bytes,
-                "measured_run2_bytes": v.measured_run2_bytes,
-                "measured_scratch_bytes": v.measured_scratch_bytes,
-                "predicted_scratch_bytes": v.predicted_scratch_bytes,
-                "weights_held_bytes": v.weights_held_bytes,
-                "predicted_weights_bytes": v.analysis.weights.bytes,
-                "weights_measured_bytes": v.weights_unpacked_bytes,
-                "ratio": v.ratio,
-                "tolerance": v.tolerance,
-                "passed": v.passed,
-                "first_divergence": None
-                if v.divergence is None
-                else {
-                    "node": v.divergence.node,
-                    "step": v.divergence.step,
-                    "predicted_bytes": v.divergence.predicted_bytes,
-                    "measured_bytes": v.divergence.measured_bytes,
-                },
-                "output_mismatches": list(v.output_mismatches),
-                "cuda_outside_arena": _cuda_json(v),
-            },
-        }
-        if gate is not None:
-            doc["gate"] = gate.to_json()
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(json.dumps(verify_json(v, path=str(model), dims=dims, gate=gate), indent=2))
     else:
-        rows = [
-            ("activation peak (run 1)", v.predicted_bytes, v.measured_bytes),
-            *(
-                [("CUDA outside arena", None, v.cuda_outside_arena.outside_arena_bytes)]
-                if v.cuda_outside_arena is not None
-                else []
-            ),
-            ("  run 2 (memory pattern)", None, v.measured_run2_bytes),
-            ("  with kernel scratch", v.predicted_scratch_bytes, v.measured_scratch_bytes),
-            ("weights (prepacking off)", v.analysis.weights.bytes, v.weights_unpacked_bytes),
-            ("arena held before run 1", None, v.weights_held_bytes),
-        ]
-        typer.echo(f"graphmem verify: {model}  ({v.provider}: {v.provider_reason}; graph-opt {v.graph_opt})")
-        typer.echo(f"  {'':<26} {'predicted':>14} {'measured':>14}")
-        for label, p, m in rows:
-            ps = "" if p is None else format_bytes(p)
-            ms = "" if m is None else format_bytes(m)
-            typer.echo(f"  {label:<26} {ps:>14} {ms:>14}")
-        typer.echo(f"  ratio predicted/measured: {v.ratio:.4f} (tolerance {v.tolerance:.1%})")
-        if v.divergence:
-            d = v.divergence
-            typer.echo(
-                f"  first divergence at step {d.step}, node '{d.node}': predicted "
-                f"{format_bytes(d.predicted_bytes)}, measured {format_bytes(d.measured_bytes)}"
-            )
-        for line in v.output_mismatches:
-            typer.echo(f"  output shape mismatch: {line}")
-        typer.echo("  prediction: PASS" if v.passed else "  prediction: FAIL")
-        if gate is not None:
-            typer.echo(f"  budgets: {'ok' if gate.passed else 'FAILED'}")
+        typer.echo(verify_table(v, path=str(model), gate=gate))
     if gate is not None and not gate.passed:
         report_failures([f.message for f in gate.failures], doc_on_stdout=as_json)
     raise typer.Exit(EXIT_OK if passed else EXIT_GATE_FAILED)
-
-
-def _cuda_json(v) -> dict | None:  # type: ignore[no-untyped-def]
-    """Device memory a CUDA session holds outside its arena (context, cuBLAS/cuDNN handles)."""
-    f = v.cuda_outside_arena
-    if f is None:
-        return None if v.cuda_problem is None else {"unavailable": v.cuda_problem}
-    return {
-        "bytes": f.outside_arena_bytes,
-        "basis": f.basis,
-        "context_included": f.context_included,
-        "caveats": list(f.caveats),
-    }
 
 
 def _parse_range(text: str | None) -> tuple[int, int] | None:

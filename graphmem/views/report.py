@@ -6,13 +6,16 @@ features, never renamed. Tables use binary units and name them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.result import Analysis
 from graphmem.ort.session import PlacementInfo
 from graphmem.units import byte_table, format_count
 
-__all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table"]
+if TYPE_CHECKING:
+    from graphmem.views.devices import Device
+
+__all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table", "peak_document"]
 
 SCHEMA_VERSION = 1
 
@@ -155,3 +158,24 @@ def _unknowns(a: Analysis) -> list[str]:
     if a.weights.unknown:
         out.append(f"  weights of unknown size (strings): {', '.join(a.weights.unknown[:8])}")
     return out
+
+
+def peak_document(
+    a: Analysis, *, as_dtype: str | None = None, device: Device | None = None, overhead_bytes: int = 0
+) -> tuple[dict[str, Any], str]:
+    """The ``peak`` document and table: :func:`peak_json` plus the what-if dtype, the KV cache of a
+    decoder and, with a device, its fit and roofline section."""
+    from graphmem.views.kvcache import kv_cache, kv_json, kv_lines
+    from graphmem.views.roofline import device_lines, device_section
+
+    kv = kv_cache(a)
+    doc = peak_json(a)
+    if as_dtype is not None:
+        doc["as_dtype"] = as_dtype
+    if kv is not None:
+        doc["kv_cache"] = kv_json(kv)
+    lines = [peak_table(a), *kv_lines(kv)]
+    if device is not None:
+        doc["device"] = device_section(a, device, overhead_bytes=overhead_bytes)
+        lines += device_lines(a, device, overhead_bytes=overhead_bytes)
+    return doc, "\n".join(lines)

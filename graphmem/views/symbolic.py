@@ -12,13 +12,18 @@ an approximation (with its worst error shown) when it moves.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Mapping
+from typing import Any
 from dataclasses import dataclass
 
 from graphmem.errors import UsageError
 from graphmem.model.loading import Model
 
-__all__ = ["Formula", "SymbolicPeak", "symbolic_peak", "GRID", "CHECK_VALUE"]
+__all__ = [
+    "Formula", "SymbolicPeak", "symbolic_peak", "symbolic_analysis", "symbolic_json", "symbolic_table",
+    "GRID", "CHECK_VALUE",
+]
 
 #: Values each unbound dim takes in the grid, and the held-out value the formula is checked at.
 GRID = (1, 2, 3, 4, 6, 8)
@@ -115,3 +120,57 @@ def _value(monomial: tuple[str, ...], dims: Mapping[str, int]) -> float:
     for d in monomial:
         v *= dims[d]
     return v
+
+
+def symbolic_analysis(path: str | os.PathLike[str], dims: Mapping[str, int]) -> SymbolicPeak:
+    """:func:`symbolic_peak` of the file at ``path`` with ``dims`` bound (names and values checked)."""
+    from graphmem.analysis.dims import check_dims
+    from graphmem.model.loading import load_model
+
+    loaded = load_model(path)
+    check_dims(loaded, {**{d: 1 for d in loaded.symbolic_dims}, **dims})
+    return symbolic_peak(loaded, dims)
+
+
+def symbolic_json(s: SymbolicPeak, *, path: str, dims: Mapping[str, int]) -> dict[str, Any]:
+    """The ``symbolic`` document (``peak --symbolic --json``)."""
+    from graphmem.views.report import SCHEMA_VERSION
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": {"path": path, "dims": dict(dims)},
+        "symbolic": {
+            "free": list(s.free),
+            "grid": list(GRID),
+            "check_value": CHECK_VALUE,
+            "exact": s.exact,
+            "formulas": {
+                name: {
+                    "text": f.text(),
+                    "terms": [{"monomial": list(m), "coefficient": c} for m, c in f.terms if c],
+                    "worst_error_bytes": f.worst_error,
+                }
+                for name, f in s.formulas.items()
+            },
+        },
+    }
+
+
+def symbolic_table(s: SymbolicPeak, *, path: str, dims: Mapping[str, int]) -> str:
+    """The ``peak --symbolic`` table: one formula per figure, and whether it is exact."""
+    bound = ", ".join(f"{k}={v}" for k, v in dims.items()) or "none"
+    lines = [
+        f"graphmem peak --symbolic: {path}",
+        f"  bound: {bound}; free: {', '.join(s.free)} (bytes, fitted on {s.points} exact analyses)",
+        "",
+    ]
+    for name, f in s.formulas.items():
+        note = "" if f.worst_error < 0.5 else f"   (approximate: off by up to {f.worst_error:,.0f} B)"
+        lines.append(f"  {name:<18} {f.text()}{note}")
+    lines.append("")
+    if s.exact:
+        lines.append(f"  exact at every grid point ({', '.join(map(str, GRID))}) and at {CHECK_VALUE}")
+    else:
+        lines.append("  approximate: the node at the peak changes with the dims, so memory is piecewise;")
+        lines.append("  bind the dims (--dim) for exact figures, or use graphmem sweep over one dim")
+    return "\n".join(lines)

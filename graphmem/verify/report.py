@@ -1,0 +1,102 @@
+"""Render a :class:`~graphmem.verify.compare.Verification` as a table or a JSON document
+(``graphmem verify``; schema ``verify``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from graphmem.gate.budgets import GateResult
+from graphmem.units import format_bytes
+from graphmem.verify.compare import Verification
+from graphmem.views.report import SCHEMA_VERSION
+
+__all__ = ["verify_json", "verify_table"]
+
+
+def verify_json(
+    v: Verification, *, path: str, dims: Mapping[str, int], gate: GateResult | None = None
+) -> dict[str, Any]:
+    """The ``verify`` document (``--json``); ``gate``: the budgets' verdict, when any was given."""
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "model": {"path": path, "dims": dict(dims)},
+        "verify": {
+            "provider": v.provider,
+            "provider_reason": v.provider_reason,
+            "graph_opt": v.graph_opt,
+            "predicted_bytes": v.predicted_bytes,
+            "measured_bytes": v.measured_bytes,
+            "measured_run2_bytes": v.measured_run2_bytes,
+            "measured_scratch_bytes": v.measured_scratch_bytes,
+            "predicted_scratch_bytes": v.predicted_scratch_bytes,
+            "weights_held_bytes": v.weights_held_bytes,
+            "predicted_weights_bytes": v.analysis.weights.bytes,
+            "weights_measured_bytes": v.weights_unpacked_bytes,
+            "ratio": v.ratio,
+            "tolerance": v.tolerance,
+            "passed": v.passed,
+            "first_divergence": None
+            if v.divergence is None
+            else {
+                "node": v.divergence.node,
+                "step": v.divergence.step,
+                "predicted_bytes": v.divergence.predicted_bytes,
+                "measured_bytes": v.divergence.measured_bytes,
+            },
+            "output_mismatches": list(v.output_mismatches),
+            "cuda_outside_arena": _cuda_json(v),
+        },
+    }
+    if gate is not None:
+        doc["gate"] = gate.to_json()
+    return doc
+
+
+def _cuda_json(v: Verification) -> dict[str, Any] | None:
+    """Device memory a CUDA session holds outside its arena (context, cuBLAS/cuDNN handles)."""
+    f = v.cuda_outside_arena
+    if f is None:
+        return None if v.cuda_problem is None else {"unavailable": v.cuda_problem}
+    return {
+        "bytes": f.outside_arena_bytes,
+        "basis": f.basis,
+        "context_included": f.context_included,
+        "caveats": list(f.caveats),
+    }
+
+
+def verify_table(v: Verification, *, path: str, gate: GateResult | None = None) -> str:
+    """The ``verify`` table: predicted beside measured, the ratio, the verdict."""
+    rows = [
+        ("activation peak (run 1)", v.predicted_bytes, v.measured_bytes),
+        *(
+            [("CUDA outside arena", None, v.cuda_outside_arena.outside_arena_bytes)]
+            if v.cuda_outside_arena is not None
+            else []
+        ),
+        ("  run 2 (memory pattern)", None, v.measured_run2_bytes),
+        ("  with kernel scratch", v.predicted_scratch_bytes, v.measured_scratch_bytes),
+        ("weights (prepacking off)", v.analysis.weights.bytes, v.weights_unpacked_bytes),
+        ("arena held before run 1", None, v.weights_held_bytes),
+    ]
+    lines = [
+        f"graphmem verify: {path}  ({v.provider}: {v.provider_reason}; graph-opt {v.graph_opt})",
+        f"  {'':<26} {'predicted':>14} {'measured':>14}",
+    ]
+    for label, p, m in rows:
+        ps = "" if p is None else format_bytes(p)
+        ms = "" if m is None else format_bytes(m)
+        lines.append(f"  {label:<26} {ps:>14} {ms:>14}")
+    lines.append(f"  ratio predicted/measured: {v.ratio:.4f} (tolerance {v.tolerance:.1%})")
+    if v.divergence:
+        d = v.divergence
+        lines.append(
+            f"  first divergence at step {d.step}, node '{d.node}': predicted "
+            f"{format_bytes(d.predicted_bytes)}, measured {format_bytes(d.measured_bytes)}"
+        )
+    lines += [f"  output shape mismatch: {line}" for line in v.output_mismatches]
+    lines.append("  prediction: PASS" if v.passed else "  prediction: FAIL")
+    if gate is not None:
+        lines.append(f"  budgets: {'ok' if gate.passed else 'FAILED'}")
+    return "\n".join(lines)

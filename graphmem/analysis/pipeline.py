@@ -13,9 +13,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from graphmem.analysis.dims import check_dims
+from graphmem.analysis.exactness import approximations
 from graphmem.analysis.result import (
     ActivationsInfo,
     Analysis,
+    Approximation,
     IOInfo,
     ModelInfo,
     ShapesInfo,
@@ -109,7 +111,13 @@ def _analyze_inlined(model: Model, ops: list[str], **kwargs) -> Analysis:  # typ
     except UnsupportedOpError:
         result = analyze_model(model, **kwargs)
         note = f"{result.activations.runtime}; {', '.join(ops)} planned as one node (onnxruntime could not load the file to inline it)"
-        return replace(result, activations=replace(result.activations, runtime=note))
+        missed = tuple(
+            Approximation(kind="unknown_kernel", node=n.name or n.op_type,
+                          detail=f"{n.op_type} planned as one node: onnxruntime runs its function body, which was not expanded")
+            for n in model.nodes if n.op_type in ops
+        )
+        act = result.activations
+        return replace(result, activations=replace(act, runtime=note, approximations=act.approximations + missed))
     note = f"{result.activations.runtime}; {', '.join(ops)} inlined as onnxruntime runs them"
     return replace(
         result,
@@ -192,6 +200,9 @@ def analyze_model(
         in_use_peak_bytes=in_use,
         scratch_unmodelled=unmodelled,
         provider=provider,
+        approximations=approximations(
+            g, order, unresolved=unresolved, scratch_unmodelled=unmodelled, provider=provider
+        ),
     )
     return Analysis(
         model=ModelInfo(path=model.path, opset=model.opset, nodes=file_nodes, dims=bound),

@@ -9,7 +9,10 @@ from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 from graphmem.ort.session import PlacementInfo
 
-__all__ = ["Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo"]
+__all__ = [
+    "Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo", "Approximation",
+    "APPROXIMATION_KINDS",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,6 +33,29 @@ class WeightsInfo:
     by_dtype: dict[str, tuple[int, int]]  # dtype -> (params, bytes)
     external_bytes: int
     unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
+
+
+#: Why a figure is not exact (``activations.approximations[].kind``), documented in the README:
+#: a tensor without a static size; a control-flow body whose buffers are not planned; an If
+#: branch assumed (the larger); a kernel graphmem has no rules for; kernel scratch not modelled
+#: (``in_use_peak_bytes`` may be low); an input value assumed.
+APPROXIMATION_KINDS = (
+    "unresolved_tensor",
+    "unplanned_subgraph",
+    "branch_assumed",
+    "unknown_kernel",
+    "scratch_not_modelled",
+    "value_assumed",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Approximation:
+    """One reason the activation figures are not exact: its kind, the node ('' when none), what."""
+
+    kind: str
+    node: str
+    detail: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +79,12 @@ class ActivationsInfo:
     scratch_unmodelled: tuple[str, ...] = ()  # op types without a scratch rule (counted 0)
     live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
     provider: str = "cpu"  # the execution provider whose allocator is emulated
+    approximations: tuple[Approximation, ...] = ()  # empty: every buffer planned exactly
+
+    @property
+    def exact(self) -> bool:
+        """True only when every buffer was planned from resolved shapes under emulated rules."""
+        return not self.approximations
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from graphmem.analysis.result import Analysis
+from graphmem.analysis.result import Analysis, Approximation
 from graphmem.ort.session import PlacementInfo
 from graphmem.units import byte_table, format_count
 
 if TYPE_CHECKING:
     from graphmem.views.devices import Device
 
-__all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table", "peak_document"]
+__all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table", "peak_document", "exactness_lines"]
 
 SCHEMA_VERSION = 1
 
@@ -57,6 +57,10 @@ def peak_json(a: Analysis) -> dict[str, Any]:
             "runtime": a.activations.runtime,
             "provider": a.activations.provider,
             "unknown": list(a.activations.unknown),
+            "exact": a.activations.exact,
+            "approximations": [
+                {"kind": x.kind, "node": x.node, "detail": x.detail} for x in a.activations.approximations
+            ],
         },
         "placement": _placement_json(a.placement),
         "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
@@ -157,7 +161,24 @@ def _unknowns(a: Analysis) -> list[str]:
         out.append(f"  scratch not modelled (counted 0): {', '.join(a.activations.scratch_unmodelled)}")
     if a.weights.unknown:
         out.append(f"  weights of unknown size (strings): {', '.join(a.weights.unknown[:8])}")
+    out.extend(exactness_lines(a))
     return out
+
+
+def exactness_lines(a: Analysis) -> list[str]:
+    """``exact`` or, one line per kind, what was approximated (its count and first instance)."""
+    if a.activations.exact:
+        return ["  exact: every buffer planned from resolved shapes under the emulated runtime's rules"]
+    by_kind: dict[str, list[Approximation]] = {}
+    for x in a.activations.approximations:
+        by_kind.setdefault(x.kind, []).append(x)
+    lines = ["  NOT EXACT (activations.approximations):"]
+    for kind, xs in by_kind.items():
+        first = xs[0]
+        where = f"{first.node}: " if first.node else ""
+        more = f" (+{len(xs) - 1} more)" if len(xs) > 1 else ""
+        lines.append(f"    {kind} ×{len(xs)}: {where}{first.detail}{more}")
+    return lines
 
 
 def peak_document(

@@ -183,9 +183,8 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
                            "measure": "total" if t is None else "training_step_peak"}
 
     def parts(a: Analysis) -> tuple[dict[str, int], str]:
-        if t is None:
+        if e is None:  # inference: the analysis' own breakdown
             return breakdown(a), dominant(a)
-        assert e is not None
         return _phase_totals(e), e.peak_phase
 
     if isinstance(r, FitCheck):

@@ -1,43 +1,66 @@
-"""Dim bindings: the one parser of ``--dim NAME=VALUE`` items and the check of a binding against
-a model's symbolic input dims. The CLI, ``graphmem check`` configurations and the batch search
-all parse with these functions."""
+"""The inputs of one analysis, as a user has them, and the one parser of each option:
+
+* ``--dim NAME=VALUE`` binds a named (symbolic) dim of the graph inputs (:func:`parse_dims`);
+* ``--shape INPUT=D0xD1x…`` sets an input's whole shape, overriding named, unnamed (neither value
+  nor name), ``-1`` (``dim_value -1``, as paddle2onnx writes dynamic dims) and shared-name dims
+  (one ``?`` for both height and width) (:func:`parse_shapes`);
+* ``--value INPUT=V[,V…]`` gives the values of a small integer input (sample rates, lengths,
+  flags), used by shape and value inference and by ``verify`` for its feeds (:func:`parse_values`).
+
+A dim may be 0 where onnxruntime accepts it (an empty KV past); negative or absurd dims, unknown
+names and values that do not fit the input are errors naming the input. :func:`resolve_inputs`
+checks all of it against the model once; the CLI, ``graphmem check`` configurations and the
+batch search all parse with these functions."""
 
 from __future__ import annotations
 
+import ast
+import math
 import re
-from collections.abc import Iterable, Mapping
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from graphmem.errors import UnboundDimError, UnknownDimError, UsageError
 from graphmem.model.loading import Model
 
-__all__ = ["MAX_DIM", "INT64_MAX", "parse_dim_value", "split_dim_item", "parse_dims", "check_dims"]
+__all__ = [
+    "MAX_DIM", "INT64_MAX", "parse_dim_value", "split_dim_item", "parse_dims", "parse_shapes", "parse_values",
+    "parse_inputs", "check_dims", "ResolvedInputs", "resolve_inputs", "format_shape", "shape_hint",
+]
 
 #: Largest value a dim may take; larger ones are rejected as absurd.
 MAX_DIM = 1 << 40
 INT64_MAX = (1 << 63) - 1
 
 
-def parse_dim_value(item: str, token: str) -> int:
-    """One dim value of the ``--dim`` item ``item``: a positive integer up to :data:`MAX_DIM`."""
+def parse_dim_value(item: str, token: str, *, option: str = "--dim", minimum: int = 0) -> int:
+    """One dim value of the ``option`` item ``item``: an integer from ``minimum`` (0: an empty
+    past is a valid input) up to :data:`MAX_DIM`."""
     token = token.strip()
     if not re.fullmatch(r"[+-]?[0-9]+", token):
-        raise UsageError(f"--dim '{item}': '{token}' is not an integer")
+        raise UsageError(f"{option} '{item}': '{token}' is not an integer")
     n = int(token)
     if n > INT64_MAX or n < -INT64_MAX - 1:
-        raise UsageError(f"--dim '{item}': {token} overflows int64 (absurdly large; the limit is 2**40)")
-    if n < 1:
-        raise UsageError(f"--dim '{item}': a dim must be a positive integer")
+        raise UsageError(f"{option} '{item}': {token} overflows int64 (absurdly large; the limit is 2**40)")
+    if n < minimum:
+        least = "0 or more (0 for an empty past)" if minimum == 0 else f"at least {minimum}"
+        raise UsageError(f"{option} '{item}': a dim must be {least}, got {n}")
     if n > MAX_DIM:
-        raise UsageError(f"--dim '{item}': {n} is absurdly large (limit 2**40)")
+        raise UsageError(f"{option} '{item}': {n} is absurdly large (limit 2**40)")
     return n
 
 
-def split_dim_item(item: str, *, example: str = "batch=8") -> tuple[str, str]:
-    """``"NAME=TEXT"`` → (name, text); UsageError when either part is missing."""
-    name, sep, text = item.partition("=")
+def split_dim_item(item: str, *, example: str = "batch=8", option: str = "--dim") -> tuple[str, str]:
+    """``"NAME=TEXT"`` → (name, text); UsageError when either part is missing. The name is what
+    precedes the last ``=`` (names may hold spaces: ``past_sequence_length + sequence_length``)."""
+    name, sep, text = item.rpartition("=")
     name, text = name.strip(), text.strip()
     if not sep or not name or not text:
-        raise UsageError(f"--dim '{item}': expected NAME=VALUE, e.g. {example}")
+        what = "NAME=VALUE" if option == "--dim" else "INPUT=" + ("D0xD1x..." if option == "--shape" else "V[,V...]")
+        raise UsageError(f"{option} '{item}': expected {what}, e.g. {example}")
     return name, text
 
 
@@ -52,25 +75,254 @@ def parse_dims(items: Iterable[str] | None) -> dict[str, int]:
     return dims
 
 
-def check_dims(model: Model, dims: Mapping[str, int]) -> dict[str, int]:
-    """Validate ``--dim`` bindings against the model's symbolic input dims."""
-    known = model.symbolic_dims
+def parse_shapes(items: Iterable[str] | None) -> dict[str, tuple[int, ...]]:
+    """``["x=1x3x48x192"]`` → ``{"x": (1, 3, 48, 192)}`` (``x=scalar`` for a rank-0 input)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in items or ():
+        name, text = split_dim_item(item, example="x=1x3x224x224", option="--shape")
+        if name in shapes:
+            raise UsageError(f"--shape {name} is given twice")
+        tokens = [] if text.lower() == "scalar" else text.lower().split("x")
+        shapes[name] = tuple(parse_dim_value(item, t, option="--shape") for t in tokens)
+    return shapes
+
+
+def parse_values(items: Iterable[str] | None) -> dict[str, tuple[int, ...]]:
+    """``["sr=16000", "lens=3,4"]`` → ``{"sr": (16000,), "lens": (3, 4)}``."""
+    values: dict[str, tuple[int, ...]] = {}
+    for item in items or ():
+        name, text = split_dim_item(item, example="sr=16000", option="--value")
+        if name in values:
+            raise UsageError(f"--value {name} is given twice")
+        out = []
+        for token in text.split(","):
+            token = token.strip()
+            if not re.fullmatch(r"[+-]?[0-9]+", token):
+                raise UsageError(f"--value '{item}': '{token}' is not an integer")
+            out.append(int(token))
+        values[name] = tuple(out)
+    return values
+
+
+def parse_inputs(
+    dims: Iterable[str] | None, shapes: Iterable[str] | None = None, values: Iterable[str] | None = None
+) -> dict[str, dict]:  # type: ignore[type-arg]
+    """``--dim``, ``--shape`` and ``--value`` items as the keyword arguments ``dims``, ``shapes``
+    and ``values`` of :func:`graphmem.analyze` (and every call that takes them)."""
+    return {"dims": parse_dims(dims), "shapes": parse_shapes(shapes), "values": parse_values(values)}
+
+
+def check_dims(model: Model, dims: Mapping[str, int], **inputs) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Validate ``--dim`` bindings (and ``shapes`` / ``values``) against the model's inputs; the
+    bound dims (see :func:`resolve_inputs`)."""
+    return resolve_inputs(model.inputs, dims=dims, **inputs).dims
+
+
+#: onnx TensorProto element types --value accepts, with their numpy dtypes.
+_INT_TYPES = {
+    2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
+    12: np.uint32, 13: np.uint64,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedInputs:
+    """The checked inputs: every graph input's concrete shape for the run, the named dims that
+    are bound (given, or implied by a ``--shape``), and the values given."""
+
+    dims: dict[str, int]
+    shapes: dict[str, tuple[int, ...]]  # every graph input -> its shape in the run
+    given_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # from --shape
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def format_shape(shape: Sequence[object]) -> str:
+    """``(1, 3, 48)`` -> ``1x3x48`` (a dim without a value prints as N)."""
+    return "x".join(str(d) if isinstance(d, int) and d >= 0 else "N" for d in shape) or "scalar"
+
+
+def shape_hint(name: str, declared: Sequence[object]) -> str:
+    """A pasteable ``--shape`` option for an input (quoted for a shell where needed)."""
+    return "--shape " + shlex.quote(f"{name}={format_shape(declared)}")
+
+
+def _dim_hint(name: str) -> str:
+    return "--dim " + shlex.quote(f"{name}=N")
+
+
+def _check_dim(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= MAX_DIM:
+        raise UsageError(f"{what}: a dim must be an integer from 0 to {MAX_DIM} (2**40), got {value!r}")
+    return int(value)
+
+
+def resolve_inputs(
+    inputs: Mapping[str, object],
+    *,
+    dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
+) -> ResolvedInputs:
+    """Check ``dims``, ``shapes`` and ``values`` against the graph inputs (name -> TensorType).
+
+    Raises :class:`UnknownDimError` for a dim no input has, :class:`UsageError` for an unknown
+    input, a shape of the wrong rank or against a fixed dim, a negative or absurd dim, a value
+    for a non-integer input or of the wrong count; :class:`UnboundDimError` (with pasteable
+    hints) when an input's shape is still not known.
+    """
+    dims, shapes, values = dict(dims or {}), dict(shapes or {}), dict(values or {})
+    names = ", ".join(inputs) or "none"
+    for option, given in (("--shape", shapes), ("--value", values)):
+        for name in given:
+            if name not in inputs:
+                raise UsageError(f"{option} {name}: the model has no input '{name}'; its inputs: {names}")
+    given_shapes: dict[str, tuple[int, ...]] = {}
+    for name, shape in shapes.items():
+        given_shapes[name] = _check_shape(name, shape, inputs[name].shape)  # type: ignore[attr-defined]
+    known = _named_dims(inputs)
     for name, value in dims.items():
         if name not in known:
             have = ", ".join(known) if known else "none (all input shapes are fixed)"
             raise UnknownDimError(f"--dim {name}: the model has no dim '{name}'; its dims: {have}")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > MAX_DIM:
-            raise UsageError(f"--dim {name}={value}: a dim must be an integer from 1 to {MAX_DIM}")
-    missing = [d for d in known if d not in dims]
+        dims[name] = _check_dim(value, f"--dim {name}={value}")
+    bound = dict(dims)
+    for name, (dim, value) in _implied(inputs, given_shapes).items():
+        if dim in dims and dims[dim] != value:
+            raise UsageError(f"--shape {name}: dim '{dim}' is {value} there but --dim {dim}={dims[dim]}")
+        bound.setdefault(dim, value)
+    for name in known:
+        if name not in bound:
+            derived = _expression(name, bound)
+            if derived is not None:
+                bound[name] = _check_dim(derived, f"dim '{name}'")
+    arrays = {name: _value_array(name, v, inputs[name], given_shapes, bound) for name, v in values.items()}
+    for name, a in arrays.items():
+        if name not in given_shapes and not _concrete(inputs[name].shape, bound):  # type: ignore[attr-defined]
+            given_shapes[name] = tuple(a.shape)
+    run_shapes: dict[str, tuple[int, ...]] = {}
+    missing: list[str] = []
+    open_inputs: list[tuple[str, Sequence[object] | None]] = []
+    for name, t in inputs.items():
+        if name in given_shapes:
+            run_shapes[name] = given_shapes[name]
+            continue
+        shape = t.shape  # type: ignore[attr-defined]
+        if shape is None:
+            open_inputs.append((name, None))
+            continue
+        if any(d is None or (isinstance(d, int) and d < 0) for d in shape):
+            open_inputs.append((name, shape))
+            continue
+        missing += [d for d in shape if isinstance(d, str) and d not in bound and d not in missing]
+        if all(not isinstance(d, str) or d in bound for d in shape):
+            run_shapes[name] = tuple(bound[d] if isinstance(d, str) else d for d in shape)
+    unbound = ""
     if missing:
-        hint = " ".join(f"--dim {d}=N" for d in missing)
-        raise UnboundDimError(
-            f"unbound symbolic dims: {', '.join(missing)} (bind them with {hint}, or ask for formulas "
-            "with --symbolic)"
-        )
-    unnamed = [n for n, t in model.inputs.items() if t.shape is not None and None in t.shape]
-    if unnamed:
-        raise UnboundDimError(
-            f"input '{unnamed[0]}' has a dim with neither a value nor a name; it cannot be bound"
-        )
-    return {d: dims[d] for d in known}
+        hint = " ".join(_dim_hint(d) for d in missing)
+        unbound = f"unbound symbolic dims: {', '.join(missing)} (bind them with {hint}"
+    if open_inputs:
+        name, shape = open_inputs[0]
+        what = "no shape" if shape is None else f"dims with neither a value nor a name {_declared(shape)}"
+        hint = shape_hint(name, shape) if shape is not None else f"--shape {shlex.quote(name + '=D0xD1')}"
+        more = f"; also {unbound})" if unbound else ""
+        raise UnboundDimError(f"input '{name}' has {what}: set its whole shape with {hint}{more}")
+    if unbound:
+        raise UnboundDimError(f"{unbound}, or ask for formulas with --symbolic)")
+    return ResolvedInputs(dims=bound, shapes=run_shapes, given_shapes=given_shapes, values=arrays)
+
+
+def _expression(name: str, dims: Mapping[str, int]) -> int | None:
+    """The value of a dim named by arithmetic on other dims (optimum names the attention mask's
+    length ``past_sequence_length + sequence_length``) once they are bound; None otherwise."""
+    import ast
+
+    try:
+        tree = ast.parse(name, mode="eval").body
+    except SyntaxError:
+        return None
+    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: lambda a, b: a // b if b else None}
+
+    def value(node: ast.AST) -> int | None:
+        if isinstance(node, ast.Name):
+            return dims.get(node.id)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            a, b = value(node.left), value(node.right)
+            return None if a is None or b is None else ops[type(node.op)](a, b)
+        return None
+
+    return value(tree) if isinstance(tree, ast.BinOp) else None
+
+
+def _declared(shape: Sequence[object]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _named_dims(inputs: Mapping[str, object]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for t in inputs.values():
+        for d in t.shape or ():  # type: ignore[attr-defined]
+            if isinstance(d, str):
+                seen.setdefault(d)
+    return tuple(seen)
+
+
+def _check_shape(name: str, shape: Sequence[int], declared: Sequence[object] | None) -> tuple[int, ...]:
+    text = "x".join(str(d) for d in shape)
+    dims = tuple(_check_dim(d, f"--shape {name}={text}") for d in shape)
+    if declared is not None:
+        if len(declared) != len(dims):
+            raise UsageError(
+                f"--shape {name}={text}: the input has {len(declared)} dims {_declared(declared)}, not {len(dims)}"
+            )
+        for axis, (d, v) in enumerate(zip(declared, dims)):
+            if isinstance(d, int) and d >= 0 and d != v:
+                raise UsageError(f"--shape {name}={text}: dim {axis} is fixed at {d} in the file")
+    return dims
+
+
+def _implied(inputs: Mapping[str, object], given: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[str, int]]:
+    """Named dims that ``--shape`` gives one value everywhere (input -> (dim, value)); a name
+    given two values (``?`` for height and width) binds nothing."""
+    values: dict[str, set[int]] = {}
+    where: dict[str, str] = {}
+    for name, shape in given.items():
+        for d, v in zip(inputs[name].shape or (), shape):  # type: ignore[attr-defined]
+            if isinstance(d, str):
+                values.setdefault(d, set()).add(v)
+                where.setdefault(d, name)
+    return {where[d]: (d, next(iter(vs))) for d, vs in values.items() if len(vs) == 1}
+
+
+def _concrete(shape: Sequence[object] | None, dims: Mapping[str, int]) -> bool:
+    if shape is None:
+        return False
+    return all((isinstance(d, int) and d >= 0) or (isinstance(d, str) and d in dims) for d in shape)
+
+
+def _value_array(name: str, value: Sequence[int], t: object, given: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]) -> np.ndarray:
+    dtype = _INT_TYPES.get(t.dtype)  # type: ignore[attr-defined]
+    if dtype is None:
+        raise UsageError(f"--value {name}: input '{name}' is not an integer tensor; --value is for integer inputs")
+    items = list(value)
+    if not items or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in items):
+        raise UsageError(f"--value {name}: expected integers, e.g. --value {name}=16000")
+    declared = t.shape  # type: ignore[attr-defined]
+    if name in given:
+        shape = given[name]
+    elif _concrete(declared, dims):
+        shape = tuple(dims[d] if isinstance(d, str) else d for d in declared)  # type: ignore[misc]
+    elif declared is not None and len(declared) == 1:
+        shape = (len(items),)
+    elif declared is None:
+        shape = (len(items),) if len(items) > 1 else ()
+    else:
+        raise UsageError(f"--value {name}: give its shape too ({shape_hint(name, declared)})")
+    if math.prod(shape) != len(items):
+        raise UsageError(f"--value {name}: {len(items)} values for an input of shape {format_shape(shape)} ({math.prod(shape)} values)")
+    info = np.iinfo(dtype) if dtype is not np.bool_ else None
+    if info is not None and any(not info.min <= v <= info.max for v in items):
+        raise UsageError(f"--value {name}: a value does not fit the input's {np.dtype(dtype).name}")
+    return np.asarray(items, dtype=dtype).reshape(shape)

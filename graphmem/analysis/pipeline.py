@@ -8,11 +8,11 @@ from __future__ import annotations
 import functools
 import gc
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
-from graphmem.analysis.dims import check_dims
+from graphmem.analysis.dims import resolve_inputs
 from graphmem.analysis.exactness import approximations
 from graphmem.analysis.result import (
     ActivationsInfo,
@@ -55,11 +55,16 @@ def analyze(
     path: str | os.PathLike[str],
     *,
     dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
     provider: str = "cpu",
     as_dtype: str | None = None,
     execution_order: str = "ort",
 ) -> Analysis:
     """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``.
+
+    ``shapes`` set inputs' whole shapes (overriding named, unnamed, ``-1`` and shared-name
+    dims) and ``values`` the values of small integer inputs (:mod:`graphmem.analysis.dims`).
 
     ``as_dtype`` ("float16", "bfloat16", "int8", …) is a what-if: every floating tensor, weights
     included, is sized as if cast to that type; integer shape tensors are untouched.
@@ -70,7 +75,10 @@ def analyze(
     Raises a :class:`graphmem.errors.GraphmemError` subclass on bad input.
     """
     with _gc_paused():
-        return _analyze_path(path, dims=dims, provider=provider, as_dtype=as_dtype, execution_order=execution_order)
+        return _analyze_path(
+            path, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype,
+            execution_order=execution_order,
+        )
 
 
 @contextmanager
@@ -87,12 +95,12 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _analyze_path(path, *, dims, provider, as_dtype, execution_order) -> Analysis:  # type: ignore[no-untyped-def]
+def _analyze_path(path, *, execution_order, **kwargs) -> Analysis:  # type: ignore[no-untyped-def]
     model = load_model(path)
     inlined = [n.op_type for n in model.nodes if runs_as_function(n.domain, n.op_type, model.opsets.get(n.domain or "", 0))]
     if inlined and execution_order == "ort":
-        return _analyze_inlined(model, sorted(set(inlined)), dims=dims, provider=provider, as_dtype=as_dtype)
-    return analyze_model(model, dims=dims, provider=provider, as_dtype=as_dtype, execution_order=execution_order)
+        return _analyze_inlined(model, sorted(set(inlined)), **kwargs)
+    return analyze_model(model, execution_order=execution_order, **kwargs)
 
 
 def _analyze_inlined(model: Model, ops: list[str], **kwargs) -> Analysis:  # type: ignore[no-untyped-def]
@@ -130,6 +138,8 @@ def analyze_model(
     model: Model,
     *,
     dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
     provider: str = "cpu",
     as_dtype: str | None = None,
     execution_order: str = "ort",
@@ -141,11 +151,12 @@ def analyze_model(
     if execution_order not in orders:
         raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
     ordering = orders[execution_order]
-    bound = check_dims(model, dict(dims or {}))
+    given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)
+    bound = given.dims
     file_nodes = len(model.nodes)
     g = build_graph(model)
     order = ordering(g)
-    runtime = infer_types(g, order, view=RUNTIME, dims=bound)
+    runtime = infer_types(g, order, view=RUNTIME, dims=bound, shapes=given.shapes, input_values=given.values)
     static = infer_types(g, order, view=ORT_STATIC)
     _check_domains(g, runtime.types)
     rewritten = remove_duplicate_casts(model, static.types)
@@ -205,7 +216,10 @@ def analyze_model(
         ),
     )
     return Analysis(
-        model=ModelInfo(path=model.path, opset=model.opset, nodes=file_nodes, dims=bound),
+        model=ModelInfo(
+            path=model.path, opset=model.opset, nodes=file_nodes, dims=bound, shapes=dict(given.given_shapes),
+            values={k: tuple(int(x) for x in v.reshape(-1)) for k, v in given.values.items()},
+        ),
         weights=weights,
         activations=activations,
         io=IOInfo(inputs_bytes=inputs_bytes, outputs_bytes=outputs_bytes),
@@ -286,6 +300,8 @@ def analyze_graph_opt(
     graph_opt: str = "none",
     *,
     dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
     provider: str = "cpu",
     as_dtype: str | None = None,
 ) -> Analysis:
@@ -296,7 +312,7 @@ def analyze_graph_opt(
     analysed in its execution order; the result names the original file and the level.
     """
     if graph_opt == "none":
-        return analyze(path, dims=dims, provider=provider, as_dtype=as_dtype)
+        return analyze(path, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype)
     if provider != "cpu":
         raise UsageError(
             f"--graph-opt {graph_opt} with --provider {provider}: the optimized graph is the one a CPU "
@@ -309,5 +325,8 @@ def analyze_graph_opt(
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with temporary_dir() as tmp:
         optimized = optimized_model(Path(path), graph_opt, Path(tmp))
-        result = analyze(optimized, dims=dims, provider=provider, as_dtype=as_dtype, execution_order="file")
+        result = analyze(
+            optimized, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype,
+            execution_order="file",
+        )
     return replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from graphmem.flops import FlopReport
 from graphmem.model.graph import OpGraph
@@ -22,6 +22,8 @@ class ModelInfo:
     nodes: int
     dims: dict[str, int]
     graph_opt: str = "none"  # onnxruntime optimization level of the graph analysed
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # --shape: inputs' whole shapes
+    values: dict[str, tuple[int, ...]] = field(default_factory=dict)  # --value: small integer inputs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

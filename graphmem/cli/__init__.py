@@ -21,7 +21,9 @@ from graphmem.cli.batch import (
     MemoryOption,
     OverheadOption,
 )
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, handled, parse_dims
+from graphmem.cli.common import (
+    DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_dims, parse_inputs,
+)
 from graphmem.cli.gate import (
     FormatOption,
     MaxFlopsOption,
@@ -55,6 +57,8 @@ def _group() -> None:
 def peak(
     model: ModelArg,
     dim: DimOption = None,
+    shape: ShapeOption = None,
+    value: ValueOption = None,
     as_json: JsonOption = False,
     provider: Annotated[
         str,
@@ -109,6 +113,8 @@ def peak(
     if symbolic:
         if any(x is not None for x in (max_weights, max_peak, max_total, max_params, max_flops, device)):
             raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
+        if shape or value:
+            raise UsageError("--symbolic leaves named dims free: give --shape and --value without it")
         _symbolic(model, parse_dims(dim), as_json)
         return
     fmt = resolve_format(fmt, as_json=as_json)
@@ -117,7 +123,7 @@ def peak(
     )
     dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
-    result = analyze_graph_opt(model, graph_opt, dims=parse_dims(dim), provider=provider, as_dtype=as_dtype)
+    result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype)
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
     raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table))
 

@@ -1,5 +1,6 @@
 """Shared pieces of the command modules: error handling (the one error → exit-code map), option
-types, and the one ``--dim`` parser (:func:`graphmem.analysis.dims.parse_dims`).
+types, and the one parser of ``--dim``, ``--shape`` and ``--value`` (:mod:`graphmem.analysis.dims`:
+:func:`parse_inputs` gives the ``dims``/``shapes``/``values`` keywords every analysis takes).
 
 Each command group lives in a small ``graphmem/cli/*.py`` module and is registered in
 ``graphmem/cli/__init__.py``; they all use :func:`handled`, the one place errors become exit codes.
@@ -14,10 +15,10 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from graphmem.analysis.dims import parse_dims
+from graphmem.analysis.dims import parse_dims, parse_inputs
 from graphmem.errors import GraphmemError
 
-__all__ = ["handled", "parse_dims", "DimOption", "JsonOption", "ModelArg"]
+__all__ = ["handled", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption", "JsonOption", "ModelArg"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,6 +28,24 @@ DimOption = Annotated[
         "--dim",
         "-d",
         help="Bind a symbolic dim: NAME=VALUE (repeatable), e.g. --dim batch=8.",
+        show_default=False,
+    ),
+]
+ShapeOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--shape",
+        help="Set an input's whole shape: INPUT=D0xD1x... (repeatable), e.g. --shape x=1x3x48x192; "
+        "overrides named, unnamed, -1 and shared-name dims.",
+        show_default=False,
+    ),
+]
+ValueOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--value",
+        help="Values of a small integer input: INPUT=V[,V...] (repeatable), e.g. --value sr=16000; "
+        "used by shape inference and by verify's feeds.",
         show_default=False,
     ),
 ]

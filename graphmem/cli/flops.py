@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from graphmem.optable import op_key
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, handled, parse_dims
+from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
 from graphmem.cli.gate import FormatOption, OutputOption
 
 if TYPE_CHECKING:
@@ -32,6 +32,8 @@ Run `graphmem ops` for every rule."""
 def layers_command(
     model: ModelArg,
     dim: DimOption = None,
+    shape: ShapeOption = None,
+    value: ValueOption = None,
     sort: Annotated[str, typer.Option(help="order, flops, params or memory.")] = "order",
     top: Annotated[Optional[int], typer.Option(help="Show only the first N rows.")] = None,
     group: Annotated[
@@ -46,7 +48,7 @@ def layers_command(
     from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
-    a = analyze(model, dims=parse_dims(dim))
+    a = analyze(model, **parse_inputs(dim, shape, value))
     doc = layers_json(a, str(model), sort=sort, top=top, group=group)
     raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=()))
 
@@ -66,7 +68,12 @@ def layers_json(
         layers.append(row)
     return {
         "schema_version": SCHEMA_VERSION,
-        "model": {"path": path, "dims": dict(a.model.dims)},
+        "model": {
+            "path": path,
+            "dims": dict(a.model.dims),
+            "shapes": {k: list(s) for k, s in a.model.shapes.items()},
+            "values": {k: list(x) for k, x in a.model.values.items()},
+        },
         "layers": layers,
         "totals": {"params": a.weights.params, "flops": a.flops.flops, "macs": a.flops.macs},
         "activations": {"peak_bytes": a.activations.peak_bytes, "peak_node": a.activations.peak_node},

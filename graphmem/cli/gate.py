@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, handled, parse_dims
+from graphmem.cli.common import DimOption, JsonOption, ShapeOption, ValueOption, handled, parse_inputs
 from graphmem.errors import EXIT_INPUT_ERROR
 
 __all__ = [
@@ -147,6 +147,8 @@ def diff(
     old: Annotated[Path, typer.Argument(help="The baseline ONNX model.", show_default=False)],
     new: Annotated[Path, typer.Argument(help="The changed ONNX model.", show_default=False)],
     dim: DimOption = None,
+    shape: ShapeOption = None,
+    value: ValueOption = None,
     provider: Annotated[
         str, typer.Option(help="Execution provider whose session is emulated: cpu or cuda (see graphmem peak --help).")
     ] = "cpu",
@@ -183,9 +185,9 @@ def diff(
         params=max_increase_params,
         flops=max_increase_flops,
     )
-    dims = parse_dims(dim)
-    before = analyze(old, dims=dims, provider=provider)
-    after = analyze(new, dims=dims, provider=provider)
+    inputs = parse_inputs(dim, shape, value)
+    before = analyze(old, **inputs, provider=provider)
+    after = analyze(new, **inputs, provider=provider)
     doc = compare(before, after, thresholds=thresholds, top=top)
     failures = [f["message"] for f in doc["gate"]["failures"]]
     raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures))

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, handled, parse_dims
+from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
 from graphmem.cli.gate import MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption
 from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
 
@@ -18,6 +18,8 @@ __all__ = ["register", "verify_command"]
 def verify_command(
     model: ModelArg,
     dim: DimOption = None,
+    shape: ShapeOption = None,
+    value: ValueOption = None,
     provider: Annotated[str, typer.Option(help="cpu, cuda, or auto (CUDA when usable, else CPU).")] = "cpu",
     graph_opt: Annotated[str, typer.Option("--graph-opt", help="none, basic, extended or all.")] = "none",
     tolerance: Annotated[str, typer.Option(help="Allowed |predicted/measured - 1|, e.g. 5%.")] = "5%",
@@ -50,10 +52,10 @@ def verify_command(
     budgets = parse_budgets(
         max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
     )
-    dims = parse_dims(dim)
+    inputs = parse_inputs(dim, shape, value)
     v = verify(
         model,
-        dims=dims,
+        **inputs,
         provider=provider,
         graph_opt=graph_opt,
         tolerance=parse_tolerance(tolerance),
@@ -64,7 +66,7 @@ def verify_command(
     gate = evaluate(peak_json(v.analysis), budgets) if budgets.active else None
     passed = v.passed and (gate is None or gate.passed)
     if as_json:
-        typer.echo(json.dumps(verify_json(v, path=str(model), dims=dims, gate=gate), indent=2))
+        typer.echo(json.dumps(verify_json(v, path=str(model), dims=inputs["dims"], gate=gate), indent=2))
     else:
         typer.echo(verify_table(v, path=str(model), gate=gate))
     if gate is not None and not gate.passed:

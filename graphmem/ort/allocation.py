@@ -20,6 +20,10 @@ Running (run 1, no memory pattern cached), from ``execution_frame.cc`` and Gener
 * a value planned into a freed buffer that was already released (possible only for a value
   nothing reads) gets a new request of its own, never released
   (AllocateReusedOrtValueIfNotAllocatedHelper);
+* so does a value nothing reads planned (FindReusableTensor) into the freed buffer of another
+  value nothing reads, although that buffer is still held: measured on onnxruntime-gpu 1.31.1
+  (a 2-layer GRU's two unread Y_h; two Splits' unread second outputs), the runtime path that
+  does it was not found in ``execution_frame.cc``; ``tests/ort/test_unread_outputs.py`` runs it;
 * the profiler samples after each kernel, before its releases.
 
 Streams (``allocation_planner.cc`` ComputeReusePlan): see :func:`_plan_buffers`.
@@ -55,7 +59,7 @@ class OrtPlan:
 
 def plan_ort(p: Program) -> OrtPlan:
     """Plan ``p`` as onnxruntime does, then replay run 1; see the module doc for the rules."""
-    buffer_of = _plan_buffers(p)
+    buffer_of, recycled = _plan_buffers(p)
     release = _release_steps(p, buffer_of)
     released_after: dict[int, list[int]] = {}
     for origin, end in release.items():
@@ -68,21 +72,28 @@ def plan_ort(p: Program) -> OrtPlan:
     totals = {p.device: 0} | {v.device: 0 for v in p.values}
     peaks = dict(totals)
     in_use: list[int] = []
+    read = {v for step in p.steps for v in step.inputs}
     for s, step in enumerate(p.steps):
         for out in step.outputs:
             origin = buffer_of[out]
-            if p.values[origin].source or origin in allocated:
-                continue  # a view of a source, or a live buffer shared
+            if p.values[origin].source:
+                continue  # a view of a source
+            # An unread value planned into a freed buffer that nothing ever reads (an unread
+            # output's) gets a request of its own, never released (measured; see the module doc).
+            own = origin != out and out in recycled and out not in read and origin not in release
+            if origin in allocated and not own:
+                continue  # a live buffer shared
             size = p.values[out].size
             fresh.append(out)
             alloc_step.append(s)
             # A slot released before this step is re-requested and never released again.
-            end = release.get(origin)
+            end = None if own else release.get(origin)
             free_step.append(end if end is not None and end >= s else None)
             if size is None:
                 unknown.append(out)
                 size = 0
-            allocated[origin] = size
+            slot = out if own else origin
+            allocated[slot] = size
             totals[p.values[origin].device] += size
         in_use.append(totals[p.device])
         for device, held in totals.items():
@@ -104,7 +115,7 @@ def plan_ort(p: Program) -> OrtPlan:
     )
 
 
-def _plan_buffers(p: Program) -> list[int]:
+def _plan_buffers(p: Program) -> tuple[list[int], set[int]]:
     """The planning pass: which value's buffer each value uses.
 
     With several streams, each is planned on its own, in stream order (ComputeReusePlan: use
@@ -113,6 +124,7 @@ def _plan_buffers(p: Program) -> list[int]:
     neither freed for reuse nor updated in place."""
     n = len(p.values)
     buffer_of = list(range(n))
+    recycled: set[int] = set()  # values planned into a buffer taken from the free list
     initial = [0] * n
     for i, v in enumerate(p.values):
         if v.source or v.output:
@@ -130,7 +142,9 @@ def _plan_buffers(p: Program) -> list[int]:
             if step.stream != stream:
                 continue
             for pos, out in enumerate(step.outputs):
-                target = _choose(p, step, pos, out, use, buffer_of, freelist)
+                target, from_free = _choose(p, step, pos, out, use, buffer_of, freelist)
+                if from_free:
+                    recycled.add(out)
                 if target is not None:
                     buffer_of[out] = buffer_of[target]
                     use[buffer_of[out]] += use[out]
@@ -141,7 +155,7 @@ def _plan_buffers(p: Program) -> list[int]:
                     key = p.values[b].key
                     if _matchable(key):
                         freelist.setdefault((p.values[b].device, key), []).append(b)
-    return buffer_of
+    return buffer_of, recycled
 
 
 def _release_steps(p: Program, buffer_of: list[int]) -> dict[int, int]:
@@ -156,14 +170,15 @@ def _release_steps(p: Program, buffer_of: list[int]) -> dict[int, int]:
     return release
 
 
-def _choose(p, step, pos, out, use, buffer_of, freelist) -> int | None:  # type: ignore[no-untyped-def]
-    """The value whose buffer ``out`` joins, or None for a fresh buffer."""
+def _choose(p, step, pos, out, use, buffer_of, freelist) -> tuple[int | None, bool]:  # type: ignore[no-untyped-def]
+    """The value whose buffer ``out`` joins (None for a fresh buffer), and whether it came from
+    the free list."""
     value = p.values[out]
     if value.output:
-        return None
+        return None, False
     for i, o in step.alias:
         if o == pos:
-            return step.inputs[i]
+            return step.inputs[i], False
     for i, o in step.inplace:
         if o == pos:
             src = step.inputs[i]
@@ -172,12 +187,12 @@ def _choose(p, step, pos, out, use, buffer_of, freelist) -> int | None:  # type:
                 and same_key(p.values[src].key, value.key)
                 and p.values[src].device == value.device
             ):
-                return src
+                return src, False
     key = value.key
     if not _matchable(key) or len(key[1]) == 0:  # type: ignore[index]
-        return None
+        return None, False
     candidates = freelist.get((value.device, key))
-    return candidates.pop() if candidates else None
+    return (candidates.pop(), True) if candidates else (None, False)
 
 
 def _matchable(key) -> bool:  # type: ignore[no-untyped-def]

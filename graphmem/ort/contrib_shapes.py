@@ -317,6 +317,48 @@ def _layer_norm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     return outs
 
 
+def _group_query_attention(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """GroupQueryAttention. Output 0: the query's shape ([B, S, num_heads·head] when QKV are
+    packed). ``present`` k/v: [B, kv_num_heads, max(total, past length), head] as the kernel
+    allocates them (``group_query_attention_helper.h`` CheckInputs: present_sequence_length =
+    max(total_sequence_length, past_key dim 2), total read from input 6's value); without that
+    value it follows the static rule (``bert_defs.cc`` BaseGroupQueryAttentionTypeAndShapeInference,
+    use_max_past_present_buffer -1): the past's dim 2, unknown for a past of length 0."""
+    q = _shape(ins[0]) if ins else None
+    if q is None or len(q) != 3:
+        return None
+    heads, kv_heads = _attr(node, "num_heads", 0), _attr(node, "kv_num_heads", 0)
+    packed = len(ins) < 3 or ins[2] is None or not (len(node.input) > 2 and node.input[2])
+    head: Dim = None
+    if isinstance(q[2], int) and heads > 0 and kv_heads > 0:
+        head = q[2] // (heads + 2 * kv_heads) if packed else q[2] // heads
+    hidden = head * heads if isinstance(head, int) else None
+    dtype = _dtype(ins, 0)
+    outs: list[TensorType | None] = [TensorType(dtype=dtype, shape=(q[0], q[1], hidden if packed else q[2]))]
+    if len(node.output) < 3:
+        return outs
+    total = None
+    if len(node.input) > 6 and node.input[6] in values:
+        v = np.asarray(values[node.input[6]]).reshape(-1)
+        total = int(v[0]) if v.size == 1 else None
+    past = _shape(ins[3]) if len(ins) > 3 and len(node.input) > 3 and node.input[3] else None
+    if past is not None and len(past) == 4:
+        if total is not None and total > 0 and isinstance(past[2], int):
+            length: Dim = max(total, past[2])
+        elif past[2] == 0 and len(node.input) > 6:
+            length = None
+        else:
+            length = past[2]
+        present = (past[0], past[1], length, past[3])
+    else:
+        kv_seq = q[1] if packed else (_shape(ins[2]) or (None, None))[1]
+        length = total if total else (kv_seq if isinstance(kv_seq, int) and kv_seq > 0 else q[1])
+        present = (q[0], kv_heads, length, head)
+    past_dtype = _dtype(ins, 3) if past is not None else dtype
+    outs += [TensorType(dtype=past_dtype, shape=present)] * 2
+    return outs
+
+
 # --- the table -------------------------------------------------------------------------------
 
 #: (domain, op_type) -> rule
@@ -349,6 +391,7 @@ RULES: OpTable[Rule] = OpTable(
         (MS_DOMAIN, "SkipLayerNormalization"): _like_input(0, outputs=(0, 3)),
         (MS_DOMAIN, "SkipSimplifiedLayerNormalization"): _like_input(0, outputs=(0, 3)),
         (MS_DOMAIN, "Attention"): _attention,
+        (MS_DOMAIN, "GroupQueryAttention"): _group_query_attention,
         ("", "LayerNormalization"): _layer_norm,
         ("", "SimplifiedLayerNormalization"): _layer_norm,
     }

@@ -262,6 +262,43 @@ def _lstm(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
+def _gru(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+    """``DeepCpuGruOp`` (``rnn/deep_cpu_gru.cc``, buffers from ``rnn_helpers.h`` Allocate), float:
+    a hidden buffer when Y_h is not an output, then per direction (a bidirectional node keeps
+    the forward direction's buffers while the reverse one runs) UniDirectionalGru's
+    AllocateBuffers — cur_h, batched_hidden0, the batch-replicated biases (WRz, WRr and WRh, or
+    Wh and Rh with linear_before_reset), linear_output (linear_before_reset), the 3·hidden gate
+    buffer over batch×seq, reversed inputs and outputs for a reverse direction — and, in its
+    Compute, the default sequence lengths (int32) when none are given."""
+    x = _shape(ins[0])
+    if x is None or len(x) != 3 or _attr(node, "layout", 0) != 0:
+        return None
+    seq, batch, inp = x
+    hidden = _attr(node, "hidden_size", 0)
+    direction = _attr(node, "direction", b"forward")
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
+    lbr = _attr(node, "linear_before_reset", 0) != 0
+    bias = len(node.input) > 3 and bool(node.input[3])
+    lengths = len(node.input) > 4 and bool(node.input[4])
+    f, bh = 4, 4 * batch * hidden
+    req: list[int] = []
+    if not (len(node.output) > 1 and node.output[1]):
+        req.append(bh * len(dirs))
+    for d in dirs:
+        req += [bh, bh]
+        if bias:
+            req += [bh] * (4 if lbr else 3)
+        if lbr:
+            req.append(bh)
+        req.append(f * 3 * hidden * batch * seq)
+        if d == "reverse":
+            req += [f * batch * seq * inp, f * batch * seq * hidden]
+        if not lengths:
+            req.append(4 * batch)
+    return KernelScratch(after=tuple(req))
+
+
 def _where(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     """``Where<T>`` (``tensor/where_op.cc``): the X and Y selections, each broadcast with the
     condition, are built before the output."""
@@ -337,6 +374,7 @@ _MODELLED = {
     ("", "ConvTranspose"): _conv_transpose,
     ("", "LRN"): _lrn,
     ("", "LSTM"): _lstm,
+    ("", "GRU"): _gru,
     ("", "Where"): _where,
     (MS, "BiasGelu"): _bias_gelu,
     (MS, "FastGelu"): _bias_gelu,

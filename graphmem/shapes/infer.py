@@ -65,30 +65,47 @@ class ShapeResult:
     failed_nodes: tuple[int, ...]  # nodes whose inference raised (their outputs may be unknown)
 
 
-def bind_shape(shape: Shape | None, dims: Mapping[str, int]) -> Shape | None:
-    """Replace named dims that ``dims`` binds by their values."""
+def bind_shape(shape: Shape | None, dims: Mapping[str, int], *, run: bool = False) -> Shape | None:
+    """Replace named dims that ``dims`` binds by their values. ``run``: a negative dim value
+    (``-1``, a dynamic dim in some exporters' files) says nothing about the run: unknown."""
     if shape is None:
         return None
+    if run:
+        return tuple(None if isinstance(d, int) and d < 0 else dims.get(d, d) if isinstance(d, str) else d for d in shape)
     return tuple(dims.get(d, d) if isinstance(d, str) else d for d in shape)
 
 
 def infer_types(
-    g: OpGraph, order: tuple[int, ...], *, view: View, dims: Mapping[str, int] | None = None
+    g: OpGraph,
+    order: tuple[int, ...],
+    *,
+    view: View,
+    dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Shape] | None = None,
+    input_values: Mapping[str, np.ndarray] | None = None,
 ) -> ShapeResult:
-    """Infer every node output's type in ``order`` (a topological order of ``g``)."""
+    """Infer every node output's type in ``order`` (a topological order of ``g``).
+
+    ``shapes`` set graph inputs' whole shapes and ``input_values`` their values (the runtime
+    view of ``--shape`` / ``--value``; onnxruntime's static view knows neither)."""
     model = g.model
     dims = dims or {}
+    shapes = shapes or {}
+    run = view is RUNTIME
     # NCHWc block sizes a graph onnxruntime saved at level all is consistent with (its filters).
     blocks = nchwc_block_sizes(model.nodes, {name: w.dims for name, w in model.weights.items()})
     types: dict[str, TensorType] = {}
     values: dict[str, np.ndarray] = {}
     for name, t in model.inputs.items():
-        types[name] = TensorType(dtype=t.dtype, shape=bind_shape(t.shape, dims), kind=t.kind)
+        shape = tuple(shapes[name]) if name in shapes else bind_shape(t.shape, dims, run=run)
+        types[name] = TensorType(dtype=t.dtype, shape=shape, kind=t.kind)
     for name, w in model.weights.items():
         types[name] = TensorType(dtype=w.dtype, shape=w.dims)
     for name, v in model.values.items():
         if _keep_value(view, v):
             values[name] = v
+    for name, v in (input_values or {}).items():
+        values[name] = v
     declared = {**model.value_info, **model.outputs}
     serialized: dict[str, bytes] = {}
     data_bytes: dict[str, bytes] = {}
@@ -107,8 +124,8 @@ def infer_types(
             have = declared.get(out)
             new = inferred.get(out)
             if have is not None:
-                have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
-            types[out] = _merge(new, have)
+                have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims, run=run), kind=have.kind)
+            types[out] = _merge(new, have, prefer_inferred_rank=run)
         if view is RUNTIME:
             _fill_runtime_gaps(node, types)
         if view.value_ops is None or node.op_type in view.value_ops:
@@ -230,7 +247,7 @@ def _np_to_onnx(dtype: np.dtype) -> int | None:
         return None
 
 
-def _merge(inferred: TensorType | None, declared: TensorType | None) -> TensorType:
+def _merge(inferred: TensorType | None, declared: TensorType | None, *, prefer_inferred_rank: bool = False) -> TensorType:
     """Merge an inferred type into the file's declared one, as onnx's ``mergeInShapeInfo``.
 
     Per dim: an inferred value wins; else a declared value stays; else the declared name is
@@ -246,7 +263,8 @@ def _merge(inferred: TensorType | None, declared: TensorType | None) -> TensorTy
     if declared.shape is None:
         return TensorType(dtype=dtype, shape=inferred.shape)
     if len(inferred.shape) != len(declared.shape):
-        return TensorType(dtype=dtype, shape=declared.shape)
+        # the run follows the ops, not a file whose declared rank is wrong (runtime view)
+        return TensorType(dtype=dtype, shape=inferred.shape if prefer_inferred_rank else declared.shape)
     dims: list[Dim] = []
     for a, b in zip(inferred.shape, declared.shape):
         if isinstance(a, int):

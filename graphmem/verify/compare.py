@@ -9,7 +9,7 @@ a user sees which op the model gets wrong.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,8 @@ def verify(
     path: str | Path,
     *,
     dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
     provider: str = "cpu",
     graph_opt: str = "none",
     tolerance: float = 0.05,
@@ -113,7 +115,7 @@ def verify(
             runnable = with_random_weights(path, work / "random_weights.onnx", seed=seed)
         analysed = optimized_model(runnable, graph_opt, work)
         order = "ort" if graph_opt == "none" else "file"  # onnxruntime writes its execution order
-        predicted = graphmem.analyze(analysed, dims=dims, execution_order=order)
+        predicted = graphmem.analyze(analysed, dims=dims, shapes=shapes, values=values, execution_order=order)
         if graph_opt != "none" and predicted.shapes.unresolved:
             raise UnsupportedOpError(
                 f"--graph-opt {graph_opt}: the optimized graph has {len(predicted.shapes.unresolved)} "
@@ -121,7 +123,8 @@ def verify(
                 "contrib ops graphmem has no shape rule for; use --graph-opt none"
             )
         proto = onnx.load(str(runnable), load_external_data=False)
-        feeds = make_feeds(proto, dims, seed=seed, int_range=int_range)
+        run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
+        feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
         m = measure(str(runnable), feeds, provider=provider, graph_opt=graph_opt, threads=1, runs=2)
         unpacked = measure(
             str(runnable),
@@ -138,7 +141,9 @@ def verify(
     if m.providers and m.providers[0] == CUDA and graph_opt == "none":
         # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
         # inputs the session copied in before the first kernel are in the baseline, as there)
-        predicted = graphmem.analyze(analysed, dims=dims, execution_order=order, provider="cuda")
+        predicted = graphmem.analyze(
+            analysed, dims=dims, shapes=shapes, values=values, execution_order=order, provider="cuda"
+        )
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))
     mismatches = _output_mismatches(predicted, run1)

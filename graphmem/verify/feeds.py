@@ -8,7 +8,7 @@ consumers of each input.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -27,6 +27,8 @@ def make_feeds(
     *,
     seed: int = 0,
     int_range: tuple[int, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Random arrays for every graph input that is not an initializer.
 
@@ -34,6 +36,8 @@ def make_feeds(
     MeasureError naming it.  Floats are standard normal cast to the input's
     dtype, bools uniform, integers uniform in ``int_range`` (half-open) or,
     when None, in a range safe for the input's consumers (see ``safe_int_range``).
+    ``shapes`` give inputs' whole shapes (``--shape``) and ``values`` their values (``--value``,
+    laid out in the input's shape).
     """
     if int_range is not None:
         _check_range(int_range)
@@ -45,7 +49,10 @@ def make_feeds(
         if value.name in initializers:
             continue
         dtype = input_dtype(value)
-        shape = input_shape(value, dims)
+        shape = tuple(shapes[value.name]) if shapes and value.name in shapes else input_shape(value, dims)
+        if values and value.name in values:
+            feeds[value.name] = np.asarray(values[value.name], dtype=dtype).reshape(shape)
+            continue
         bounds = int_range if int_range is not None else safe_int_range(graph, value.name, dims)
         feeds[value.name] = random_array(rng, dtype, shape, bounds)
     return feeds
@@ -147,6 +154,8 @@ def _dim_size(dim: onnx.TensorShapeProto.Dimension, dims: Mapping[str, int], whe
     """Concrete size of one dimension: its value, or its symbol looked up in ``dims``."""
     kind = dim.WhichOneof("value")
     if kind == "dim_value":
+        if dim.dim_value < 0:
+            raise UnboundDimError(f"{where}: the file gives the dim as {dim.dim_value}; set the input's shape with --shape")
         return int(dim.dim_value)
     if kind == "dim_param":
         if dim.dim_param not in dims:

@@ -20,7 +20,12 @@ def verify_json(
     """The ``verify`` document (``--json``); ``gate``: the budgets' verdict, when any was given."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "model": {"path": path, "dims": dict(dims)},
+        "model": {
+            "path": path,
+            "dims": dict(dims),
+            "shapes": {k: list(s) for k, s in v.analysis.model.shapes.items()},
+            "values": {k: list(x) for k, x in v.analysis.model.values.items()},
+        },
         "verify": {
             "provider": v.provider,
             "provider_reason": v.provider_reason,

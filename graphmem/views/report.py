@@ -28,6 +28,8 @@ def model_json(a: Analysis) -> dict[str, Any]:
         "nodes": a.model.nodes,
         "dims": dict(a.model.dims),
         "graph_opt": a.model.graph_opt,
+        "shapes": {k: list(s) for k, s in a.model.shapes.items()},
+        "values": {k: list(x) for k, x in a.model.values.items()},
     }
 
 

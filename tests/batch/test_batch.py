@@ -100,6 +100,7 @@ def dip(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("8..32:8", (8, 16, 24, 32)),
         ("1..64:x2", (1, 2, 4, 8, 16, 32, 64)),
         ("3..40:x3", (3, 9, 27)),
+        ("0,64", (0, 64)),  # an empty past is a valid binding
     ],
 )
 def test_parse_dim_values(text: str, expected: tuple[int, ...]) -> None:
@@ -109,7 +110,7 @@ def test_parse_dim_values(text: str, expected: tuple[int, ...]) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "1,,2", "a", "1,a", "", "1,", "-1", "0", "1.5", "4..1", "1..8:x1", "1..8:0", "1...8",
+        "1,,2", "a", "1,a", "", "1,", "-1", "1.5", "4..1", "1..8:x1", "1..8:0", "1...8",
         "1..9999999999999999999999", "9223372036854775808", f"1..{MAX_SWEEP_POINTS + 1}",
         str((1 << 40) + 1),
     ],

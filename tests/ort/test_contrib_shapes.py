@@ -98,6 +98,11 @@ CASES = [
     ("attention-past", "Attention", MS,
      {"x": t(2, 8, 32), "w": t(32, 96), "b": t(96), "m": t(2, 8, dtype=TensorProto.INT32), "p": t(2, 2, 4, 3, 8)},
      {"num_heads": 4}, [(2, 8, 32), (2, 2, 4, 11, 8)]),
+    # GroupQueryAttention, no total_sequence_length value: output like the query; present keeps
+    # the past's length (64) — the static rule of bert_defs.cc.
+    ("gqa", "GroupQueryAttention", MS,
+     {"q": t(2, 1, 64), "k": t(2, 1, 32), "v": t(2, 1, 32), "pk": t(2, 2, 64, 16), "pv": t(2, 2, 64, 16)},
+     {"num_heads": 4, "kv_num_heads": 2}, [(2, 1, 64), (2, 2, 64, 16), (2, 2, 64, 16)]),
     # LayerNormalization before opset 17 (onnxruntime's ONNX-domain kernel): stats [2, 8, 1].
     ("layernorm", "LayerNormalization", "", {"x": t(2, 8, 32), "g": t(32), "b": t(32)}, {"axis": -1},
      [(2, 8, 32), (2, 8, 1), (2, 8, 1)]),
@@ -133,6 +138,29 @@ SYMBOLIC = [
 @pytest.mark.parametrize(("op", "domain", "ins", "attrs", "expected"), [c[1:] for c in SYMBOLIC], ids=[c[0] for c in SYMBOLIC])
 def test_rule_symbolic(op, domain, ins, attrs, expected) -> None:  # type: ignore[no-untyped-def]
     assert infer(op, domain, ins, outs=len(expected), **attrs) == expected
+
+
+@pytest.mark.parametrize(
+    ("past", "total", "present"),
+    [
+        (64, 65, 65),  # decode step with a growing cache: total = past + 1
+        (2048, 65, 2048),  # onnxruntime-genai's shared buffer: the buffer's length, not the total
+        (0, 128, 128),  # prefill into an empty past
+    ],
+)
+def test_gqa_present_is_max_of_past_and_total(past: int, total: int, present: int) -> None:
+    # group_query_attention_helper.h: present_sequence_length = max(total, past_key dim 2);
+    # packed QKV [1, S, (4 + 2·2)·16] -> head 16, output [1, S, 64].
+    seq = 128 if past == 0 else 1
+    names = ["qkv", "", "", "pk", "pv", "seqlens", "total"]
+    node = helper.make_node("GroupQueryAttention", names, ["o", "pk_out", "pv_out"], domain=MS,
+                            num_heads=4, kv_num_heads=2)
+    types = {"qkv": t(1, seq, 128), "pk": t(1, 2, past, 16), "pv": t(1, 2, past, 16),
+             "seqlens": t(1, dtype=TensorProto.INT32), "total": t(dtype=TensorProto.INT32)}
+    got = infer_contrib(node, types, {"total": np.array(total, dtype=np.int32)})
+    assert got is not None
+    assert got["o"].shape == (1, seq, 64)
+    assert got["pk_out"].shape == got["pv_out"].shape == (1, 2, present, 16)
 
 
 def test_fused_matmul_of_one_tensor_with_itself() -> None:

@@ -1,0 +1,141 @@
+"""--shape, --value and odd dims (issue 14): whole input shapes over -1, unnamed and shared-name
+dims, values of small integer inputs, dims of 0, pasteable hints; hand-computed bytes."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import graphmem
+from graphmem.analysis.dims import parse_shapes, parse_values, resolve_inputs
+from graphmem.errors import UnboundDimError, UsageError
+from graphmem.model.types import TensorType
+
+from builders import outcome
+
+F = TensorProto.FLOAT
+
+
+def _save(tmp_path, name, nodes, inputs, outputs, inits=()):  # type: ignore[no-untyped-def]
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(m, str(path))
+    return path
+
+
+def _vi(name, dtype, dims):  # type: ignore[no-untyped-def]
+    v = helper.make_tensor_value_info(name, dtype, None)
+    shape = v.type.tensor_type.shape
+    for d in dims:
+        dim = shape.dim.add()
+        if isinstance(d, int):
+            dim.dim_value = d
+        elif isinstance(d, str):
+            dim.dim_param = d
+    return v
+
+
+@pytest.fixture
+def paddle_like(tmp_path):  # type: ignore[no-untyped-def]
+    # x [-1, 3, ?, ?] -> Abs -> Neg -> y [-1, 3, ?, ?]: paddle2onnx's dims.
+    nodes = [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["y"])]
+    return _save(tmp_path, "paddle", nodes, [_vi("x", F, [-1, 3, "?", "?"])], [_vi("y", F, [-1, 3, "?", "?"])])
+
+
+def test_shape_binds_minus_one_and_a_shared_name(paddle_like) -> None:  # type: ignore[no-untyped-def]
+    # 2x3x4x5 floats = 480 B: a (480, freed after Neg) and y (480, output) both held at Neg.
+    a = graphmem.analyze(paddle_like, shapes={"x": (2, 3, 4, 5)})
+    assert a.activations.peak_bytes == 960
+    assert a.io.inputs_bytes == 480 and a.io.outputs_bytes == 480
+    assert a.model.shapes == {"x": (2, 3, 4, 5)}
+    assert not a.shapes.unresolved
+
+
+def test_minus_one_without_shape_is_an_error_with_a_pasteable_hint(paddle_like) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UnboundDimError) as err:
+        graphmem.analyze(paddle_like, dims={"?": 48})
+    message = str(err.value)
+    assert "input 'x'" in message and "--shape x=Nx3xNxN" in message
+
+
+def test_unnamed_dims_are_bound_by_shape(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = _save(tmp_path, "unnamed", [helper.make_node("Relu", ["x"], ["y"])], [_vi("x", F, [None, None])],
+                 [_vi("y", F, [None, None])])
+    with pytest.raises(UnboundDimError, match="neither a value nor a name"):
+        graphmem.analyze(path)
+    assert graphmem.analyze(path, shapes={"x": (4, 100)}).activations.peak_bytes == 1600  # y: 4·100·4
+
+
+def test_value_of_an_integer_input_sizes_a_shape(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # n (int64 scalar) -> Unsqueeze -> ConstantOfShape -> y float [n]: with --value n=7, y is 28 B
+    # (the Unsqueeze output is a view of the input n: no request).
+    nodes = [helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+             helper.make_node("ConstantOfShape", ["n1"], ["y"], value=numpy_helper.from_array(np.zeros(1, np.float32)))]
+    path = _save(tmp_path, "value", nodes, [helper.make_tensor_value_info("n", TensorProto.INT64, [])], [_vi("y", F, ["m"])],
+                 [numpy_helper.from_array(np.array([0], np.int64), "ax")])
+    a = graphmem.analyze(path, values={"n": (7,)})
+    assert a.types["y"].shape == (7,)
+    assert a.activations.peak_bytes == 28
+    assert a.model.values == {"n": (7,)}
+    with pytest.raises(UsageError, match="2 values for an input of shape scalar"):
+        graphmem.analyze(path, values={"n": (7, 8)})
+
+
+def test_a_zero_dim_is_an_empty_past(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # past [1, p, 4] ++ new [1, 1, 4] -> present [1, p + 1, 4]: at p = 0 it is 16 B.
+    nodes = [helper.make_node("Concat", ["past", "new"], ["present"], axis=1)]
+    path = _save(tmp_path, "past", nodes, [_vi("past", F, [1, "p", 4]), _vi("new", F, [1, 1, 4])],
+                 [_vi("present", F, [1, "p + 1", 4])])
+    a = graphmem.analyze(path, dims={"p": 0})
+    assert (a.activations.peak_bytes, a.io.inputs_bytes) == (16, 16)
+    with pytest.raises(UsageError, match="from 0 to"):
+        graphmem.analyze(path, dims={"p": -1})
+
+
+def test_a_dim_named_by_arithmetic_is_derived_and_its_hint_is_quoted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    nodes = [helper.make_node("Relu", ["mask"], ["y"])]
+    path = _save(tmp_path, "mask", nodes, [_vi("mask", F, ["past + seq"]), _vi("ids", F, ["seq"]), _vi("pk", F, ["past"])],
+                 [_vi("y", F, ["past + seq"])])
+    with pytest.raises(UnboundDimError) as err:
+        graphmem.analyze(path)
+    assert "--dim 'past + seq=N'" in str(err.value)
+    assert shlex.split("--dim 'past + seq=N'") == ["--dim", "past + seq=N"]
+    a = graphmem.analyze(path, dims={"past": 64, "seq": 1})
+    assert a.model.dims["past + seq"] == 65 and a.activations.peak_bytes == 260  # y: 65 floats
+
+
+@pytest.mark.parametrize(
+    ("shapes", "phrase"),
+    [({"nosuch": (1,)}, "no input 'nosuch'"), ({"x": (1, 3, 4)}, "has 4 dims"), ({"x": (1, 2, 4, 4)}, "fixed at 3")],
+)
+def test_bad_shapes_name_the_input(paddle_like, shapes, phrase) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UsageError, match=phrase):
+        graphmem.analyze(paddle_like, shapes=shapes)
+
+
+def test_parsers() -> None:
+    assert parse_shapes(["x=1x3x48x192", "s=scalar"]) == {"x": (1, 3, 48, 192), "s": ()}
+    assert parse_values(["sr=16000", "lens=3,4"]) == {"sr": (16000,), "lens": (3, 4)}
+    for bad in (["x=1x-3"], ["x=1xa"], ["x"], ["x=1", "x=2"]):
+        with pytest.raises(UsageError):
+            parse_shapes(bad)
+    with pytest.raises(UsageError):
+        parse_values(["sr=1.5"])
+    with pytest.raises(UsageError, match="not an integer tensor"):
+        resolve_inputs({"x": TensorType(dtype=F, shape=(1,))}, values={"x": (1,)})
+
+
+def test_cli_shape_and_value_options(paddle_like) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = outcome("peak", str(paddle_like), "--shape", "x=2x3x4x5", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["activations"]["peak_bytes"] == 960 and doc["model"]["shapes"] == {"x": [2, 3, 4, 5]}
+    code, out, err = outcome("peak", str(paddle_like), "--shape", "x=2x3x4")
+    assert code == 2 and err.startswith("graphmem: error: --shape x=2x3x4: the input has 4 dims")

@@ -1,0 +1,315 @@
+"""Memory pictures with matplotlib (the optional ``graphmem[plot]`` extra): PNG or SVG bytes.
+
+* :func:`timeline_figure` — ``graphmem peak --plot``: bytes onnxruntime holds after each step
+  (the figures behind ``activations.peak_bytes``), the lower bound, the in-use curve with kernel
+  scratch when modelled, the largest buffers live at the peak as stacked bands, the peak marked
+  with its node, weights and inputs as a labelled baseline under the axis;
+* :func:`training_figure` — ``graphmem train --plot``: forward, backward and optimizer step with
+  weights, optimizer state, gradients, saved activations and the rest as bands;
+* :func:`diff_figure` — ``graphmem diff --plot``: two timelines overlaid.
+
+matplotlib is imported only here and only when a picture is asked for (:func:`require`); the
+figures are built on the object API (``matplotlib.figure.Figure``), never pyplot, so nothing
+global is touched. Text stays text in SVG (``svg.fonttype: none``) so it can be searched.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graphmem.errors import UsageError
+from graphmem.memtimeline import MemoryTimeline
+from graphmem.units import format_bytes
+from graphmem.views.timeline import Bin, byte_ticks, peak_bands, peak_window, short_name, step_bins, tick_label
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from graphmem.analysis import Analysis
+    from graphmem.training.estimate import TrainingEstimate
+
+__all__ = [
+    "INSTALL_HINT",
+    "PLOT_FORMATS",
+    "require",
+    "plot_format",
+    "render",
+    "timeline_figure",
+    "training_figure",
+    "diff_figure",
+]
+
+INSTALL_HINT = "pip install 'graphmem[plot]'"
+PLOT_FORMATS = ("png", "svg")
+#: Most x positions a PNG/SVG plot draws; longer runs are gathered into bins (peak kept exact).
+MAX_BINS = 600
+BAND_COUNT = 6
+#: Pastel fills for the bands, so the curves drawn over them stay readable.
+BAND_COLOURS = ("#9ECAE9", "#FDAE6B", "#A1D99B", "#FC9272", "#BCBDDC", "#D9B38C", "#F1B6DA")
+LOWER_COLOUR = "#006D2C"
+IN_USE_COLOUR = "#7B3294"
+#: Steps the zoom panel of a binned timeline shows around the peak, one x position each.
+ZOOM_STEPS = 240
+OTHER_COLOUR = "#D9D9D9"
+BASELINE_COLOUR = "#E8DCC2"
+WARN_COLOUR = "#B00020"
+
+
+def require() -> Any:
+    """matplotlib, set up for files (Agg); a :class:`UsageError` naming the install command when
+    it is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError(f"plots need matplotlib, which is not installed: {INSTALL_HINT}") from None
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    matplotlib.rcParams["svg.hashsalt"] = "graphmem"  # the same picture gives the same file
+    return matplotlib
+
+
+def plot_format(path: str | Path) -> str:
+    """``png`` or ``svg`` from the file name; a :class:`UsageError` for anything else."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in PLOT_FORMATS:
+        raise UsageError(f"--plot {path}: the file name must end in .png or .svg")
+    return suffix
+
+
+def render(fig: Figure, fmt: str) -> bytes:
+    """The figure as PNG or SVG bytes (no date or software stamp, so reruns are identical)."""
+    buf = io.BytesIO()
+    metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+    fig.savefig(buf, format=fmt, metadata=metadata)
+    return buf.getvalue()
+
+
+def _figure(width: float = 11.0, height: float = 5.6) -> Figure:
+    require()
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=110, layout="constrained")
+
+
+def _edges(bins: Sequence[Bin]) -> list[int]:
+    return [b.first for b in bins] + [bins[-1].last + 1]
+
+
+def _post(values: Sequence[int]) -> list[int]:
+    """Values for a ``step='post'`` drawing over :func:`_edges` (the last one repeated)."""
+    return [*values, values[-1]]
+
+
+def _byte_axis(ax: Axes, top: int, *, floor: float = 0.0) -> None:
+    ticks = byte_ticks(top)
+    ax.set_yticks(ticks, [tick_label(t) for t in ticks])
+    ax.set_ylim(floor, ticks[-1] * 1.04 if ticks[-1] else 1)
+    ax.grid(axis="y", color="#E5E5E5", linewidth=0.8)
+    ax.set_axisbelow(True)
+
+
+def exactness_note(a: Analysis) -> str | None:
+    """None when every buffer was planned from resolved shapes; else what the figures miss."""
+    parts = []
+    if a.shapes.unresolved:
+        parts.append(f"{len(a.shapes.unresolved)} tensors have no static size")
+    if a.activations.unknown:
+        parts.append(f"{len(a.activations.unknown)} buffers of unknown size")
+    if not parts:
+        return None
+    return "NOT EXACT: " + "; ".join(parts) + " (not in the curves: they are lower estimates)"
+
+
+def _subtitle(a: Analysis) -> str:
+    dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "no dims"
+    return f"{dims} · graph-opt {a.model.graph_opt} · {a.activations.runtime}"
+
+
+def timeline_figure(a: Analysis, t: MemoryTimeline, *, max_bins: int = MAX_BINS) -> Figure:
+    """The memory timeline of one analysis (see the module doc). A run longer than
+    ``max_bins`` steps is drawn in bins (each its highest step, the peak exact) with a second
+    panel showing every step of the :data:`ZOOM_STEPS` around the peak."""
+    steps = len(t.requested)
+    binned = steps > max_bins
+    fig = _figure(height=8.0 if binned else 5.6)
+    fig.suptitle(f"Activation memory over the run: {Path(a.model.path).name}", fontsize=13, x=0.01, ha="left")
+    if steps == 0:
+        ax = fig.add_subplot()
+        ax.text(0.5, 0.5, "the graph has no steps", ha="center", transform=ax.transAxes)
+        return fig
+    if binned:
+        top, zoom = fig.subplots(2, 1, height_ratios=(3, 2))
+        _draw_timeline(top, a, t, step_bins(t, max_bins), baseline=True)
+        start, stop = peak_window(t, ZOOM_STEPS)
+        _draw_timeline(zoom, a, t, step_bins(t, ZOOM_STEPS, start=start, stop=stop), baseline=False, legend=False)
+        zoom.set_title(f"every step around the peak: steps {start + 1:,}–{stop:,}", fontsize=9, loc="left", color="#555555")
+        top.axvspan(start, stop, color=WARN_COLOUR, alpha=0.08, linewidth=0)
+    else:
+        _draw_timeline(fig.add_subplot(), a, t, step_bins(t, max_bins), baseline=True)
+    _footer(fig, a)
+    return fig
+
+
+def _draw_timeline(ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin], *, baseline: bool, legend: bool = True) -> None:
+    act = a.activations
+    steps = len(t.requested)
+    first, stop = bins[0].first, bins[-1].last + 1
+    if baseline:
+        ax.set_title(_subtitle(a), fontsize=9, loc="left", color="#555555")
+    x = _edges(bins)
+    grouped = len(bins) < stop - first
+    below = [0] * len(bins)
+    for k, band in enumerate(peak_bands(t, bins, BAND_COUNT)):
+        top = [lo + v for lo, v in zip(below, band.values)]
+        ax.fill_between(
+            x, _post(below), _post(top), step="post", linewidth=0, color=BAND_COLOURS[k % len(BAND_COLOURS)],
+            label=f"{short_name(band.label, 44)} ({format_bytes(band.bytes)})",
+        )
+        below = top
+    requested = [b.requested for b in bins]
+    ax.fill_between(x, _post(below), _post(requested), step="post", linewidth=0, color=OTHER_COLOUR, label="other live buffers")
+    if grouped:  # how far below its highest step a bin's steps go
+        ax.fill_between(x, _post([b.requested_low for b in bins]), _post(requested), step="post",
+                        linewidth=0, color="#000000", alpha=0.10, label="range within a bin")
+    ax.step(x, _post(requested), where="post", color="#222222", linewidth=1.1, label="requested (onnxruntime arena)", gid="requested")
+    ax.step(x, _post([b.lower_bound for b in bins]), where="post", color=LOWER_COLOUR, linewidth=1.0,
+            linestyle=(0, (4, 2)), label="lower bound (any placement)", gid="lower_bound")
+    highest = max(requested)
+    if t.in_use is not None:
+        in_use = [b.in_use or 0 for b in bins]
+        ax.step(x, _post(in_use), where="post", color=IN_USE_COLOUR, linewidth=1.0, linestyle=(0, (1, 1.2)),
+                label="in use with kernel scratch (arena chunks)", gid="in_use")
+        highest = max(highest, max(in_use))
+    floor = _baseline(ax, a, highest, first, stop) if baseline else 0.0
+    _byte_axis(ax, highest, floor=floor)
+    ax.set_xlim(first, stop)
+    note = f"; {len(bins):,} bins of {bins[0].last - bins[0].first + 1} steps, each at its highest" if grouped else ""
+    ax.set_xlabel(f"execution step (of {steps:,}{note})", fontsize=9)
+    ax.set_ylabel("bytes held (binary units)")
+    ps = act.peak_step
+    if first <= ps < stop:
+        ax.plot([ps + 0.5], [act.peak_bytes], marker="o", color=WARN_COLOUR, markersize=6, zorder=5)
+        ax.annotate(
+            f"peak {format_bytes(act.peak_bytes)} ({act.peak_bytes:,} B)\nat '{short_name(act.peak_node, 56)}'\n"
+            f"step {ps + 1:,} of {steps:,} ({t.op_types[ps]})",
+            xy=(ps + 0.5, act.peak_bytes), xytext=(0.5, 0.97), textcoords="axes fraction",
+            ha="right" if ps - first > (stop - first) / 2 else "left", va="top", fontsize=8.5,
+            arrowprops={"arrowstyle": "->", "color": WARN_COLOUR, "linewidth": 0.8},
+            bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": WARN_COLOUR, "linewidth": 0.8},
+        )
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False,
+                  title="buffers live at the peak (tensor they hold then)", title_fontsize=8, alignment="left")
+
+
+def _baseline(ax: Axes, a: Analysis, top: int, first: int, stop: int) -> float:
+    """Weights and inputs, held the whole run, as a grey band under zero: to scale when they
+    are no larger than the activations' top, else a fixed height marked "not to scale"."""
+    base = a.weights.bytes + a.io.inputs_bytes
+    to_scale = base <= top
+    height = base if to_scale else top * 0.18
+    if height <= 0:
+        return 0.0
+    ax.axhspan(-height, 0, facecolor=BASELINE_COLOUR, edgecolor="#C9B98F", linewidth=0, hatch=None if to_scale else "///")
+    label = (
+        f"weights {format_bytes(a.weights.bytes)} + inputs {format_bytes(a.io.inputs_bytes)}: held all run"
+        + ("" if to_scale else " (band not to scale)")
+    )
+    ax.text(first + (stop - first) * 0.005, -height / 2, label, va="center", ha="left", fontsize=8, color="#333333")
+    ax.axhline(0, color="#777777", linewidth=0.6)
+    return -height
+
+
+def _footer(fig: Figure, a: Analysis) -> None:
+    note = exactness_note(a)
+    total = f"total at the peak = weights + activations peak + inputs = {format_bytes(a.total_bytes)} ({a.total_bytes:,} B)"
+    if note:
+        fig.text(0.01, 0.005, note, color=WARN_COLOUR, fontsize=9, fontweight="bold", ha="left", va="bottom")
+        fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    else:
+        fig.text(0.01, 0.005, "exact: every buffer planned from resolved shapes · " + total, fontsize=8, color="#555555", ha="left", va="bottom")
+        fig.get_layout_engine().set(rect=(0, 0.035, 1, 0.965))
+
+
+def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: MemoryTimeline, *, max_bins: int = MAX_BINS) -> Figure:
+    """Two timelines overlaid, each with its peak marked (x: each run's own steps)."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    fig.suptitle(f"Activation memory: {Path(old.model.path).name} vs {Path(new.model.path).name}", fontsize=13, x=0.01, ha="left")
+    ax.set_title(_subtitle(new), fontsize=9, loc="left", color="#555555")
+    highest, longest = 1, 1
+    for a, t, colour, name, gid in ((old, t_old, "#4C72B0", "old", "old"), (new, t_new, "#DD8452", "new", "new")):
+        if not t.requested:
+            continue
+        bins = step_bins(t, max_bins)
+        ax.step(_edges(bins), _post([b.requested for b in bins]), where="post", color=colour, linewidth=1.3,
+                label=f"{name}: {Path(a.model.path).name}, peak {format_bytes(a.activations.peak_bytes)} ({a.activations.peak_bytes:,} B) at '{short_name(a.activations.peak_node, 40)}'",
+                gid=gid)
+        ax.plot([a.activations.peak_step + 0.5], [a.activations.peak_bytes], marker="o", color=colour, markersize=6)
+        highest = max(highest, a.activations.peak_bytes)
+        longest = max(longest, len(t.requested))
+    change = new.activations.peak_bytes - old.activations.peak_bytes
+    pct = f" ({change / old.activations.peak_bytes:+.1%})" if old.activations.peak_bytes else ""
+    ax.text(0.99, 0.02, f"peak change {'+' if change >= 0 else '−'}{format_bytes(abs(change))}{pct}", transform=ax.transAxes, ha="right", fontsize=9)
+    _byte_axis(ax, highest)
+    ax.set_xlim(0, longest)
+    ax.set_xlabel("execution step")
+    ax.set_ylabel("bytes requested and held (binary units)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8, frameon=False)
+    notes = [n for n in (exactness_note(old), exactness_note(new)) if n]
+    if notes:
+        fig.text(0.01, 0.005, " · ".join(f"{w}: {n}" for w, n in zip(("old", "new"), (exactness_note(old), exactness_note(new))) if n),
+                 color=WARN_COLOUR, fontsize=9, fontweight="bold", ha="left", va="bottom")
+        fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    return fig
+
+
+def training_figure(e: TrainingEstimate) -> Figure:
+    """One training step: forward, backward and optimizer step with stacked memory bands."""
+    from graphmem.views.training_bands import training_bands
+
+    tb = training_bands(e)
+    fig = _figure()
+    ax = fig.add_subplot()
+    fig.suptitle(f"Training step memory: {Path(e.analysis.model.path).name}", fontsize=13, x=0.01, ha="left")
+    c = e.config
+    ax.set_title(
+        f"{_subtitle(e.analysis).rsplit(' · ', 1)[0]} · optimizer {c.optimizer}, grads {c.grads}, precision {c.precision}",
+        fontsize=9, loc="left", color="#555555",
+    )
+    x = list(range(len(tb.totals) + 1))
+    below = [0] * len(tb.totals)
+    for k, (name, values) in enumerate(tb.bands):
+        top = [lo + v for lo, v in zip(below, values)]
+        ax.fill_between(x, _post(below), _post(top), step="post", linewidth=0,
+                        color=BAND_COLOURS[k % len(BAND_COLOURS)], alpha=0.85, label=name)
+        below = top
+    ax.step(x, _post(list(tb.totals)), where="post", color="#222222", linewidth=1.0)
+    for phase in tb.phases:
+        ax.axvline(phase.first, color="#777777", linewidth=0.6)
+        mid = (phase.first + phase.last + 1) / 2
+        ax.text(mid, 1.0, phase.name, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9)
+        is_top = phase.name == e.peak_phase
+        ax.plot([phase.peak_at + 0.5], [phase.total_bytes], marker="o", markersize=6 if is_top else 4,
+                color=WARN_COLOUR if is_top else "#222222", zorder=5)
+    top_phase = next(p for p in tb.phases if p.name == e.peak_phase)
+    ax.annotate(
+        f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\nin {e.peak_phase} at '{short_name(top_phase.at, 48)}'",
+        xy=(top_phase.peak_at + 0.5, e.step_peak_bytes), xytext=(0.02, 0.9), textcoords="axes fraction",
+        fontsize=8.5, va="top", arrowprops={"arrowstyle": "->", "color": WARN_COLOUR, "linewidth": 0.8},
+        bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": WARN_COLOUR, "linewidth": 0.8},
+    )
+    _byte_axis(ax, max(tb.totals))
+    ax.set_xlim(0, len(tb.totals))
+    ax.set_xlabel("step of the training step (forward ops, backward ops, optimizer)")
+    ax.set_ylabel("bytes held (binary units)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    note = exactness_note(e.analysis)
+    if e.unknown_sizes or note:
+        fig.text(0.01, 0.005, note or f"NOT EXACT: {len(e.unknown_sizes)} tensors of unknown size (not in the bands)",
+                 color=WARN_COLOUR, fontsize=9, fontweight="bold", ha="left", va="bottom")
+        fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    return fig

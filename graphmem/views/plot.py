@@ -57,6 +57,8 @@ ZOOM_STEPS = 240
 OTHER_COLOUR = "#D9D9D9"
 BASELINE_COLOUR = "#E8DCC2"
 WARN_COLOUR = "#B00020"
+#: Training bands, bottom up: weights, optimizer state, inputs, gradients, saved, activations, temporaries.
+TRAIN_COLOURS = ("#BDBDBD", "#8C96C6", "#E8DCC2", "#FDAE6B", "#74C476", "#9ECAE9", "#F1B6DA")
 
 
 def require() -> Any:
@@ -111,7 +113,7 @@ def _byte_axis(ax: Axes, top: int, *, floor: float = 0.0) -> None:
     ax.set_axisbelow(True)
 
 
-def exactness_note(a: Analysis) -> str | None:
+def _not_exact(a: Analysis) -> str | None:
     """None when every buffer was planned from resolved shapes; else what the figures miss."""
     parts = []
     if a.shapes.unresolved:
@@ -224,14 +226,17 @@ def _baseline(ax: Axes, a: Analysis, top: int, first: int, stop: int) -> float:
 
 
 def _footer(fig: Figure, a: Analysis) -> None:
-    note = exactness_note(a)
     total = f"total at the peak = weights + activations peak + inputs = {format_bytes(a.total_bytes)} ({a.total_bytes:,} B)"
-    if note:
-        fig.text(0.01, 0.005, note, color=WARN_COLOUR, fontsize=9, fontweight="bold", ha="left", va="bottom")
-        fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    _footer_note(fig, _not_exact(a), total)
+
+
+def _footer_note(fig: Figure, warning: str | None, info: str) -> None:
+    """A red line saying why the figures are not exact, or a grey "exact" line with ``info``."""
+    if warning:
+        fig.text(0.01, 0.005, warning, color=WARN_COLOUR, fontsize=9, fontweight="bold", ha="left", va="bottom")
     else:
-        fig.text(0.01, 0.005, "exact: every buffer planned from resolved shapes · " + total, fontsize=8, color="#555555", ha="left", va="bottom")
-        fig.get_layout_engine().set(rect=(0, 0.035, 1, 0.965))
+        fig.text(0.01, 0.005, "exact: every buffer planned from resolved shapes · " + info, fontsize=8, color="#555555", ha="left", va="bottom")
+    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
 
 
 def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: MemoryTimeline, *, max_bins: int = MAX_BINS) -> Figure:
@@ -259,57 +264,61 @@ def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: Memo
     ax.set_xlabel("execution step")
     ax.set_ylabel("bytes requested and held (binary units)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8, frameon=False)
-    notes = [n for n in (exactness_note(old), exactness_note(new)) if n]
-    if notes:
-        fig.text(0.01, 0.005, " · ".join(f"{w}: {n}" for w, n in zip(("old", "new"), (exactness_note(old), exactness_note(new))) if n),
-                 color=WARN_COLOUR, fontsize=9, fontweight="bold", ha="left", va="bottom")
-        fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    notes = [f"{which}: {n}" for which, n in (("old", _not_exact(old)), ("new", _not_exact(new))) if n]
+    _footer_note(fig, " · ".join(notes) or None, "both timelines")
     return fig
 
 
 def training_figure(e: TrainingEstimate) -> Figure:
     """One training step: forward, backward and optimizer step with stacked memory bands."""
-    from graphmem.views.training_bands import training_bands
+    from graphmem.training.timeline import training_timeline
 
-    tb = training_bands(e)
+    tl = training_timeline(e)
     fig = _figure()
     ax = fig.add_subplot()
     fig.suptitle(f"Training step memory: {Path(e.analysis.model.path).name}", fontsize=13, x=0.01, ha="left")
     c = e.config
-    ax.set_title(
-        f"{_subtitle(e.analysis).rsplit(' · ', 1)[0]} · optimizer {c.optimizer}, grads {c.grads}, precision {c.precision}",
-        fontsize=9, loc="left", color="#555555",
-    )
-    x = list(range(len(tb.totals) + 1))
-    below = [0] * len(tb.totals)
-    for k, (name, values) in enumerate(tb.bands):
+    dims = ", ".join(f"{k}={v}" for k, v in e.analysis.model.dims.items()) or "no dims"
+    ax.set_title(f"{dims} · optimizer {c.optimizer}, gradients {c.grads}, precision {c.precision} · eager PyTorch, CPU",
+                 fontsize=9, loc="left", color="#555555")
+    steps = len(tl.totals)
+    # The optimizer step is one step; draw it 3% of the width wide so that it can be seen.
+    width = max(1.0, steps * 0.03)
+    x = [*range(steps), steps - 1 + width]
+    below = [0] * steps
+    for k, (name, values) in enumerate(tl.bands):
+        if not any(values):
+            continue
         top = [lo + v for lo, v in zip(below, values)]
         ax.fill_between(x, _post(below), _post(top), step="post", linewidth=0,
-                        color=BAND_COLOURS[k % len(BAND_COLOURS)], alpha=0.85, label=name)
+                        color=TRAIN_COLOURS[k % len(TRAIN_COLOURS)], label=name)
         below = top
-    ax.step(x, _post(list(tb.totals)), where="post", color="#222222", linewidth=1.0)
-    for phase in tb.phases:
-        ax.axvline(phase.first, color="#777777", linewidth=0.6)
-        mid = (phase.first + phase.last + 1) / 2
-        ax.text(mid, 1.0, phase.name, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9)
-        is_top = phase.name == e.peak_phase
-        ax.plot([phase.peak_at + 0.5], [phase.total_bytes], marker="o", markersize=6 if is_top else 4,
+    ax.step(x, _post(list(tl.totals)), where="post", color="#222222", linewidth=1.0, gid="total")
+    for span in tl.phases:
+        x0 = span.first
+        x1 = x[span.last + 1]
+        ax.axvline(x0, color="#777777", linewidth=0.6)
+        ax.text((x0 + x1) / 2, 1.005, span.name, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9)
+        mid = span.peak_at + (width / 2 if span.name == "optimizer" else 0.5)
+        is_top = span.name == e.peak_phase
+        ax.plot([mid], [span.total_bytes], marker="o", markersize=6 if is_top else 4,
                 color=WARN_COLOUR if is_top else "#222222", zorder=5)
-    top_phase = next(p for p in tb.phases if p.name == e.peak_phase)
+    top_span = next(p for p in tl.phases if p.name == e.peak_phase)
+    peak_x = top_span.peak_at + (width / 2 if top_span.name == "optimizer" else 0.5)
     ax.annotate(
-        f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\nin {e.peak_phase} at '{short_name(top_phase.at, 48)}'",
-        xy=(top_phase.peak_at + 0.5, e.step_peak_bytes), xytext=(0.02, 0.9), textcoords="axes fraction",
+        f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\nin {e.peak_phase}, at '{short_name(top_span.at, 48)}'",
+        xy=(peak_x, e.step_peak_bytes), xytext=(0.02, 0.97), textcoords="axes fraction",
         fontsize=8.5, va="top", arrowprops={"arrowstyle": "->", "color": WARN_COLOUR, "linewidth": 0.8},
         bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": WARN_COLOUR, "linewidth": 0.8},
     )
-    _byte_axis(ax, max(tb.totals))
-    ax.set_xlim(0, len(tb.totals))
-    ax.set_xlabel("step of the training step (forward ops, backward ops, optimizer)")
+    _byte_axis(ax, max(tl.totals))
+    ax.set_xlim(0, x[-1])
+    ax.set_xlabel(f"forward ops, backward ops, optimizer step ({steps - 1:,} op steps)", fontsize=9)
     ax.set_ylabel("bytes held (binary units)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    note = exactness_note(e.analysis)
-    if e.unknown_sizes or note:
-        fig.text(0.01, 0.005, note or f"NOT EXACT: {len(e.unknown_sizes)} tensors of unknown size (not in the bands)",
-                 color=WARN_COLOUR, fontsize=9, fontweight="bold", ha="left", va="bottom")
-        fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles[::-1], labels[::-1], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    note = _not_exact(e.analysis)
+    if e.unknown_sizes and not note:
+        note = f"NOT EXACT: {len(e.unknown_sizes)} tensors of unknown size (not in the bands)"
+    _footer_note(fig, note, "phase peaks: " + ", ".join(f"{p.name} {format_bytes(p.total_bytes)}" for p in tl.phases))
     return fig

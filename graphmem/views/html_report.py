@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphmem.dtypes import dtype_name
-from graphmem.memtimeline import MemoryTimeline
+from graphmem.analysis.timeline import MemoryTimeline
 from graphmem.units import format_bytes, format_count
 from graphmem.views.svg import bars_svg, sweep_svg, timeline_svg
 from graphmem.views.timeline import peak_window, step_bins

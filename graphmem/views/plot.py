@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import UsageError
-from graphmem.memtimeline import MemoryTimeline
+from graphmem.analysis.timeline import MemoryTimeline
 from graphmem.units import format_bytes
 from graphmem.views.timeline import Bin, byte_ticks, peak_bands, peak_window, short_name, step_bins, tick_label
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from graphmem.memtimeline import MemoryTimeline
+from graphmem.analysis.timeline import MemoryTimeline
 from graphmem.units import format_bytes
 from graphmem.views.timeline import Bin, byte_ticks, peak_bands, short_name, tick_label
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphmem.memtimeline import MemoryTimeline
+from graphmem.analysis.timeline import MemoryTimeline
 
 __all__ = ["Bin", "Band", "step_bins", "peak_window", "peak_bands", "byte_ticks", "tick_label", "short_name"]
 

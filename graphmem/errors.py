@@ -22,6 +22,7 @@ __all__ = [
     "ConfigError",
     "UnknownDeviceError",
     "FlopsUnavailableError",
+    "MissingExtraError",
     "SchemaError",
     "PlanInvariantError",
     "EXIT_OK",
@@ -91,6 +92,11 @@ class ConfigError(UsageError):
 
 class UnknownDeviceError(UsageError):
     """``--device`` names no device in the catalog, the devices file or the spec."""
+
+
+class MissingExtraError(UsageError):
+    """An optional dependency (an extra such as ``graphmem[plot]``) is needed and not installed;
+    the message names the install command."""
 
 
 class FlopsUnavailableError(UsageError):

@@ -21,6 +21,7 @@ from graphmem.analysis.result import (
     IOInfo,
     ModelInfo,
     ShapesInfo,
+    StepMemory,
     WeightsInfo,
 )
 from graphmem.analysis.whatif import cast_floats, cast_weights
@@ -185,8 +186,10 @@ def analyze_model(
     if session.devices is None:
         run = replay_run(program, plan, graph=g, order=order, types=runtime.types)
         scratch, in_use, unmodelled = max(run.per_step, default=0), run.peak_bytes, run.unmodelled
+        step_in_use, step_scratch = run.step_high, run.per_step
     else:  # CUDA kernels' workspaces (cuDNN, cuBLAS) are not modelled
         scratch, in_use, unmodelled = 0, None, ("every CUDA kernel",)
+        step_in_use = step_scratch = None
     produced = [o for nid in order for o in g.node(nid).output if o]
     unresolved = tuple(n for n in produced if tensor_size(runtime.types.get(n)) is None)
     _check_sizes(runtime.types, produced)
@@ -232,6 +235,9 @@ def analyze_model(
         types=runtime.types,
         flops=count_flops(g, runtime.types, order, values=runtime.values),
         placement=session.placement_info(plan, runtime.types),
+        steps=StepMemory(
+            program=program, plan=plan, lower_bound=live.live_bytes, in_use=step_in_use, scratch=step_scratch
+        ),
     )
 
 

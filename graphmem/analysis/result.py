@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from graphmem.flops import FlopReport
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
+from graphmem.ort.allocation import OrtPlan
 from graphmem.ort.session import PlacementInfo
+from graphmem.planner.program import Program
 
 __all__ = [
     "Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo", "Approximation",
-    "APPROXIMATION_KINDS",
+    "APPROXIMATION_KINDS", "StepMemory",
 ]
 
 
@@ -102,6 +104,18 @@ class ShapesInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StepMemory:
+    """The planners' own per-step results, kept (not copied) for the views that draw them
+    (:func:`graphmem.analysis.timeline.memory_timeline`)."""
+
+    program: Program  # the steps and values onnxruntime's plan was made for
+    plan: OrtPlan  # its ``in_use`` is ``activations.timeline``'s bytes
+    lower_bound: tuple[int, ...]  # bytes that must be live at each step (liveness)
+    in_use: tuple[int, ...] | None  # arena in-use at each step's highest, scratch included; None: not modelled
+    scratch: tuple[int, ...] | None  # kernel scratch requested per step; None: not modelled
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Analysis:
     """Everything ``graphmem peak`` reports, as typed data."""
 
@@ -116,3 +130,4 @@ class Analysis:
     types: dict[str, TensorType]
     flops: FlopReport
     placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
+    steps: StepMemory | None = None  # per-step planner results, for the pictures

@@ -21,7 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["TensorLife", "BufferLife", "MemoryTimeline", "build_timeline"]
+from graphmem.analysis.result import Analysis
+from graphmem.errors import UsageError
+from graphmem.ort.allocation import OrtPlan
+from graphmem.planner.program import Program
+
+__all__ = ["TensorLife", "BufferLife", "MemoryTimeline", "build_timeline", "memory_timeline"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,15 +82,25 @@ class MemoryTimeline:
         return sorted(held, key=lambda b: -(self.buffers[b].bytes or 0))
 
 
+def memory_timeline(a: Analysis) -> MemoryTimeline:
+    """The timeline of analysis ``a``, from the planner results it keeps (:attr:`Analysis.steps`)."""
+    s = a.steps
+    if s is None:
+        raise UsageError(f"{a.model.path}: this analysis keeps no per-step planner results to draw")
+    return build_timeline(
+        s.program, s.plan, lower_bound=s.lower_bound, op_types=a.activations.step_ops, in_use=s.in_use, scratch=s.scratch
+    )
+
+
 def build_timeline(
-    program,  # graphmem.planner.program.Program
-    plan,  # graphmem.ort.allocation.OrtPlan
+    program: Program,
+    plan: OrtPlan,
     *,
     lower_bound: Sequence[int],
     op_types: Sequence[str],
     in_use: Sequence[int] | None = None,
     scratch: Sequence[int] | None = None,
-) -> MemoryTimeline:  # type: ignore[no-untyped-def]
+) -> MemoryTimeline:
     """The timeline of ``program`` run under ``plan`` (see the module doc).
 
     ``lower_bound`` is the liveness pass's live bytes per step, ``in_use`` the arena replay's

@@ -22,7 +22,7 @@ from graphmem.cli.batch import (
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_dims, parse_inputs,
+    DimOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, handled, parse_dims, parse_inputs,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -96,6 +96,7 @@ def peak(
             "optimization level (onnxruntime on this machine writes it; 'all' is machine-specific).",
         ),
     ] = "none",
+    plot: PlotOption = None,
 ) -> None:
     """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs.
 
@@ -110,7 +111,14 @@ def peak(
     from graphmem.views.report import peak_document
     from graphmem.units import parse_bytes
 
+    if plot is not None:
+        from graphmem.views.plot import plot_format, require
+
+        plot_format(plot)
+        require()  # before the analysis: a missing extra fails at once
     if symbolic:
+        if plot is not None:
+            raise UsageError("--symbolic gives formulas: --plot draws one binding, so bind every dim")
         if any(x is not None for x in (max_weights, max_peak, max_total, max_params, max_flops, device)):
             raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
         if shape or value:
@@ -124,6 +132,10 @@ def peak(
     dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
     result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype)
+    if plot is not None:
+        from graphmem.views.plot import peak_plot, write_plot
+
+        write_plot(peak_plot(result), plot, inputs=[model])
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
     raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table))
 
@@ -165,6 +177,7 @@ COMMAND_MODULES = (
     "graphmem.cli.batch",
     "graphmem.cli.gate",
     "graphmem.cli.train",
+    "graphmem.cli.report",
 )
 
 

@@ -18,7 +18,7 @@ import typer
 from graphmem.analysis.dims import parse_dims, parse_inputs
 from graphmem.errors import GraphmemError
 
-__all__ = ["handled", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption", "JsonOption", "ModelArg"]
+__all__ = ["handled", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption", "JsonOption", "ModelArg", "PlotOption"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,6 +51,15 @@ ValueOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON document (schema_version 1).")]
 ModelArg = Annotated[Path, typer.Argument(help="The ONNX model file.", show_default=False)]
+PlotOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--plot",
+        help="Also draw the memory timeline into FILE (.png or .svg, written atomically; needs "
+        "matplotlib: pip install 'graphmem[plot]').",
+        show_default=False,
+    ),
+]
 
 
 def handled(fn: F) -> F:

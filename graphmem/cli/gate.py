@@ -166,6 +166,11 @@ def diff(
     fmt: FormatOption = "table",
     as_json: JsonOption = False,
     output: OutputOption = None,
+    plot: Annotated[
+        Optional[Path],
+        typer.Option("--plot", show_default=False,
+                     help="Also draw both timelines overlaid into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
+    ] = None,
 ) -> None:
     """Compare two models: weights, params, peak, total, FLOPs, nodes, and which layers changed.
 
@@ -185,9 +190,18 @@ def diff(
         params=max_increase_params,
         flops=max_increase_flops,
     )
+    if plot is not None:
+        from graphmem.views.plot import plot_format, require
+
+        plot_format(plot)
+        require()
     inputs = parse_inputs(dim, shape, value)
     before = analyze(old, **inputs, provider=provider)
     after = analyze(new, **inputs, provider=provider)
+    if plot is not None:
+        from graphmem.views.plot import diff_plot, write_plot
+
+        write_plot(diff_plot(before, after), plot, inputs=[old, new])
     doc = compare(before, after, thresholds=thresholds, top=top)
     failures = [f["message"] for f in doc["gate"]["failures"]]
     raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures))

@@ -9,6 +9,7 @@ stderr and, with ``--json``, into ``training.warnings``.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -45,11 +46,21 @@ def train(
         bool, typer.Option("--foreach", help="Optimizer with foreach=True (PyTorch's default on CUDA).")
     ] = False,
     as_json: JsonOption = False,
+    plot: Annotated[
+        Optional[Path],
+        typer.Option("--plot", show_default=False,
+                     help="Also draw the step's phases into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
+    ] = None,
 ) -> None:
     """Weights, gradients, optimizer state, tensors saved for backward, and each phase's peak."""
     from graphmem.training import estimate_training
     from graphmem.training.report import training_json, training_table
 
+    if plot is not None:
+        from graphmem.views.plot import plot_format, require
+
+        plot_format(plot)
+        require()
     est = estimate_training(
         model,
         dims=parse_dims(dim),
@@ -59,6 +70,10 @@ def train(
         frozen=tuple(frozen or ()),
         foreach=foreach,
     )
+    if plot is not None:
+        from graphmem.views.plot import training_figure, write_plot
+
+        write_plot(training_figure(est), plot, inputs=[model])
     for warning in est.warnings:
         typer.echo(f"graphmem: warning: {warning}", err=True)
     if as_json:

@@ -94,12 +94,15 @@ class ScratchProfile:
 
     ``in_use``: arena in-use bytes (chunk sizes) after each step, before its releases — what the
     profiler's ``mem_bytes_in_use`` shows; ``high``: the high-water mark reached by the end of
-    each step; ``peak_bytes``: the run's high-water mark above what the arena held before it
-    (predicts ``RunMemory.in_use_peak_bytes``); ``per_step``: scratch bytes requested per step."""
+    each step; ``step_high``: in-use at each step's own highest point (its tensors and scratch
+    requested, nothing freed yet), whose maximum is ``peak_bytes``: the run's high-water mark
+    above what the arena held before it (predicts ``RunMemory.in_use_peak_bytes``);
+    ``per_step``: scratch bytes requested per step."""
 
     per_step: tuple[int, ...]
     in_use: tuple[int, ...]
     high: tuple[int, ...]
+    step_high: tuple[int, ...]
     peak_bytes: int
     peak_step: int
     nodes: tuple[NodeScratch, ...]  # steps with scratch
@@ -493,11 +496,13 @@ def replay_run(
     chunks: dict[int, Chunk | None] = {}
     in_use: list[int] = []
     high: list[int] = []
+    step_high: list[int] = []
     for s, ks in enumerate(scratch):
         temp = [arena.alloc(n) for n in ks.before]
         for v in requests.get(s, ()):
             chunks[v] = arena.alloc(program.values[v].size or 0)
         temp += [arena.alloc(n) for n in ks.after]
+        step_high.append(arena.in_use - base)  # every request of the step made, none freed yet
         for c in reversed(temp):
             arena.free(c)
         in_use.append(arena.in_use - base)
@@ -514,6 +519,7 @@ def replay_run(
         per_step=tuple(ks.total for ks in scratch),
         in_use=tuple(in_use),
         high=tuple(high),
+        step_high=tuple(step_high),
         peak_bytes=peak,
         peak_step=high.index(peak) if high else -1,
         nodes=nodes,

@@ -36,7 +36,7 @@ from graphmem.training.optimizer import (
     check_choice,
     optimizer_costs,
 )
-from graphmem.training.phases import GRAD_VIEW_OPS, run_backward, run_forward
+from graphmem.training.phases import GRAD_VIEW_OPS, Pass, run_backward, run_forward
 from graphmem.training.saved import OpView, saved_by
 from graphmem.training.workspace import backward_temporaries, forward_temporaries
 
@@ -122,6 +122,8 @@ class TrainingEstimate:
     unknown_ops: tuple[tuple[str, int], ...]  # op type, count: assumed to save their inputs
     unknown_sizes: tuple[str, ...]  # tensors of unknown size (not in the figures)
     warnings: tuple[str, ...]
+    forward: Pass | None = None  # the forward pass step by step (for the timeline)
+    backward: Pass | None = None  # the backward pass step by step
 
 
 def estimate_training(
@@ -267,6 +269,8 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
         unknown_ops=tuple(sorted(unknown_ops.items())),
         unknown_sizes=fwd.unknown + tuple(s.name for s in infos if s.bytes is None),
         warnings=tuple(warnings),
+        forward=fwd.trace,
+        backward=bwd,
     )
 
 

@@ -55,6 +55,9 @@ class Pass:
     live_bytes: tuple[int, ...]
     peak_bytes: int
     peak_label: str
+    # ``live_bytes`` split by what holds it (SAVED, ACTIVATIONS, TEMPORARIES, WEIGHT_GRADS):
+    # (band, bytes per step); the bands of a step add up to its live bytes.
+    bands: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,11 +80,33 @@ class ForwardPass:
     unknown: tuple[str, ...]  # tensors of unknown size (not in the figures)
 
 
-def _trace(program: Program, live: Liveness) -> Pass:
+#: The bands a pass's live bytes are split into (:attr:`Pass.bands`).
+SAVED = "saved for backward"
+ACTIVATIONS = "activations and their gradients"
+TEMPORARIES = "kernel and optimizer temporaries"
+WEIGHT_GRADS = "gradients"
+
+
+def _trace(program: Program, live: Liveness, band_of: Callable[[str], str]) -> Pass:
     labels = tuple(s.label for s in program.steps)
     lb = live.live_bytes
     peak = max(lb, default=0)
-    return Pass(labels=labels, live_bytes=lb, peak_bytes=peak, peak_label=labels[lb.index(peak)] if lb else "")
+    deltas: dict[str, list[int]] = {}
+    for st in live.storages:
+        d = deltas.setdefault(band_of(program.values[st.root].name), [0] * (len(labels) + 1))
+        d[st.first] += st.size
+        d[st.last + 1] -= st.size
+    bands = []
+    for name, d in deltas.items():
+        held, total = [], 0
+        for x in d[:-1]:
+            total += x
+            held.append(total)
+        bands.append((name, tuple(held)))
+    return Pass(
+        labels=labels, live_bytes=lb, peak_bytes=peak, peak_label=labels[lb.index(peak)] if lb else "",
+        bands=tuple(bands),
+    )
 
 
 def run_forward(
@@ -155,6 +180,7 @@ def run_forward(
             entry = storages.setdefault(root, {"savers": [], "labels": []})
             entry["savers"].append(i)
             entry["labels"].append(item.label)
+    saved_names = {values[root].name for root in storages}
     saved_storages = tuple(
         SavedStorage(
             name=values[root].name,
@@ -172,7 +198,7 @@ def run_forward(
             if root not in storages and not values[root].source and values[root].name not in held:
                 held.append(values[root].name)
     return ForwardPass(
-        trace=_trace(program, live),
+        trace=_trace(program, live, lambda name: _forward_band(name, saved_names)),
         saved=saved_storages,
         held_outputs=tuple(held),
         held_sizes=tuple(values[index[n]].size or 0 for n in held),
@@ -246,4 +272,19 @@ def run_backward(
         steps.append(Step(label=op.label, inputs=tuple(ins), outputs=tuple(outs), alias=tuple(alias)))
     steps.append(Step(label="(end of backward)", inputs=tuple(leftover), outputs=()))
     program = Program(values=tuple(values), steps=tuple(steps))
-    return _trace(program, analyze_liveness(program))
+    return _trace(program, analyze_liveness(program), _backward_band)
+
+
+def _forward_band(name: str, saved: set[str]) -> str:
+    if name in saved:
+        return SAVED
+    return TEMPORARIES if name.endswith(":temporaries") else ACTIVATIONS
+
+
+def _backward_band(name: str) -> str:
+    """By the names :func:`run_backward` gives its values: ``saved:``, ``dW:``, ``d:``, ``held:``."""
+    if name.startswith("saved:"):
+        return SAVED
+    if name.startswith("dW:"):
+        return WEIGHT_GRADS
+    return TEMPORARIES if name.endswith(":temporaries") else ACTIVATIONS

@@ -12,19 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphmem.training.estimate import TrainingEstimate
+from graphmem.training.phases import ACTIVATIONS, SAVED, TEMPORARIES, WEIGHT_GRADS
 
 __all__ = ["PhaseSpan", "TrainingTimeline", "training_timeline", "BAND_ORDER"]
 
 #: Bands from the bottom up: what is held all step first, then what comes and goes.
-BAND_ORDER = (
-    "weights",
-    "optimizer state",
-    "inputs",
-    "gradients",
-    "saved for backward",
-    "activations and their gradients",
-    "kernel and optimizer temporaries",
-)
+BAND_ORDER = ("weights", "optimizer state", "inputs", WEIGHT_GRADS, SAVED, ACTIVATIONS, TEMPORARIES)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +44,8 @@ def training_timeline(e: TrainingEstimate) -> TrainingTimeline:
     """The step's timeline; each phase's highest total equals its :attr:`TrainingEstimate.phases`
     figure (a :class:`ValueError` if it did not: the bands would be wrong)."""
     fwd, bwd = e.forward, e.backward
+    if fwd is None or bwd is None:
+        raise ValueError("the estimate keeps no per-step passes")
     n_f, n_b = len(fwd.labels), len(bwd.labels)
     steps = n_f + n_b + 1
     persistent = e.config.grads == "persistent"
@@ -63,13 +58,13 @@ def training_timeline(e: TrainingEstimate) -> TrainingTimeline:
     for name, value in const.items():
         bands[name] = [value] * steps
     kept = e.grads_bytes if persistent else 0
-    bands["gradients"] = [kept] * (n_f + n_b) + [e.grads_bytes]
+    bands[WEIGHT_GRADS] = [kept] * (n_f + n_b) + [e.grads_bytes]
     for offset, p in ((0, fwd), (n_f, bwd)):
         for name, values in p.bands:
             target = bands[name]
             for s, v in enumerate(values):
                 target[offset + s] += v
-    bands["kernel and optimizer temporaries"][-1] += e.optimizer_temp_bytes
+    bands[TEMPORARIES][-1] += e.optimizer_temp_bytes
     totals = tuple(sum(bands[name][s] for name in BAND_ORDER) for s in range(steps))
     labels = (*fwd.labels, *bwd.labels, "(optimizer step)")
     spans = []

@@ -15,18 +15,20 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphmem.dtypes import dtype_name
-from graphmem.analysis.timeline import MemoryTimeline
+from graphmem.errors import UsageError
+from graphmem.model.dtypes import dtype_name
+from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count
+from graphmem.views.report import approximation_summary
 from graphmem.views.svg import bars_svg, sweep_svg, timeline_svg
-from graphmem.views.timeline import peak_window, step_bins
+from graphmem.views.chart import peak_window, step_bins
 
 if TYPE_CHECKING:
     from graphmem.analysis import Analysis
     from graphmem.batch import Sweep
-    from graphmem.layers import LayerRow
+    from graphmem.views.layers import LayerRow
 
-__all__ = ["report_html", "MAX_BINS", "ZOOM_STEPS", "MAX_LAYER_ROWS", "TOP_TENSORS"]
+__all__ = ["render_report", "report_html", "layer_table_rows", "MAX_BINS", "ZOOM_STEPS", "MAX_LAYER_ROWS", "TOP_TENSORS"]
 
 #: Most hover columns the timeline draws; longer runs are binned (each bin its highest step).
 MAX_BINS = 600
@@ -51,6 +53,13 @@ ul.legend li{margin:1px 0}.swatch{display:inline-block;width:12px;height:12px;ma
 .note{color:#555;font-size:12.5px}details summary{cursor:pointer;font-size:13px;color:#333}
 svg.chart{display:block;margin:4px 0}svg .hover rect:hover{fill:rgba(0,0,0,0.07)}
 """
+
+
+def render_report(a: Analysis, *, sweep: Sweep | None = None) -> str:
+    """The report page of analysis ``a`` (and of ``sweep``, when given): :func:`report_html` with
+    ``a``'s own timeline and :func:`layer_table_rows`."""
+    rows, note = layer_table_rows(a)
+    return report_html(a, memory_timeline(a), layers=rows, layers_note=note, sweep=sweep)
 
 
 def report_html(
@@ -96,23 +105,14 @@ def _subtitle(a: Analysis) -> str:
     )
 
 
-def exactness_reasons(a: Analysis) -> list[str]:
-    """Why the figures are not exact (empty when they are)."""
-    reasons = []
-    if a.shapes.unresolved:
-        shown = ", ".join(a.shapes.unresolved[:6]) + (" …" if len(a.shapes.unresolved) > 6 else "")
-        reasons.append(f"{len(a.shapes.unresolved)} tensors have no static size ({shown}): not in the figures")
-    if a.activations.unknown:
-        reasons.append(f"{len(a.activations.unknown)} buffers of unknown size: counted 0")
-    return reasons
-
-
 def _exactness(a: Analysis) -> str:
-    reasons = exactness_reasons(a)
-    if not reasons:
+    if a.activations.exact:
         return '<div class="exact yes">Exact: every buffer was planned from resolved shapes under the emulated onnxruntime rules.</div>'
-    items = "".join(f"<li>{escape(r)}</li>" for r in reasons)
-    return f'<div class="exact no">NOT EXACT — the figures below are lower estimates:<ul>{items}</ul></div>'
+    items = "".join(f"<li>{escape(line)}</li>" for line in approximation_summary(a))
+    return (
+        '<div class="exact no">NOT EXACT — activations.approximations, one line per kind '
+        f"(unresolved tensors are not in the figures, which are then lower estimates):<ul>{items}</ul></div>"
+    )
 
 
 def _row(label: str, n: int | None, note: str = "", *, cls: str = "") -> str:
@@ -244,7 +244,7 @@ def _sweep(s: Sweep) -> str:
         sweep_svg(s.dim, points, fitted)
         + f'<p class="note">Black: total (weights + activations peak + inputs), blue: activations peak, dashed: the fit '
         f"{escape(formula)} (worst residual {format_bytes(round(fit.worst_residual_bytes))} at {s.dim}={fit.worst_residual_at}). "
-        "Every point is an exact analysis; the fit is an estimate between them.</p>"
+        "Every point is an exact analysis (of the file as given: CPU, graph-opt none); the fit is an estimate between them.</p>"
         + f"<table>{head}{rows}</table>"
     )
 
@@ -272,7 +272,7 @@ def layer_table_rows(a: Analysis, *, most: int = MAX_LAYER_ROWS) -> tuple[list[L
     in execution order when there are at most ``most``; else the nodes folded into their name
     scope at the deepest depth that gives at most ``most`` rows; else the ``most`` scopes of
     depth 1 with the largest outputs."""
-    from graphmem.layers import layer_rows
+    from graphmem.views.layers import layer_rows
 
     rows = layer_rows(a)
     if len(rows) <= most:
@@ -290,3 +290,38 @@ def layer_table_rows(a: Analysis, *, most: int = MAX_LAYER_ROWS) -> tuple[list[L
         return best, f"{len(rows):,} nodes, folded into {len(best):,} name scopes of depth {depth_used} (graphmem layers --group {depth_used})."
     top = layer_rows(a, group_depth=1, sort="memory", top=most)
     return top, f"{len(rows):,} nodes: the {most} name scopes of depth 1 with the largest outputs (graphmem layers --group 1 --sort memory)."
+
+
+def build_report(
+    path: str | Path,
+    *,
+    dims: dict[str, int] | None = None,
+    graph_opt: str = "none",
+    provider: str = "cpu",
+    sweep: str | None = None,
+) -> str:
+    """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
+    with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
+    as given (CPU, graph-opt none); the page's own analysis binds the swept dim to its ``dims``
+    value, or else to the sweep's largest value.
+
+    Raises:
+        UsageError: a malformed sweep, one with fewer than two values, or the dims' errors.
+    """
+    from graphmem.analysis.dims import split_dim_item
+    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.batch import SweepSpec, parse_dim_values
+    from graphmem.batch import sweep as run_sweep
+
+    dims = dict(dims or {})
+    swept = None
+    if sweep is not None:
+        name, text = split_dim_item(sweep, example="batch=1,2,4,8")
+        values = parse_dim_values(sweep, text)
+        if len(values) < 2:
+            raise UsageError(f"--sweep {sweep}: give at least two values, e.g. {name}=1,2,4,8")
+        fixed = {k: v for k, v in dims.items() if k != name}
+        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=values))
+        dims.setdefault(name, values[-1])
+    a = analyze_graph_opt(path, graph_opt, dims=dims, provider=provider)
+    return render_report(a, sweep=swept)

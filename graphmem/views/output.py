@@ -48,38 +48,50 @@ def report_failures(
     sys.stderr.flush()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory and ``os.replace``.
+def write_atomic(
+    path: Path, data: str | bytes, *, option: str = "--output", inputs: Iterable[str | os.PathLike[str]] = ()
+) -> None:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` via a temporary file in the same
+    directory and ``os.replace``.
 
     A reader never sees a half-written file. A symlink is followed; a device or pipe
-    (``/dev/stdout``) is written directly. Raises :class:`UsageError` when it cannot write.
+    (``/dev/stdout``) is written directly. ``option`` names the flag in messages; a ``path`` that
+    is one of ``inputs`` (the models read) is refused. Raises :class:`UsageError` when it cannot
+    write.
     """
     path = Path(os.path.realpath(path))
+    if any(path == Path(os.path.realpath(x)) for x in inputs):
+        raise UsageError(f"{option} {path}: is an input of this command; it is never written over")
     if path.is_dir():
-        raise UsageError(f"--output {path}: is a directory")
+        raise UsageError(f"{option} {path}: is a directory")
+    binary = isinstance(data, bytes)
     if path.exists() and not path.is_file():
         try:
-            with open(path, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
+            with _open(path, binary) as fh:
+                fh.write(data)
         except OSError as exc:
-            raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+            raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
         return
     if not path.parent.is_dir():
-        raise UsageError(f"--output {path}: directory '{path.parent}' does not exist")
+        raise UsageError(f"{option} {path}: directory '{path.parent}' does not exist")
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+        raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with _open(fd, binary) as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"--output {path}: cannot write ({exc.strerror})") from None
+        raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
+
+
+def _open(target: Path | int, binary: bool):  # type: ignore[no-untyped-def]
+    return open(target, "wb") if binary else open(target, "w", encoding="utf-8", newline="")
 
 
 def _mode_for(path: Path) -> int:

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphmem.errors import UsageError
-from graphmem.analysis.timeline import MemoryTimeline
+from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
+from graphmem.errors import MissingExtraError, UsageError
 from graphmem.units import format_bytes
-from graphmem.views.timeline import Bin, byte_ticks, peak_bands, peak_window, short_name, step_bins, tick_label
+from graphmem.views.chart import Bin, byte_ticks, peak_bands, peak_window, short_name, step_bins, tick_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INSTALL_HINT",
+    "write_plot",
+    "peak_plot",
+    "diff_plot",
     "PLOT_FORMATS",
     "require",
     "plot_format",
@@ -62,12 +65,12 @@ TRAIN_COLOURS = ("#BDBDBD", "#8C96C6", "#E8DCC2", "#FDAE6B", "#74C476", "#9ECAE9
 
 
 def require() -> Any:
-    """matplotlib, set up for files (Agg); a :class:`UsageError` naming the install command when
-    it is not installed."""
+    """matplotlib, set up for files; a :class:`MissingExtraError` (exit 2) naming the install
+    command when it is not installed."""
     try:
         import matplotlib
     except ImportError:
-        raise UsageError(f"plots need matplotlib, which is not installed: {INSTALL_HINT}") from None
+        raise MissingExtraError(f"plots need matplotlib, which is not installed: {INSTALL_HINT}") from None
     matplotlib.rcParams["svg.fonttype"] = "none"
     matplotlib.rcParams["svg.hashsalt"] = "graphmem"  # the same picture gives the same file
     return matplotlib
@@ -87,6 +90,23 @@ def render(fig: Figure, fmt: str) -> bytes:
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
     fig.savefig(buf, format=fmt, metadata=metadata)
     return buf.getvalue()
+
+
+def write_plot(fig: Figure, path: str | Path, *, inputs: Sequence[str | Path] = ()) -> None:
+    """Render ``fig`` in the format ``path`` names and write it atomically (never over ``inputs``)."""
+    from graphmem.views.output import write_atomic
+
+    write_atomic(Path(path), render(fig, plot_format(path)), option="--plot", inputs=inputs)
+
+
+def peak_plot(a: Analysis) -> Figure:
+    """``graphmem peak --plot``: :func:`timeline_figure` of ``a``'s own timeline."""
+    return timeline_figure(a, memory_timeline(a))
+
+
+def diff_plot(old: Analysis, new: Analysis) -> Figure:
+    """``graphmem diff --plot``: :func:`diff_figure` of the two analyses' timelines."""
+    return diff_figure(old, memory_timeline(old), new, memory_timeline(new))
 
 
 def _figure(width: float = 11.0, height: float = 5.6) -> Figure:
@@ -114,15 +134,14 @@ def _byte_axis(ax: Axes, top: int, *, floor: float = 0.0) -> None:
 
 
 def _not_exact(a: Analysis) -> str | None:
-    """None when every buffer was planned from resolved shapes; else what the figures miss."""
-    parts = []
-    if a.shapes.unresolved:
-        parts.append(f"{len(a.shapes.unresolved)} tensors have no static size")
-    if a.activations.unknown:
-        parts.append(f"{len(a.activations.unknown)} buffers of unknown size")
-    if not parts:
+    """None when the figures are exact; else one line naming each kind of approximation."""
+    if a.activations.exact:
         return None
-    return "NOT EXACT: " + "; ".join(parts) + " (not in the curves: they are lower estimates)"
+    kinds: dict[str, int] = {}
+    for x in a.activations.approximations:
+        kinds[x.kind] = kinds.get(x.kind, 0) + 1
+    listed = ", ".join(f"{k} ×{n}" for k, n in kinds.items())
+    return f"NOT EXACT ({listed}): see `graphmem peak` or the report for each one"
 
 
 def _subtitle(a: Analysis) -> str:
@@ -298,7 +317,8 @@ def training_figure(e: TrainingEstimate) -> Figure:
         x0 = span.first
         x1 = x[span.last + 1]
         ax.axvline(x0, color="#777777", linewidth=0.6)
-        ax.text((x0 + x1) / 2, 1.005, span.name, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9)
+        ax.text((x0 + x1) / 2, 0.99, span.name, transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9,
+                color="#444444", fontweight="bold")
         mid = span.peak_at + (width / 2 if span.name == "optimizer" else 0.5)
         is_top = span.name == e.peak_phase
         ax.plot([mid], [span.total_bytes], marker="o", markersize=6 if is_top else 4,
@@ -307,7 +327,7 @@ def training_figure(e: TrainingEstimate) -> Figure:
     peak_x = top_span.peak_at + (width / 2 if top_span.name == "optimizer" else 0.5)
     ax.annotate(
         f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\nin {e.peak_phase}, at '{short_name(top_span.at, 48)}'",
-        xy=(peak_x, e.step_peak_bytes), xytext=(0.02, 0.97), textcoords="axes fraction",
+        xy=(peak_x, e.step_peak_bytes), xytext=(0.02, 0.90), textcoords="axes fraction",
         fontsize=8.5, va="top", arrowprops={"arrowstyle": "->", "color": WARN_COLOUR, "linewidth": 0.8},
         bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": WARN_COLOUR, "linewidth": 0.8},
     )

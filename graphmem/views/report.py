@@ -15,7 +15,10 @@ from graphmem.units import byte_table, format_count
 if TYPE_CHECKING:
     from graphmem.views.devices import Device
 
-__all__ = ["SCHEMA_VERSION", "model_json", "peak_json", "peak_table", "peak_document", "exactness_lines"]
+__all__ = [
+    "SCHEMA_VERSION", "model_json", "peak_json", "peak_table", "peak_document", "exactness_lines",
+    "approximation_summary",
+]
 
 SCHEMA_VERSION = 1
 
@@ -171,15 +174,20 @@ def exactness_lines(a: Analysis) -> list[str]:
     """``exact`` or, one line per kind, what was approximated (its count and first instance)."""
     if a.activations.exact:
         return ["  exact: every buffer planned from resolved shapes under the emulated runtime's rules"]
+    return ["  NOT EXACT (activations.approximations):", *(f"    {line}" for line in approximation_summary(a))]
+
+
+def approximation_summary(a: Analysis) -> list[str]:
+    """One line per kind of approximation: its count, its first instance and what it means."""
     by_kind: dict[str, list[Approximation]] = {}
     for x in a.activations.approximations:
         by_kind.setdefault(x.kind, []).append(x)
-    lines = ["  NOT EXACT (activations.approximations):"]
+    lines = []
     for kind, xs in by_kind.items():
         first = xs[0]
         where = f"{first.node}: " if first.node else ""
         more = f" (+{len(xs) - 1} more)" if len(xs) > 1 else ""
-        lines.append(f"    {kind} ×{len(xs)}: {where}{first.detail}{more}")
+        lines.append(f"{kind} ×{len(xs)}: {where}{first.detail}{more}")
     return lines
 
 

@@ -15,7 +15,7 @@ from html import escape
 
 from graphmem.analysis.timeline import MemoryTimeline
 from graphmem.units import format_bytes
-from graphmem.views.timeline import Bin, byte_ticks, peak_bands, short_name, tick_label
+from graphmem.views.chart import Bin, byte_ticks, peak_bands, short_name, tick_label
 
 __all__ = ["Frame", "timeline_svg", "bars_svg", "sweep_svg", "BAND_COLOURS"]
 

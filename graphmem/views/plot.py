@@ -277,7 +277,7 @@ def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: Memo
         longest = max(longest, len(t.requested))
     change = new.activations.peak_bytes - old.activations.peak_bytes
     pct = f" ({change / old.activations.peak_bytes:+.1%})" if old.activations.peak_bytes else ""
-    ax.text(0.99, 0.02, f"peak change {'+' if change >= 0 else '−'}{format_bytes(abs(change))}{pct}", transform=ax.transAxes, ha="right", fontsize=9)
+    ax.text(0.99, 0.02, f"peak change {'+' if change >= 0 else '-'}{format_bytes(abs(change))}{pct}", transform=ax.transAxes, ha="right", fontsize=9)
     _byte_axis(ax, highest)
     ax.set_xlim(0, longest)
     ax.set_xlabel("execution step")

@@ -50,7 +50,7 @@ def screenshot(html: Path, png: Path, *, width: int = 1100, height: int = 2000) 
 
 def graphmem(*args: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "graphmem", *args], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "graphmem", *args], check=True, cwd=ROOT, capture_output=True)
     return time.perf_counter() - start
 
 
@@ -70,8 +70,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
     models = [
-        ("cnn", ROOT / "models/tiny_cnn.onnx", ["--dim", "batch=8"], []),
-        ("bert", ROOT / "models/tiny_bert.onnx", ["--dim", "batch=8", "--dim", "seq=128"], ["--sweep", "seq=32,64,128,256,384,512"]),
+        ("cnn", Path("models/tiny_cnn.onnx"), ["--dim", "batch=8"], []),
+        ("bert", Path("models/tiny_bert.onnx"), ["--dim", "batch=8", "--dim", "seq=128"], ["--sweep", "seq=32,64,128,256,384,512"]),
         ("decoder25k", decoder(args.work), ["--dim", "batch=1", "--dim", "seq=512"], []),
     ]
     print(f"{'model':<11} {'nodes':>7} {'report':>8} {'plot':>7} {'shot':>6} {'html':>10}  peak")

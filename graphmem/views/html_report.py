@@ -19,7 +19,7 @@ from graphmem.errors import UsageError
 from graphmem.model.dtypes import dtype_name
 from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count
-from graphmem.views.report import approximation_summary
+from graphmem.views.report import approximation_effects, approximation_summary
 from graphmem.views.svg import bars_svg, sweep_svg, timeline_svg
 from graphmem.views.chart import peak_window, step_bins
 
@@ -109,10 +109,8 @@ def _exactness(a: Analysis) -> str:
     if a.activations.exact:
         return '<div class="exact yes">Exact: every buffer was planned from resolved shapes under the emulated onnxruntime rules.</div>'
     items = "".join(f"<li>{escape(line)}</li>" for line in approximation_summary(a))
-    return (
-        '<div class="exact no">NOT EXACT — activations.approximations, one line per kind '
-        f"(unresolved tensors are not in the figures, which are then lower estimates):<ul>{items}</ul></div>"
-    )
+    effects = "; ".join(approximation_effects(a))
+    return f'<div class="exact no">NOT EXACT: {escape(effects)}.<ul>{items}</ul></div>'
 
 
 def _row(label: str, n: int | None, note: str = "", *, cls: str = "") -> str:
@@ -272,7 +270,7 @@ def layer_table_rows(a: Analysis, *, most: int = MAX_LAYER_ROWS) -> tuple[list[L
     in execution order when there are at most ``most``; else the nodes folded into their name
     scope at the deepest depth that gives at most ``most`` rows; else the ``most`` scopes of
     depth 1 with the largest outputs."""
-    from graphmem.views.layers import layer_rows
+    from graphmem.views.layers import group_rows, layer_rows
 
     rows = layer_rows(a)
     if len(rows) <= most:
@@ -280,15 +278,13 @@ def layer_table_rows(a: Analysis, *, most: int = MAX_LAYER_ROWS) -> tuple[list[L
     best: list[LayerRow] | None = None
     depth_used = 0
     for depth in range(1, 9):
-        grouped = layer_rows(a, group_depth=depth)
+        grouped = group_rows(rows, depth, a.flops.flops)
         if len(grouped) > most:
             break
         best, depth_used = grouped, depth
-        if len(grouped) == len(rows):
-            break
     if best is not None:
         return best, f"{len(rows):,} nodes, folded into {len(best):,} name scopes of depth {depth_used} (graphmem layers --group {depth_used})."
-    top = layer_rows(a, group_depth=1, sort="memory", top=most)
+    top = sorted(group_rows(rows, 1, a.flops.flops), key=lambda r: r.output_bytes, reverse=True)[:most]
     return top, f"{len(rows):,} nodes: the {most} name scopes of depth 1 with the largest outputs (graphmem layers --group 1 --sort memory)."
 
 

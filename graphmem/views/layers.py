@@ -14,7 +14,7 @@ from graphmem.analysis.result import Analysis
 from graphmem.errors import UsageError
 from graphmem.model.program import tensor_size
 
-__all__ = ["LayerRow", "layer_rows", "SORT_KEYS"]
+__all__ = ["LayerRow", "layer_rows", "group_rows", "SORT_KEYS"]
 
 SORT_KEYS = ("order", "flops", "params", "memory")
 
@@ -88,6 +88,12 @@ def _scope(name: str, depth: int) -> str:
     if len(parts) <= 1:
         return name
     return "/" + "/".join(parts[: min(depth, len(parts) - 1)])
+
+
+def group_rows(rows: list[LayerRow], depth: int, total_flops: int) -> list[LayerRow]:
+    """Node rows (from :func:`layer_rows`, in order) folded into their name scope at ``depth``,
+    FLOP shares taken of ``total_flops``; the same as ``layer_rows(a, group_depth=depth)``."""
+    return _grouped(rows, depth, max(total_flops, 1))
 
 
 def _grouped(rows: list[LayerRow], depth: int, total: int) -> list[LayerRow]:

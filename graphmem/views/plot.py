@@ -140,8 +140,10 @@ def _not_exact(a: Analysis) -> str | None:
     kinds: dict[str, int] = {}
     for x in a.activations.approximations:
         kinds[x.kind] = kinds.get(x.kind, 0) + 1
+    from graphmem.views.report import approximation_effects
+
     listed = ", ".join(f"{k} ×{n}" for k, n in kinds.items())
-    return f"NOT EXACT ({listed}): see `graphmem peak` or the report for each one"
+    return f"NOT EXACT ({listed}): " + "; ".join(approximation_effects(a))
 
 
 def _subtitle(a: Analysis) -> str:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA_VERSION", "model_json", "peak_json", "peak_table", "peak_document", "exactness_lines",
-    "approximation_summary",
+    "approximation_summary", "approximation_effects", "APPROXIMATION_EFFECTS",
 ]
 
 SCHEMA_VERSION = 1
@@ -175,6 +175,23 @@ def exactness_lines(a: Analysis) -> list[str]:
     if a.activations.exact:
         return ["  exact: every buffer planned from resolved shapes under the emulated runtime's rules"]
     return ["  NOT EXACT (activations.approximations):", *(f"    {line}" for line in approximation_summary(a))]
+
+
+#: What each kind of approximation does to the figures, in a reader's words.
+APPROXIMATION_EFFECTS = {
+    "unresolved_tensor": "tensors without a static size are not in the figures, which are lower estimates",
+    "unplanned_subgraph": "buffers inside control-flow bodies are not in the figures",
+    "branch_assumed": "an If branch was assumed (the larger)",
+    "unknown_kernel": "kernels without rules are planned from the file's shapes, sharing no buffer",
+    "scratch_not_modelled": "some kernels' scratch is counted 0: only 'with scratch' may be low",
+    "value_assumed": "an input value was assumed",
+}
+
+
+def approximation_effects(a: Analysis) -> list[str]:
+    """One phrase per kind present: what it does to the figures (see :data:`APPROXIMATION_EFFECTS`)."""
+    kinds = dict.fromkeys(x.kind for x in a.activations.approximations)
+    return [APPROXIMATION_EFFECTS.get(k, k) for k in kinds]
 
 
 def approximation_summary(a: Analysis) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, ModelArg, handled, parse_dims
+from graphmem.cli.common import DimOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
 
 __all__ = ["register", "report"]
 
@@ -19,6 +19,8 @@ def report(
         Path, typer.Option("--output", "-o", help="The HTML file to write (atomically).", show_default=False)
     ],
     dim: DimOption = None,
+    shape: ShapeOption = None,
+    value: ValueOption = None,
     graph_opt: Annotated[
         str, typer.Option("--graph-opt", help="none, basic, extended or all (see graphmem peak --help).")
     ] = "none",
@@ -38,7 +40,7 @@ def report(
     from graphmem.views.html_report import build_report
     from graphmem.views.output import write_atomic
 
-    page = build_report(model, dims=parse_dims(dim), graph_opt=graph_opt, provider=provider, sweep=sweep)
+    page = build_report(model, **parse_inputs(dim, shape, value), graph_opt=graph_opt, provider=provider, sweep=sweep)
     write_atomic(output, page, inputs=[model])
     typer.echo(f"graphmem report: wrote {output} ({len(page.encode('utf-8')):,} bytes)")
 

@@ -292,6 +292,8 @@ def build_report(
     path: str | Path,
     *,
     dims: dict[str, int] | None = None,
+    shapes: dict[str, tuple[int, ...]] | None = None,
+    values: dict[str, tuple[int, ...]] | None = None,
     graph_opt: str = "none",
     provider: str = "cpu",
     sweep: str | None = None,
@@ -299,7 +301,8 @@ def build_report(
     """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
     with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
     as given (CPU, graph-opt none); the page's own analysis binds the swept dim to its ``dims``
-    value, or else to the sweep's largest value.
+    value, or else to the sweep's largest value. ``shapes`` and ``values`` are those of
+    :func:`graphmem.analyze` (the page's analysis; the sweep binds dims only).
 
     Raises:
         UsageError: a malformed sweep, one with fewer than two values, or the dims' errors.
@@ -319,5 +322,5 @@ def build_report(
         fixed = {k: v for k, v in dims.items() if k != name}
         swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=values))
         dims.setdefault(name, values[-1])
-    a = analyze_graph_opt(path, graph_opt, dims=dims, provider=provider)
+    a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider)
     return render_report(a, sweep=swept)

@@ -316,11 +316,11 @@ def build_report(
     swept = None
     if sweep is not None:
         name, text = split_dim_item(sweep, example="batch=1,2,4,8")
-        values = parse_dim_values(sweep, text)
-        if len(values) < 2:
+        points = parse_dim_values(sweep, text)
+        if len(points) < 2:
             raise UsageError(f"--sweep {sweep}: give at least two values, e.g. {name}=1,2,4,8")
         fixed = {k: v for k, v in dims.items() if k != name}
-        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=values))
-        dims.setdefault(name, values[-1])
+        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points))
+        dims.setdefault(name, points[-1])
     a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider)
     return render_report(a, sweep=swept)

@@ -1,0 +1,101 @@
+"""Every default-domain op of the installed onnx: graphmem's FLOP outcome and onnxruntime's CPU kernels.
+
+    python scripts/op_coverage.py [--opset N] [--kernels FILE] [--all]
+
+For each op onnx defines in the default domain up to ``--opset`` (default: the installed onnx's
+newest), prints its newest since-version, the outcome ``graphmem ops --json --opset N`` gives it
+(counted / zero / unsupported), whether graphmem's emulation runs it as a function body
+(``RUNS_AS_FUNCTION``), whether onnx gives it a function body, and the CPU kernel version ranges
+the installed onnxruntime registers (``onnxruntime.capi.onnxruntime_pybind11_state
+.get_all_opkernel_def``; onnxruntime-gpu's build cannot list them on a machine without CUDA,
+so pass ``--kernels FILE``, a JSON ``{op: [[start, end], ...]}`` dumped by
+``--dump-kernels FILE`` under a plain onnxruntime of the same version). Without ``--all`` only
+the ops graphmem calls unsupported are listed. Exit 1 when any op is unsupported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+from onnx import defs
+
+
+
+def cpu_kernels() -> dict[str, list[list[int]]]:
+    import onnxruntime.capi.onnxruntime_pybind11_state as C
+
+    out: dict[str, set[tuple[int, int]]] = {}
+    for k in C.get_all_opkernel_def():
+        if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx"):
+            out.setdefault(k.op_name, set()).add(tuple(k.version_range))
+    return {op: sorted([list(r) for r in ranges]) for op, ranges in out.items()}
+
+
+def newest_schemas(opset: int) -> dict[str, defs.OpSchema]:
+    newest: dict[str, defs.OpSchema] = {}
+    for s in defs.get_all_schemas_with_history():
+        if s.domain in ("", "ai.onnx") and s.since_version <= opset:
+            if s.name not in newest or s.since_version > newest[s.name].since_version:
+                newest[s.name] = s
+    return newest
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--opset", type=int, default=defs.onnx_opset_version())
+    ap.add_argument("--kernels", default=None, help="JSON kernel ranges dumped by --dump-kernels")
+    ap.add_argument("--dump-kernels", default=None, help="write this onnxruntime's CPU kernel ranges and exit")
+    ap.add_argument("--all", action="store_true")
+    args = ap.parse_args()
+    if args.dump_kernels:
+        import onnxruntime
+
+        with open(args.dump_kernels, "w") as f:
+            json.dump({"onnxruntime": onnxruntime.__version__, "kernels": cpu_kernels()}, f, indent=1, sort_keys=True)
+        return 0
+    if args.kernels:
+        with open(args.kernels) as f:
+            dumped = json.load(f)
+        kernels, ort_version = dumped["kernels"], dumped["onnxruntime"]
+    else:
+        import onnxruntime
+
+        kernels, ort_version = cpu_kernels(), onnxruntime.__version__
+    from graphmem.ort_rules import RUNS_AS_FUNCTION
+
+    doc = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "graphmem", "ops", "--json", "--opset", str(args.opset)],
+            check=True, capture_output=True, text=True,
+        ).stdout
+    )
+    outcome = {(r["domain"] if r["domain"] != "ai.onnx" else "", r["op_type"]): r["outcome"] for r in doc["ops"]}
+    schemas = newest_schemas(args.opset)
+    rows = []
+    for op, s in sorted(schemas.items()):
+        if s.deprecated:
+            continue
+        got = outcome.get(("", op), "not listed")
+        ranges = kernels.get(op, [])
+        newest_kernel = any(a <= s.since_version <= b for a, b in ranges)
+        rows.append((op, s.since_version, got, ("", op) in RUNS_AS_FUNCTION, s.has_function or s.has_context_dependent_function, ranges, newest_kernel))
+    print(f"onnx default domain at opset {args.opset}: {len(rows)} ops; graphmem ops --opset {args.opset}; "
+          f"CPU kernels of onnxruntime {ort_version}")
+    print(f"{'op':<34} {'since':>5}  {'graphmem':<12} {'fn-table':<8} {'onnx body':<9} cpu kernel (ranges)")
+    shown = [r for r in rows if args.all or r[2] not in ("counted", "zero")]
+    for op, since, got, table, body, ranges, newest_kernel in shown:
+        rng = ", ".join(f"{a}-{b if b < 2**31 - 1 else ''}" for a, b in ranges) or "none"
+        mark = "" if newest_kernel or not ranges else " (not at this version)"
+        print(f"{op:<34} {since:>5}  {got:<12} {'yes' if table else '':<8} {'yes' if body else '':<9} {rng}{mark}")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r[2]] = counts.get(r[2], 0) + 1
+    print("outcomes:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    return 1 if any(r[2] not in ("counted", "zero") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

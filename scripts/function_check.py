@@ -3,7 +3,7 @@
 For every onnx node test case (``onnx.backend.test.case.node``, as ``accuracy_nodes.py`` uses)
 whose model holds an op onnxruntime runs as a function body (``RUNS_AS_FUNCTION``), onnxruntime
 1.31 writes the graph it built at ORT_DISABLE_ALL (``optimized_model_filepath``: inlined, its
-execution order); graphmem expands the same file statically (``graphmem.ort_inline``), applies the
+execution order); graphmem expands the same file statically (``graphmem.ort.functions``), applies the
 duplicate-Cast remover, orders it as onnxruntime does and compares:
 
 * nodes, in execution order: name, op type, domain, inputs, outputs, and the attributes as
@@ -35,14 +35,14 @@ from onnx import defs, numpy_helper
 import graphmem
 from graphmem.analysis import analyze_model
 from graphmem.errors import GraphmemError
-from graphmem.graph import build_graph
-from graphmem.loading import load_model
-from graphmem.order import ort_order
-from graphmem.ort_inline import inline_functions, with_defaults
-from graphmem.ort_rewrites import remove_duplicate_casts
-from graphmem.ort_rules import runs_as_function
+from graphmem.model.graph import build_graph
+from graphmem.model.loading import load_model
+from graphmem.ort.order import ort_order
+from graphmem.ort.functions import inline_functions, with_defaults
+from graphmem.ort.rewrites import remove_duplicate_casts
+from graphmem.ort.rules import runs_as_function
 from graphmem.shapes.infer import ORT_STATIC, infer_types
-from graphmem.verify.optimized import optimized_model
+from graphmem.ort.optimized import optimized_model
 
 
 def static_types(model):  # type: ignore[no-untyped-def]

@@ -127,7 +127,7 @@ def torch_llama(out: Path) -> Path | None:
 
 
 def check(path: Path, dims: dict[str, int]) -> tuple[int, int, bool, str, dict[str, int]]:
-    from graphmem.loading import load_model
+    from graphmem.model.loading import load_model
 
     named = load_model(path).symbolic_dims  # an exporter may fix a dim (torch: batch 1)
     dims = {d: v for d, v in dims.items() if d in named}

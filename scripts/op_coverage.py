@@ -64,7 +64,7 @@ def main() -> int:
         import onnxruntime
 
         kernels, ort_version = cpu_kernels(), onnxruntime.__version__
-    from graphmem.ort_rules import RUNS_AS_FUNCTION
+    from graphmem.ort.rules import RUNS_AS_FUNCTION
 
     doc = json.loads(
         subprocess.run(

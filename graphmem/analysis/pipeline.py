@@ -30,9 +30,10 @@ from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.program import build_program, tensor_size
+from graphmem.ort.functions import inline_functions
 from graphmem.ort.order import file_order, ort_order
 from graphmem.ort.rewrites import remove_duplicate_casts
-from graphmem.ort.rules import runs_as_function, sharing, unwritten_outputs
+from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort
@@ -98,40 +99,24 @@ def _gc_paused() -> Iterator[None]:
 
 def _analyze_path(path, *, execution_order, **kwargs) -> Analysis:  # type: ignore[no-untyped-def]
     model = load_model(path)
-    inlined = [n.op_type for n in model.nodes if runs_as_function(n.domain, n.op_type, model.opsets.get(n.domain or "", 0))]
-    if inlined and execution_order == "ort":
-        return _analyze_inlined(model, sorted(set(inlined)), **kwargs)
     return analyze_model(model, execution_order=execution_order, **kwargs)
 
 
-def _analyze_inlined(model: Model, ops: list[str], **kwargs) -> Analysis:  # type: ignore[no-untyped-def]
-    """A model with ops onnxruntime runs as function bodies: analyse the graph onnxruntime builds
-    (it writes it, inlined and in its execution order, at ORT_DISABLE_ALL). When onnxruntime
-    cannot load the file (weights absent, …) the ops are planned as single nodes, and said so."""
-    from pathlib import Path
+def _static_types(model: Model) -> dict[str, TensorType]:
+    """The types onnxruntime knows when it builds the session (context-dependent function bodies
+    are built from them)."""
+    g = build_graph(model)
+    return infer_types(g, ort_order(g), view=ORT_STATIC).types
 
-    from graphmem.errors import UnsupportedOpError
-    from graphmem.ort.optimized import optimized_model, temporary_dir
 
-    try:
-        with temporary_dir() as tmp:
-            written = optimized_model(Path(model.path), "none", Path(tmp), always=True)
-            result = analyze(written, execution_order="file", **kwargs)
-    except UnsupportedOpError:
-        result = analyze_model(model, **kwargs)
-        note = f"{result.activations.runtime}; {', '.join(ops)} planned as one node (onnxruntime could not load the file to inline it)"
-        missed = tuple(
-            Approximation(kind="unknown_kernel", node=n.name or n.op_type,
-                          detail=f"{n.op_type} planned as one node: onnxruntime runs its function body, which was not expanded")
-            for n in model.nodes if n.op_type in ops
+def _missing_bodies(model: Model, missing: tuple[str, ...]) -> tuple[Approximation, ...]:
+    return tuple(
+        Approximation(
+            kind="unknown_kernel", node=n.name or n.op_type,
+            detail=f"onnxruntime runs {n.op_type} as its ONNX function body, which needs input types graphmem "
+            "does not infer here: planned as one node",
         )
-        act = result.activations
-        return replace(result, activations=replace(act, runtime=note, approximations=act.approximations + missed))
-    note = f"{result.activations.runtime}; {', '.join(ops)} inlined as onnxruntime runs them"
-    return replace(
-        result,
-        model=replace(result.model, path=model.path, nodes=len(model.nodes)),
-        activations=replace(result.activations, runtime=note),
+        for n in model.nodes if n.op_type in missing
     )
 
 
@@ -155,6 +140,10 @@ def analyze_model(
     given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)
     bound = given.dims
     file_nodes = len(model.nodes)
+    inlined = missing = ()
+    if execution_order == "ort":  # the graph onnxruntime builds: function ops expanded (ort/functions.py)
+        expansion = inline_functions(model, _static_types)
+        model, inlined, missing = expansion.model, expansion.inlined, expansion.missing
     g = build_graph(model)
     order = ordering(g)
     runtime = infer_types(g, order, view=RUNTIME, dims=bound, shapes=given.shapes, input_values=given.values)
@@ -206,7 +195,7 @@ def analyze_model(
         no_reuse_bytes=live.no_reuse,
         best_arena_bytes=arena.arena_bytes,
         unknown=tuple(names[v] for v in plan.unknown_sizes),
-        runtime=CUDA_RUNTIME if session.devices is not None else "onnxruntime 1.31 CPU",
+        runtime=_runtime_note(CUDA_RUNTIME if session.devices is not None else "onnxruntime 1.31 CPU", inlined),
         timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
         step_ops=tuple(session.graph.node(nid).op_type for nid in session.order),
         live_at_peak=_live_at(plan, names, peak_step),
@@ -216,7 +205,7 @@ def analyze_model(
         provider=provider,
         approximations=approximations(
             g, order, unresolved=unresolved, scratch_unmodelled=unmodelled, provider=provider
-        ),
+        ) + _missing_bodies(model, missing),
     )
     return Analysis(
         model=ModelInfo(
@@ -239,6 +228,10 @@ def analyze_model(
             program=program, plan=plan, lower_bound=live.live_bytes, in_use=step_in_use, scratch=step_scratch
         ),
     )
+
+
+def _runtime_note(runtime: str, inlined: tuple[str, ...]) -> str:
+    return f"{runtime}; {', '.join(inlined)} inlined as onnxruntime runs them" if inlined else runtime
 
 
 def _live_at(plan: OrtPlan, names: tuple[str, ...], step: int) -> frozenset[str]:

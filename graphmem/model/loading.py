@@ -26,7 +26,7 @@ from graphmem.errors import CorruptProtobufError, ModelLoadError
 from graphmem.model.protoscan import read_stripped
 from graphmem.model.types import TensorType, type_from_proto
 
-__all__ = ["Weight", "Model", "load_model", "model_from_proto", "KEEP_VALUE_MAX_ELEMENTS"]
+__all__ = ["Weight", "Model", "load_model", "model_from_proto", "constant_weight", "KEEP_VALUE_MAX_ELEMENTS"]
 
 #: Integer initializers up to this many elements keep their values (shape constants).
 KEEP_VALUE_MAX_ELEMENTS = 4096
@@ -130,13 +130,11 @@ def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model
         _strip(init)
     nodes: list[onnx.NodeProto] = []
     for node in graph.node:
-        if node.op_type == "Constant" and is_default_domain(node.domain):
-            tensor = _constant_tensor(node, path)
-            if tensor is not None:
-                weights[node.output[0]] = _weight(tensor, from_constant=True)
-                _keep_small_value(tensor, values)
-                _strip_constant(node)
-                continue
+        weight = constant_weight(node, path, values)
+        if weight is not None:
+            weights[weight.name] = weight
+            _strip_constant(node)
+            continue
         nodes.append(node)
     init_names = set(weights)
     inputs = {
@@ -157,6 +155,18 @@ def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model
         value_info=value_info,
         functions=tuple(proto.functions),
     )
+
+
+def constant_weight(node: onnx.NodeProto, path: str, values: dict[str, np.ndarray]) -> Weight | None:
+    """The weight a default-domain Constant node becomes (onnxruntime makes it an initializer
+    when it builds the graph), its small value kept in ``values``; None for any other node."""
+    if node.op_type != "Constant" or not is_default_domain(node.domain):
+        return None
+    tensor = _constant_tensor(node, path)
+    if tensor is None:
+        return None
+    _keep_small_value(tensor, values)
+    return _weight(tensor, from_constant=True)
 
 
 def _weight(t: TensorProto, *, from_constant: bool) -> Weight:

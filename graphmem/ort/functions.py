@@ -1,6 +1,6 @@
 """Ops onnxruntime runs as function bodies, expanded as onnxruntime 1.31 expands them — statically.
 
-onnxruntime's CPU provider has no kernel for some ONNX ops (``ort_rules.RUNS_AS_FUNCTION``); when
+onnxruntime's CPU provider has no kernel for some ONNX ops (``graphmem.ort.rules.RUNS_AS_FUNCTION``); when
 it builds a session it replaces each such node by the nodes of the op's ONNX function body. This
 module does the same from the file alone, with onnx's own function bodies (``OpSchema``'s
 ``get_function_with_opset_version`` and ``get_context_dependent_function_with_opset_version``),
@@ -33,9 +33,10 @@ from dataclasses import dataclass, replace
 import onnx
 from onnx import defs
 
-from graphmem.loading import Model, _constant_tensor, _keep_small_value, _weight
-from graphmem.ort_rules import runs_as_function
-from graphmem.shapes.types import TensorType, type_to_proto
+from graphmem.model.loading import Model, constant_weight
+from graphmem.model.types import TensorType, type_to_proto
+from graphmem.optable import normalize_domain
+from graphmem.ort.rules import runs_as_function
 
 __all__ = ["InlineResult", "inline_functions", "function_body", "specialize", "with_defaults"]
 
@@ -195,48 +196,49 @@ def inline_functions(model: Model, types_of: TypesOf) -> InlineResult:
     """Expand every node onnxruntime runs as a function body, as onnxruntime does (module doc).
 
     ``types_of(model)`` gives the input types context-dependent bodies are built from; it is
-    called once per round that needs it.
+    called once per round that needs it. A node whose body cannot be built (its input types are
+    unknown to graphmem) stays whole and is listed in ``missing``.
     """
+
+    def runs_as_body(n: onnx.NodeProto) -> bool:
+        return runs_as_function(n.domain, n.op_type, model.opsets.get(normalize_domain(n.domain), 0))
+
+    if not any(runs_as_body(n) for n in model.nodes):
+        return InlineResult(model=model, inlined=(), missing=())
     ids = list(model.node_ids or range(len(model.nodes)))
     nodes = list(model.nodes)
-    next_index = max(ids, default=-1) + 1
+    next_index = max(ids, default=-1) + 1  # Graph::AllocateNode: index = nodes_.size()
     weights, values = dict(model.weights), dict(model.values)
     names = NodeNames([n.name for n in nodes])
     inlined: set[str] = set()
-    missing: set[str] = set()
-    current = model
+    failed: dict[int, str] = {}  # NodeIndex -> op type of the calls left whole
     # Values whose type graphmem does not keep (sequences, maps, optionals): the file's declaration.
     declared = {
         v.name: v.type
         for v in (*model.graph.input, *model.graph.value_info, *model.graph.output)
         if v.type.WhichOneof("value") not in (None, "tensor_type")
     }
-    while True:
-        calls = [
-            i for i, n in enumerate(nodes)
-            if runs_as_function(n.domain, n.op_type, model.opsets.get(n.domain or "", 0)) and n.op_type not in missing
-        ]
+    current = model
+    while True:  # graph_partitioner.cc: one round per partition pass, calls in node-index order
+        calls = [i for i, n in enumerate(nodes) if runs_as_body(n) and ids[i] not in failed]
         if not calls:
             break
         types = types_of(current) if any(_context_dependent(nodes[i], model) for i in calls) else {}
         removed: set[int] = set()
         for i in calls:
             call = nodes[i]
-            opset = model.opsets.get(call.domain or "", 0)
-            schema = defs.get_schema(call.op_type, opset, call.domain)
-            body = function_body(call, opset, [declared.get(x) or types.get(x) if x else None for x in call.input])
+            opset = model.opsets.get(normalize_domain(call.domain), 0)
+            body = function_body(call, opset, [(declared.get(x) or types.get(x)) if x else None for x in call.input])
             if body is None:
-                missing.add(call.op_type)
+                failed[ids[i]] = call.op_type
                 continue
             prefix = names.generate("_inlfunc_" + call.op_type) + "_"
-            fp = specialize(body, with_defaults(call, schema), prefix)
-            for n in fp.node:
-                if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
-                    tensor = _constant_tensor(n, model.path)
-                    if tensor is not None:
-                        weights[tensor.name] = _weight(tensor, from_constant=True)
-                        _keep_small_value(tensor, values)
-                        continue
+            schema = defs.get_schema(call.op_type, opset, call.domain)
+            for n in specialize(body, with_defaults(call, schema), prefix).node:
+                weight = constant_weight(n, model.path, values)
+                if weight is not None:  # graph.cc AddConstantProtoAsInitializer
+                    weights[weight.name] = weight
+                    continue
                 nodes.append(n)
                 ids.append(next_index)
                 next_index += 1
@@ -244,18 +246,17 @@ def inline_functions(model: Model, types_of: TypesOf) -> InlineResult:
                     names.add(n.name)
             removed.add(i)
             inlined.add(call.op_type)
-        keep = [k for k in range(len(nodes)) if k not in removed]
-        nodes = [nodes[k] for k in keep]
-        ids = [ids[k] for k in keep]
-        current = replace(model, nodes=tuple(nodes), node_ids=tuple(ids), weights=weights, values=values)
         if not removed:
             break
-    return InlineResult(model=current, inlined=tuple(sorted(inlined)), missing=tuple(sorted(missing)))
+        nodes = [n for k, n in enumerate(nodes) if k not in removed]
+        ids = [nid for k, nid in enumerate(ids) if k not in removed]
+        current = replace(model, nodes=tuple(nodes), node_ids=tuple(ids), weights=weights, values=values)
+    return InlineResult(model=current, inlined=tuple(sorted(inlined)), missing=tuple(sorted(set(failed.values()))))
 
 
 def _context_dependent(node: onnx.NodeProto, model: Model) -> bool:
     try:
-        schema = defs.get_schema(node.op_type, model.opsets.get(node.domain or "", 0), node.domain)
+        schema = defs.get_schema(node.op_type, model.opsets.get(normalize_domain(node.domain), 0), node.domain)
     except defs.SchemaError:
         return False
     return bool(schema.has_context_dependent_function)

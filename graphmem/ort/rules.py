@@ -61,6 +61,8 @@ _INPLACE_OPS = (
     "Trilu",
     "ScatterElements",
     "Shrink",  # providers/cpu/nn/shrink.cc; found by scripts/probe_inplace.py
+    "BitCast",  # providers/cpu/tensor/bitcast_op.cc (.MayInplace(0, 0), opset 26)
+    "TensorScatter",  # providers/cpu/llm/tensorscatter.cc (.MayInplace(0, 0): the KV cache updated in place)
     "ParametricSoftplus",  # contrib_ops/cpu/activations.cc (ONNX-domain contrib kernels)
     "ScaledTanh",
 )
@@ -110,6 +112,7 @@ RUNS_AS_FUNCTION: OpTable[int] = OpTable(
         ("", "SoftmaxCrossEntropyLoss"): 12,
         ("", "NegativeLogLikelihoodLoss"): 12,
         ("", "SequenceMap"): 17,
+        ("", "Bernoulli"): 15,  # no CPU kernel (onnxruntime 1.31 registers none); scripts/op_coverage.py
     }
 )
 

@@ -9,6 +9,7 @@ Each command group lives in a small ``graphmem/cli/*.py`` module and is register
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
@@ -17,10 +18,13 @@ import typer
 
 from graphmem.analysis.dims import parse_dims, parse_inputs
 from graphmem.errors import GraphmemError
+from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = ["handled", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption", "JsonOption", "ModelArg", "PlotOption"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_PYTHON_SHOWWARNING = warnings.showwarning
 
 DimOption = Annotated[
     Optional[list[str]],
@@ -62,13 +66,24 @@ PlotOption = Annotated[
 ]
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    """graphmem's own warnings (an onnxruntime version the emulation is not proven against) as
+    one ``graphmem: warning:`` line on stderr; others as Python shows them."""
+    if issubclass(category, RuntimeVersionWarning):
+        typer.echo(f"graphmem: warning: {message}", err=True)
+    else:
+        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
 def handled(fn: F) -> F:
     """Turn a GraphmemError into one line on stderr and its exit code (no traceback)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                return fn(*args, **kwargs)
         except GraphmemError as exc:
             typer.echo(f"graphmem: error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None

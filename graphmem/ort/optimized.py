@@ -29,7 +29,9 @@ def optimized_model(path: Path, graph_opt: str, workdir: Path, *, always: bool =
     """
     if graph_opt == "none" and not always:
         return path
-    import onnxruntime as ort
+    from graphmem.ort.runtime import onnxruntime as _runtime
+
+    ort = _runtime()
 
     from graphmem.verify.providers import session_options
 

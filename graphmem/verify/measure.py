@@ -410,7 +410,9 @@ def output_info(name: str, value: Any) -> OutputInfo:
 
 def _create_session(source: str | bytes, options: onnxruntime.SessionOptions, provider: str) -> onnxruntime.InferenceSession:
     """A session on ``provider``; MeasureError if ORT fails or silently falls back."""
-    import onnxruntime as ort
+    from graphmem.ort.runtime import onnxruntime as _runtime
+
+    ort = _runtime()
 
     try:
         session = ort.InferenceSession(source, options, providers=session_providers(provider))

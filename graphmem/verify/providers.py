@@ -100,7 +100,9 @@ def session_options(
     ``mem_pattern`` mirrors ``SessionOptions.enable_mem_pattern`` (ORT default
     True), which changes how runs after the first one allocate.
     """
-    import onnxruntime as ort
+    from graphmem.ort.runtime import onnxruntime as _runtime
+
+    ort = _runtime()
 
     levels = {
         "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -156,7 +158,9 @@ def cuda_problem() -> str | None:
     ``cudaGetDeviceCount`` through libcudart can find a GPU while ORT still fails
     on a missing cuBLAS/cuDNN.  Only a probe session answers the real question.
     """
-    import onnxruntime as ort
+    from graphmem.ort.runtime import onnxruntime as _runtime
+
+    ort = _runtime()
 
     if CUDA not in ort.get_available_providers():
         return "this onnxruntime build has no CUDA execution provider"
@@ -173,7 +177,9 @@ def _probe_cuda_session() -> tuple[list[str], str]:
     so fd 2 is redirected into a temporary file for the duration of the probe:
     the message becomes our reason instead of red noise on the user's terminal.
     """
-    import onnxruntime as ort
+    from graphmem.ort.runtime import onnxruntime as _runtime
+
+    ort = _runtime()
 
     model = _probe_model_bytes()
     options = ort.SessionOptions()

@@ -22,7 +22,9 @@ def run_every_output(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) ->
     """Run ``model`` once with every node output exposed; tensor name -> value (a copy is run:
     ``model`` is not modified)."""
     import onnx
-    import onnxruntime as ort
+    from graphmem.ort.runtime import onnxruntime as _runtime
+
+    ort = _runtime()
 
     proto = onnx.ModelProto()
     proto.CopyFrom(model)

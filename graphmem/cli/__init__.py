@@ -104,7 +104,6 @@ def peak(
     the model fits and gives a roofline latency bound.
     """
     from graphmem.analysis.pipeline import analyze_graph_opt
-    from graphmem.views.devices import resolve_device
     from graphmem.views.formats import resolve_format
     from graphmem.gate.budgets import parse_budgets
     from graphmem.views.output import finish
@@ -129,7 +128,11 @@ def peak(
     budgets = parse_budgets(
         max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
     )
-    dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
+    dev = None
+    if any(x is not None for x in (device, device_spec, devices_file, memory)):  # the catalog loads only then
+        from graphmem.views.devices import resolve_device
+
+        dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
     result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype)
     if plot is not None:

@@ -214,7 +214,6 @@ def peak_document(
     """The ``peak`` document and table: :func:`peak_json` plus the what-if dtype, the KV cache of a
     decoder and, with a device, its fit and roofline section."""
     from graphmem.views.kvcache import kv_cache, kv_json, kv_lines
-    from graphmem.views.roofline import device_lines, device_section
 
     kv = kv_cache(a)
     doc = peak_json(a)
@@ -223,7 +222,9 @@ def peak_document(
     if kv is not None:
         doc["kv_cache"] = kv_json(kv)
     lines = [peak_table(a), *kv_lines(kv)]
-    if device is not None:
+    if device is not None:  # the roofline module loads only for --device (start-up)
+        from graphmem.views.roofline import device_lines, device_section
+
         doc["device"] = device_section(a, device, overhead_bytes=overhead_bytes)
         lines += device_lines(a, device, overhead_bytes=overhead_bytes)
     return doc, "\n".join(lines)

@@ -10,7 +10,9 @@ the installed onnxruntime registers (``onnxruntime.capi.onnxruntime_pybind11_sta
 .get_all_opkernel_def``; onnxruntime-gpu's build cannot list them on a machine without CUDA,
 so pass ``--kernels FILE``, a JSON ``{op: [[start, end], ...]}`` dumped by
 ``--dump-kernels FILE`` under a plain onnxruntime of the same version). Without ``--all`` only
-the ops graphmem calls unsupported are listed. Exit 1 when any op is unsupported.
+the ops graphmem calls unsupported are listed. Then: ops with no FLOP table entry at all, and
+ops onnxruntime runs as function bodies (an onnx body, no CPU kernel at that version) that
+``RUNS_AS_FUNCTION`` misses. Exit 1 when either list is not empty.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def main() -> int:
     ap.add_argument("--kernels", default=None, help="JSON kernel ranges dumped by --dump-kernels")
     ap.add_argument("--dump-kernels", default=None, help="write this onnxruntime's CPU kernel ranges and exit")
     ap.add_argument("--all", action="store_true")
+    ap.add_argument("--ort-opset", type=int, default=26,
+                    help="newest default-domain opset onnxruntime loads (1.31 and 1.32: 26; 27 is refused)")
     args = ap.parse_args()
     if args.dump_kernels:
         import onnxruntime
@@ -94,7 +98,24 @@ def main() -> int:
     for r in rows:
         counts[r[2]] = counts.get(r[2], 0) + 1
     print("outcomes:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    return 1 if any(r[2] not in ("counted", "zero") for r in rows) else 0
+    from graphmem.flops.registry import REGISTRY
+
+    no_entry = [r[0] for r in rows if ("", r[0]) not in REGISTRY]
+    print(f"ops without a FLOP table entry (unsupported by omission): {', '.join(no_entry) or 'none'}")
+    # Kernel rules: an op with an onnx body and no CPU kernel at a version onnxruntime loads
+    # (opset <= its newest) runs as that body: it must be in RUNS_AS_FUNCTION from that version.
+    newest_ort_opset = args.ort_opset
+    missing_fn = []
+    for s in defs.get_all_schemas_with_history():
+        if s.domain not in ("", "ai.onnx") or s.since_version > min(args.opset, newest_ort_opset):
+            continue
+        has_body = s.has_function or s.has_context_dependent_function
+        has_kernel = any(a <= s.since_version <= b for a, b in kernels.get(s.name, []))
+        since = RUNS_AS_FUNCTION.lookup("", s.name)
+        if has_body and not has_kernel and (since is None or since > s.since_version):
+            missing_fn.append(f"{s.name}-{s.since_version}")
+    print(f"ops onnxruntime {ort_version} runs as function bodies missing from RUNS_AS_FUNCTION: {', '.join(missing_fn) or 'none'}")
+    return 1 if no_entry or missing_fn else 0
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ def compare(path: Path, tmp: Path) -> tuple[list[str], str]:
     ours = [g.node(nid) for nid in ort_order(g)]
     theirs_model = onnx.load(str(written), load_external_data=True)
     theirs = list(theirs_model.graph.node)
-    if any(_body_has_function(n, opset_of(model)) for n in model.nodes):
+    if any(_body_has_function(n, opset_of(model)) for n in result.model.nodes):
         # onnxruntime also inlines function ops inside If/Loop/Scan bodies (InlineNodes recurses
         # into subgraphs first); graphmem plans no body, so it leaves them: not emulated
         return ["a control-flow body holds a function op"], IN_BODY

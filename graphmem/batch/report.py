@@ -24,6 +24,14 @@ if TYPE_CHECKING:
 __all__ = ["sweep_json", "sweep_table", "fit_json", "fit_table", "fit_formula"]
 
 
+def _exactness(a: Any) -> dict[str, Any]:
+    """``exact`` and ``approximations`` of the analysis a fit answer rests on (None: none)."""
+    if a is None:
+        return {"exact": None, "approximations": []}
+    return {"exact": a.activations.exact, "approximations": [
+        {"kind": x.kind, "node": x.node, "detail": x.detail} for x in a.activations.approximations]}
+
+
 def sweep_json(s: Sweep) -> dict[str, Any]:
     """The ``graphmem sweep --json`` document (schema_version 1; bytes exact in rows, float
     coefficients in the fit; ``flops`` null when the counter is not available)."""
@@ -41,7 +49,8 @@ def sweep_json(s: Sweep) -> dict[str, Any]:
              "outputs_bytes": r.outputs_bytes, "total_bytes": r.total_bytes,
              "peak_node": r.peak_node, "flops": r.flops,
              "flops_unsupported_nodes": r.flops_unsupported, "kv_cache_bytes": r.kv_cache_bytes,
-             "unresolved_tensors": r.unresolved}
+             "unresolved_tensors": r.unresolved, "exact": not r.approximations,
+             "approximations": list(r.approximations)}
             for r in s.rows
         ],
         "fit": {
@@ -192,7 +201,7 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
         doc.update(mode="check", model={"path": a.model.path}, dims=dict(a.model.dims),
                    fits=r.fits, total_bytes=r.total_bytes, needed_bytes=r.needed_bytes,
                    headroom_bytes=r.headroom_bytes, breakdown=split, dominant=top,
-                   kv_cache=kv_json(kv_cache(a)), unresolved=list(a.shapes.unresolved))
+                   kv_cache=kv_json(kv_cache(a)), unresolved=list(a.shapes.unresolved), **_exactness(a))
         if t is not None:
             doc["training"] = _training_json(t)
         return doc
@@ -213,7 +222,7 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
         next_complete=r.next_complete,
         headroom_bytes=r.headroom_bytes, breakdown=split,
         dominant=top, kv_cache=kv_json(kv_cache(a)) if a else None,
-        monotone=r.monotone,
+        monotone=r.monotone, **_exactness(a),
         violations=[{"value": x0, "total_bytes": t0, "larger_value": x1, "smaller_total_bytes": t1}
                     for x0, t0, x1, t1 in r.violations],
         probes=probes,

@@ -167,6 +167,7 @@ class SweepRow:
     flops_unsupported: int  # nodes the counter could not cost: ``flops`` is then "at least"
     kv_cache_bytes: int | None  # None: the model has no KV cache
     unresolved: int  # tensors without a static size: the figures are lower estimates
+    approximations: tuple[str, ...] = ()  # kind: detail of each approximation (empty: exact)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,6 +225,7 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
             flops=counted[0] if counted else None, flops_unsupported=counted[1] if counted else 0,
             kv_cache_bytes=kv.total_bytes if kv is not None else None,
             unresolved=len(a.shapes.unresolved),
+            approximations=tuple(f"{x.kind}: {x.detail}" for x in a.activations.approximations),
         ))
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
                  rows=tuple(rows), fit=fit_memory(spec.dim, rows))

@@ -32,6 +32,7 @@ from graphmem.cli.gate import (
     MaxTotalOption,
     MaxWeightsOption,
     OutputOption,
+    RequireExactOption,
 )
 from graphmem.errors import EXIT_INPUT_ERROR, UsageError
 
@@ -80,6 +81,7 @@ def peak(
     max_total: MaxTotalOption = None,
     max_params: MaxParamsOption = None,
     max_flops: MaxFlopsOption = None,
+    require_exact: RequireExactOption = False,
     symbolic: Annotated[
         bool,
         typer.Option(
@@ -126,7 +128,8 @@ def peak(
         return
     fmt = resolve_format(fmt, as_json=as_json)
     budgets = parse_budgets(
-        max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
+        max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops,
+        require_exact=require_exact,
     )
     dev = None
     if any(x is not None for x in (device, device_spec, devices_file, memory)):  # the catalog loads only then

@@ -27,6 +27,7 @@ __all__ = [
     "MaxTotalOption",
     "MaxParamsOption",
     "MaxFlopsOption",
+    "RequireExactOption",
 ]
 
 FormatOption = Annotated[
@@ -54,6 +55,13 @@ MaxPeakOption = _budget("--max-peak", "the activation peak", "64MiB")
 MaxTotalOption = _budget("--max-total", "weights + activation peak + inputs", "1.5GB")
 MaxParamsOption = _budget("--max-params", "the parameter count", "25M")
 MaxFlopsOption = _budget("--max-flops", "the FLOP count", "4G")
+RequireExactOption = Annotated[
+    bool,
+    typer.Option(
+        "--require-exact",
+        help="Fail (exit 1) when a gated figure is approximate (activations.exact false).",
+    ),
+]
 
 
 def _increase(metric: str) -> Any:
@@ -94,6 +102,7 @@ def check(
     fmt: FormatOption = "table",
     as_json: JsonOption = False,
     output: OutputOption = None,
+    require_exact: RequireExactOption = False,
 ) -> None:
     """Analyze every configured model and check its budgets; exit 1 if any is over budget.
 
@@ -105,6 +114,10 @@ def check(
 
     fmt = resolve_format(fmt, as_json=as_json)
     cfg = load_config(config)
+    if require_exact:
+        from dataclasses import replace
+
+        cfg = replace(cfg, models=tuple(replace(m, budgets=replace(m.budgets, require_exact=True)) for m in cfg.models))
     progress = _Progress(len(cfg.models))
     try:
         outcomes = run_check(cfg, jobs=jobs, on_done=progress.update)

@@ -8,7 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
-from graphmem.cli.gate import MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption
+from graphmem.cli.gate import (
+    MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption, RequireExactOption,
+)
 from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
 
 __all__ = ["register", "verify_command"]
@@ -36,6 +38,7 @@ def verify_command(
     max_total: MaxTotalOption = None,
     max_params: MaxParamsOption = None,
     max_flops: MaxFlopsOption = None,
+    require_exact: RequireExactOption = False,
 ) -> None:
     """Run the graph with onnxruntime, measure its activation peak, compare with the prediction.
 
@@ -50,7 +53,8 @@ def verify_command(
 
     int_range = _parse_range(input_range)
     budgets = parse_budgets(
-        max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops
+        max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops,
+        require_exact=require_exact,
     )
     inputs = parse_inputs(dim, shape, value)
     v = verify(

@@ -77,11 +77,14 @@ class Budgets:
     max_total: int | None = None
     max_params: int | None = None
     max_flops: int | None = None
+    require_exact: bool = False  # --require-exact: an approximate gated figure fails
 
     def __post_init__(self) -> None:
+        if not isinstance(self.require_exact, bool):
+            raise UsageError(f"budget require_exact={self.require_exact!r}: expected true or false")
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or f.name == "require_exact":
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise UsageError(f"budget {f.name}={value!r}: expected an integer")
@@ -91,7 +94,7 @@ class Budgets:
     @property
     def active(self) -> bool:
         """True when at least one budget is set."""
-        return any(getattr(self, f.name) is not None for f in fields(self))
+        return self.require_exact or any(getattr(self, "max_" + m.key) is not None for m in METRICS)
 
     def limit(self, metric: Metric) -> int | None:
         """The limit for ``metric`` (None: not gated)."""
@@ -99,12 +102,15 @@ class Budgets:
 
     def over(self, other: Budgets) -> Budgets:
         """These budgets, with every budget set in ``other`` taking precedence."""
-        given = {f.name: getattr(other, f.name) for f in fields(other)}
-        return replace(self, **{k: v for k, v in given.items() if v is not None})
+        given = {f.name: getattr(other, f.name) for f in fields(other) if f.name != "require_exact"}
+        merged = replace(self, **{k: v for k, v in given.items() if v is not None})
+        return replace(merged, require_exact=self.require_exact or other.require_exact)
 
-    def to_json(self) -> dict[str, int]:
-        """``{"--max-peak": 10485760, …}`` for the budgets that are set."""
-        limits = {m.option: self.limit(m) for m in METRICS}
+    def to_json(self) -> dict[str, int | bool]:
+        """``{"--max-peak": 10485760, …}`` for the budgets that are set (``--require-exact``: true)."""
+        limits: dict[str, int | bool | None] = {m.option: self.limit(m) for m in METRICS}
+        if self.require_exact:
+            limits["--require-exact"] = True
         return {k: v for k, v in limits.items() if v is not None}
 
 
@@ -112,8 +118,10 @@ class Budgets:
 class Failure:
     """One budget a document does not meet.
 
-    ``reason`` is ``"exceeds"`` (``excess`` = actual − limit > 0) or ``"unknown"``: the figure
-    is a lower estimate within the limit, so fitting cannot be shown (``excess`` is None).
+    ``reason`` is ``"exceeds"`` (``excess`` = actual − limit > 0), ``"unknown"``: the figure
+    is a lower estimate within the limit, so fitting cannot be shown (``excess`` is None), or
+    ``"approximate"``: with ``--require-exact``, the gated figure is not exact (``limit`` 0,
+    ``actual`` the number of approximations, ``excess`` None).
     """
 
     metric: str
@@ -121,7 +129,7 @@ class Failure:
     limit: int
     actual: int
     excess: int | None
-    reason: Literal["exceeds", "unknown"]
+    reason: Literal["exceeds", "unknown", "approximate"]
     message: str
 
     def to_json(self) -> dict[str, Any]:
@@ -178,6 +186,7 @@ def parse_budgets(
     max_total: str | None = None,
     max_params: str | None = None,
     max_flops: str | None = None,
+    require_exact: bool = False,
 ) -> Budgets:
     """Budgets from command-line strings (``"512MiB"``, ``"1.5GB"``, ``"25M"``); None = unset.
 
@@ -187,13 +196,19 @@ def parse_budgets(
         weights=max_weights, peak=max_peak, total=max_total, params=max_params, flops=max_flops
     )
     parsed = {k: parse_budget(_BY_KEY[k], v) for k, v in given.items() if v is not None}
-    return Budgets(**{"max_" + k: v for k, v in parsed.items()})
+    return Budgets(**{"max_" + k: v for k, v in parsed.items()}, require_exact=require_exact)
 
 
 def budgets_from_mapping(values: Mapping[str, Any], *, where: str = "") -> Budgets:
-    """Budgets from config keys ``max-weights`` … ``max-flops`` (strings or integers)."""
-    out: dict[str, int] = {}
+    """Budgets from config keys ``max-weights`` … ``max-flops`` (strings or integers) and
+    ``require-exact`` (a boolean)."""
+    out: dict[str, Any] = {}
     for name, value in values.items():
+        if name == "require-exact":
+            if not isinstance(value, bool):
+                raise UsageError(f"{where}require-exact = {value!r}: expected true or false")
+            out["require_exact"] = value
+            continue
         key = name.removeprefix("max-")
         if not name.startswith("max-") or key not in _BY_KEY:
             raise UsageError(f"{where}unknown budget '{name}'")
@@ -241,7 +256,32 @@ def evaluate(doc: Mapping[str, Any], budgets: Budgets) -> GateResult:
         failure = _check_one(metric, actual, limit, _unknown_sizes(doc, metric))
         if failure is not None:
             failures.append(failure)
+    if budgets.require_exact:
+        failure = _check_exact(doc, budgets)
+        if failure is not None:
+            failures.append(failure)
     return GateResult(passed=not failures, failures=tuple(failures), budgets=budgets)
+
+
+def _check_exact(doc: Mapping[str, Any], budgets: Budgets) -> Failure | None:
+    """``--require-exact``: a failure when the activation figures (what every gated byte
+    figure but the weights holds; the peak when no budget is set) are not exact."""
+    gated = [m for m in METRICS if budgets.limit(m) is not None]
+    if gated and all(m.key in ("weights", "params", "flops") for m in gated):
+        return None  # nothing gated depends on the activations
+    exact = lookup(doc, ("activations", "exact"))
+    found = list(lookup(doc, ("activations", "approximations")) or ())
+    if exact is not False:
+        return None
+    kinds = sorted({str(x.get("kind")) for x in found if isinstance(x, Mapping)})
+    first = next((x for x in found if isinstance(x, Mapping)), {})
+    where = f" (first: {first.get('kind')} at '{first.get('node')}': {first.get('detail')})" if first else ""
+    message = (
+        f"activations peak is not exact: {len(found)} approximations of kind {', '.join(kinds) or 'unknown'}"
+        f"{where}; --require-exact"
+    )
+    return Failure(metric="exact", option="--require-exact", limit=0, actual=len(found), excess=None,
+                   reason="approximate", message=message)
 
 
 def _check_one(metric: Metric, actual: int, limit: int, unknown: list[str]) -> Failure | None:

@@ -62,9 +62,9 @@ __all__ = [
 ]
 
 CONFIG_NAMES = ("graphmem.toml", "pyproject.toml")
-_BUDGET_KEYS = tuple(m.option.removeprefix("--") for m in METRICS)
+_BUDGET_KEYS = (*(m.option.removeprefix("--") for m in METRICS), "require-exact")
 _TOP_KEYS = ("models", "dims", "provider", *_BUDGET_KEYS)
-_MODEL_KEYS = ("path", "name", "dims", "provider", *_BUDGET_KEYS)
+_MODEL_KEYS = ("path", "name", "dims", "shapes", "values", "provider", *_BUDGET_KEYS)
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -84,6 +84,8 @@ class ModelSpec:
     provider: str = "cpu"
     budgets: Budgets = field(default_factory=Budgets)
     where: str = ""
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # inputs' whole shapes (--shape)
+    values: dict[str, tuple[int, ...]] = field(default_factory=dict)  # small integer inputs (--value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,6 +149,8 @@ def parse_config(data: Any, *, path: Path) -> Config:
         name = _string(entry["name"], f"{where}.name", prefix) if "name" in entry else None
         common = dict(
             dims=_dims(entry.get("dims", {}), f"{where}.dims", prefix),
+            shapes=_int_lists(entry.get("shapes", {}), f"{where}.shapes", prefix, minimum=0),
+            values=_int_lists(entry.get("values", {}), f"{where}.values", prefix, minimum=None),
             default_dims=default_dims,
             provider=_string(entry.get("provider", default_provider), f"{where}.provider", prefix),
             budgets=default_budgets.over(_budgets(entry, f"{where}.", prefix)),
@@ -194,11 +198,25 @@ def _string(value: Any, what: str, prefix: str) -> str:
 def _dims(value: Any, what: str, prefix: str) -> dict[str, int]:
     table = _table(value, what, prefix)
     for name, n in table.items():
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_DIM:
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_DIM:
             raise ConfigError(
-                f"{prefix}{what}.{name} = {n!r}: a dim must be an integer from 1 to 2**40"
+                f"{prefix}{what}.{name} = {n!r}: a dim must be an integer from 0 to 2**40"
             )
     return dict(table)
+
+
+def _int_lists(value: Any, what: str, prefix: str, *, minimum: int | None) -> dict[str, tuple[int, ...]]:
+    """``shapes = { x = [1, 3, 48, 192] }`` / ``values = { sr = [16000] }`` (a bare int is one value)."""
+    table = _table(value, what, prefix)
+    out: dict[str, tuple[int, ...]] = {}
+    for name, items in table.items():
+        items = [items] if isinstance(items, int) and not isinstance(items, bool) else items
+        if not isinstance(items, list) or any(isinstance(n, bool) or not isinstance(n, int) for n in items):
+            raise ConfigError(f"{prefix}{what}.{name} = {items!r}: expected an array of integers")
+        if minimum is not None and any(not minimum <= n <= MAX_DIM for n in items):
+            raise ConfigError(f"{prefix}{what}.{name} = {items!r}: a dim must be an integer from 0 to 2**40")
+        out[name] = tuple(items)
+    return out
 
 
 def _budgets(table: dict[str, Any], where: str, prefix: str) -> Budgets:
@@ -264,7 +282,9 @@ def check_model(spec: ModelSpec) -> Outcome:
         model = load_model(spec.path)
         own = set(model.symbolic_dims)
         dims = {k: v for k, v in spec.default_dims.items() if k in own} | spec.dims
-        doc = peak_json(analyze_model(model, dims=dims, provider=spec.provider))
+        doc = peak_json(
+            analyze_model(model, dims=dims, shapes=spec.shapes, values=spec.values, provider=spec.provider)
+        )
         status: Literal["pass", "fail"] = "pass"
         if spec.budgets.active:
             result = evaluate(doc, spec.budgets)

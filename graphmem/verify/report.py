@@ -50,6 +50,10 @@ def verify_json(
                 "measured_bytes": v.divergence.measured_bytes,
             },
             "output_mismatches": list(v.output_mismatches),
+            "exact": v.analysis.activations.exact,
+            "approximations": [
+                {"kind": x.kind, "node": x.node, "detail": x.detail} for x in v.analysis.activations.approximations
+            ],
             "cuda_outside_arena": _cuda_json(v),
         },
     }

@@ -70,16 +70,16 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
     models = [
-        ("cnn", Path("models/tiny_cnn.onnx"), ["--dim", "batch=8"], []),
-        ("bert", Path("models/tiny_bert.onnx"), ["--dim", "batch=8", "--dim", "seq=128"], ["--sweep", "seq=32,64,128,256,384,512"]),
-        ("decoder25k", decoder(args.work), ["--dim", "batch=1", "--dim", "seq=512"], []),
+        ("cnn", Path("models/tiny_cnn.onnx"), ["--dim", "batch=8"], [], 2000),
+        ("bert", Path("models/tiny_bert.onnx"), ["--dim", "batch=8", "--dim", "seq=128"], ["--sweep", "seq=32,64,128,256,384,512"], 2700),
+        ("decoder25k", decoder(args.work), ["--dim", "batch=1", "--dim", "seq=512"], [], 2000),
     ]
     print(f"{'model':<11} {'nodes':>7} {'report':>8} {'plot':>7} {'shot':>6} {'html':>10}  peak")
-    for name, model, dims, extra in models:
+    for name, model, dims, extra, height in models:
         html = args.work / f"report_{name}.html"
         t_report = graphmem("report", str(model), *dims, *extra, "-o", str(html))
         t_plot = graphmem("peak", str(model), *dims, "--plot", str(args.out / f"peak_{name}.png"))
-        t_shot = screenshot(html, args.out / f"report_{name}.png")
+        t_shot = screenshot(html, args.out / f"report_{name}.png", height=height)
         page = html.read_text(encoding="utf-8")
         peak = subprocess.run([sys.executable, "-m", "graphmem", "peak", str(model), *dims, "--json"],
                               check=True, capture_output=True, text=True, cwd=ROOT).stdout

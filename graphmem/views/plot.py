@@ -252,12 +252,20 @@ def _footer(fig: Figure, a: Analysis) -> None:
 
 
 def _footer_note(fig: Figure, warning: str | None, info: str) -> None:
-    """A red line saying why the figures are not exact, or a grey "exact" line with ``info``."""
+    """A red note saying why the figures are not exact (wrapped to the figure's width), or a grey
+    "exact" line with ``info``."""
+    import textwrap
+
+    width_chars = int(fig.get_figwidth() * 12.5)  # about 12 characters of bold 9-point text per inch
     if warning:
-        fig.text(0.01, 0.005, warning, color=WARN_COLOUR, fontsize=9, fontweight="bold", ha="left", va="bottom")
+        text, style = "\n".join(textwrap.wrap(warning, width_chars)), {"color": WARN_COLOUR, "fontsize": 9, "fontweight": "bold"}
     else:
-        fig.text(0.01, 0.005, "exact: every buffer planned from resolved shapes · " + info, fontsize=8, color="#555555", ha="left", va="bottom")
-    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+        text = "\n".join(textwrap.wrap("exact: every buffer planned from resolved shapes · " + info, width_chars))
+        style = {"color": "#555555", "fontsize": 8}
+    fig.text(0.01, 0.005, text, ha="left", va="bottom", **style)
+    lines = text.count("\n") + 1
+    share = (0.17 * lines + 0.08) / fig.get_figheight()  # inches of text over the figure's height
+    fig.get_layout_engine().set(rect=(0, share, 1, 1 - share))
 
 
 def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: MemoryTimeline, *, max_bins: int = MAX_BINS) -> Figure:

@@ -29,6 +29,8 @@ forward, backward and optimizer-step phases): the same search, gate and monotoni
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dataclasses
 import os
 import re
@@ -558,3 +560,24 @@ def dominant(a: Analysis) -> str:
     """The largest part of the total ("weights", "activations" or "inputs")."""
     parts = breakdown(a)
     return max(parts, key=parts.__getitem__)
+
+
+def genai_past_buffer(model_path: str | Path) -> int | None:
+    """onnxruntime-genai's past buffer length for the model at ``model_path``: ``search.max_length``
+    of the ``genai_config.json`` beside it when ``search.past_present_share_buffer`` is true
+    (genai then allocates every past input at that length, and GroupQueryAttention returns
+    ``present`` of that length); None without such a file."""
+    import json
+
+    config = Path(model_path).with_name("genai_config.json")
+    if not config.is_file():
+        return None
+    try:
+        search = json.loads(config.read_text()).get("search", {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    length = search.get("max_length")
+    if search.get("past_present_share_buffer") and isinstance(length, int) and length > 0:
+        return length
+    return None
+

@@ -162,6 +162,7 @@ def fit_command(
     from graphmem.batch.search import (
         check_fit,
         check_fit_training,
+        genai_past_buffer,
         parse_bound_dims,
         search_largest,
         search_largest_training,
@@ -197,6 +198,13 @@ def fit_command(
     overhead_bytes = parse_bytes(overhead)
     dims = parse_bound_dims(dim)
     m = load_model(model)
+    buffer = genai_past_buffer(model)
+    if buffer is not None and "past_sequence_length" in m.symbolic_dims and "past_sequence_length" not in dims \
+            and solve != "past_sequence_length":
+        dims["past_sequence_length"] = buffer
+        typer.echo(f"graphmem: genai_config.json beside the model: past_present_share_buffer, so the past "
+                   f"inputs are onnxruntime-genai's buffer of max_length {buffer} "
+                   f"(--dim past_sequence_length={buffer})", err=True)
     if any(n not in m.symbolic_dims for n in dims):
         check_dims(m, dims)  # raises UnknownDimError naming the model's dims
     if solve is None:

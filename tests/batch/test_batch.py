@@ -425,3 +425,17 @@ def test_search_takes_any_cost() -> None:
                              cost=lambda a: (1 << 29) - a.total_bytes)
     assert falling.largest == 16 and falling.unbounded and not falling.monotone
     assert len(falling.violations) == 4  # 1 > 2 > 4 > 8 > 16: the check runs on the cost
+
+
+def test_genai_past_buffer_reads_genai_config(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from graphmem.batch.search import genai_past_buffer
+
+    model = tmp_path / "model.onnx"
+    assert genai_past_buffer(model) is None  # no genai_config.json
+    config = tmp_path / "genai_config.json"
+    config.write_text(json.dumps({"search": {"max_length": 2048, "past_present_share_buffer": True}}))
+    assert genai_past_buffer(model) == 2048
+    config.write_text(json.dumps({"search": {"max_length": 2048, "past_present_share_buffer": False}}))
+    assert genai_past_buffer(model) is None

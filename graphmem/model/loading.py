@@ -26,7 +26,9 @@ from graphmem.errors import CorruptProtobufError, ModelLoadError
 from graphmem.model.protoscan import read_stripped
 from graphmem.model.types import TensorType, type_from_proto
 
-__all__ = ["Weight", "Model", "load_model", "model_from_proto", "constant_weight", "KEEP_VALUE_MAX_ELEMENTS"]
+__all__ = [
+    "Weight", "Model", "load_model", "model_from_proto", "model_from_graph", "constant_weight", "KEEP_VALUE_MAX_ELEMENTS",
+]
 
 #: Integer initializers up to this many elements keep their values (shape constants).
 KEEP_VALUE_MAX_ELEMENTS = 4096
@@ -122,6 +124,23 @@ def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model
     opsets = {o.domain or "": o.version for o in proto.opset_import}
     if "ai.onnx" in opsets and "" not in opsets:
         opsets[""] = opsets["ai.onnx"]
+    return model_from_graph(
+        graph, path=path, ir_version=proto.ir_version, opsets=opsets, functions=tuple(proto.functions)
+    )
+
+
+def model_from_graph(
+    graph: onnx.GraphProto,
+    *,
+    path: str,
+    ir_version: int,
+    opsets: dict[str, int],
+    functions: tuple[onnx.FunctionProto, ...] = (),
+    inputs: dict[str, TensorType] | None = None,
+) -> Model:
+    """A :class:`Model` of one graph (the main graph or a subgraph), weight payloads dropped in
+    place; ``inputs`` replaces the types of the graph's declared inputs (a subgraph's feeds and
+    the outer-scope values it reads)."""
     weights: dict[str, Weight] = {}
     values: dict[str, np.ndarray] = {}
     for init in graph.initializer:
@@ -137,23 +156,24 @@ def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model
             continue
         nodes.append(node)
     init_names = set(weights)
-    inputs = {
-        vi.name: type_from_proto(vi.type) for vi in graph.input if vi.name not in init_names
-    }
+    if inputs is None:
+        typed = {vi.name: type_from_proto(vi.type) for vi in graph.input if vi.name not in init_names}
+    else:
+        typed = {name: t for name, t in inputs.items() if name not in init_names}
     outputs = {vi.name: type_from_proto(vi.type) for vi in graph.output}
     value_info = {vi.name: type_from_proto(vi.type) for vi in graph.value_info}
     return Model(
         path=path,
-        ir_version=proto.ir_version,
+        ir_version=ir_version,
         opsets=opsets,
         graph=graph,
         nodes=tuple(nodes),
         weights=weights,
         values=values,
-        inputs=inputs,
+        inputs=typed,
         outputs=outputs,
         value_info=value_info,
-        functions=tuple(proto.functions),
+        functions=functions,
     )
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -30,6 +31,8 @@ from graphmem.model.graph import OpGraph
 from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.model.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
+from graphmem.model.subgraphs import is_control_flow
+from graphmem.shapes.controlflow import ControlFlowShapes, infer_control_flow
 
 __all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape", "op_schema"]
 
@@ -63,6 +66,8 @@ class ShapeResult:
     types: dict[str, TensorType]
     values: dict[str, np.ndarray]
     failed_nodes: tuple[int, ...]  # nodes whose inference raised (their outputs may be unknown)
+    # control-flow node id -> its bodies as inferred (graphmem.shapes.controlflow.ControlFlowShapes)
+    bodies: dict[int, ControlFlowShapes] = field(default_factory=dict)
 
 
 def bind_shape(shape: Shape | None, dims: Mapping[str, int], *, run: bool = False) -> Shape | None:
@@ -83,15 +88,21 @@ def infer_types(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Shape] | None = None,
     input_values: Mapping[str, np.ndarray] | None = None,
+    body_order: Callable[[OpGraph], tuple[int, ...]] | None = None,
+    label: str = "",
 ) -> ShapeResult:
     """Infer every node output's type in ``order`` (a topological order of ``g``).
 
     ``shapes`` set graph inputs' whole shapes and ``input_values`` their values (the runtime
-    view of ``--shape`` / ``--value``; onnxruntime's static view knows neither)."""
+    view of ``--shape`` / ``--value``; onnxruntime's static view knows neither; a body's feeds).
+    Control-flow nodes are inferred through their bodies (:mod:`graphmem.shapes.controlflow`),
+    each body in the order ``body_order`` gives (onnxruntime's, by default)."""
     model = g.model
     dims = dims or {}
     shapes = shapes or {}
     run = view is RUNTIME
+    if body_order is None:
+        from graphmem.ort.order import ort_order as body_order
     # NCHWc block sizes a graph onnxruntime saved at level all is consistent with (its filters).
     blocks = nchwc_block_sizes(model.nodes, {name: w.dims for name, w in model.weights.items()})
     types: dict[str, TensorType] = {}
@@ -105,13 +116,28 @@ def infer_types(
         if _keep_value(view, v):
             values[name] = v
     for name, v in (input_values or {}).items():
-        values[name] = v
+        if _keep_value(view, v):
+            values[name] = v
     declared = {**model.value_info, **model.outputs}
+    bodies: dict[int, ControlFlowShapes] = {}
     serialized: dict[str, bytes] = {}
     data_bytes: dict[str, bytes] = {}
     failed: list[int] = []
     for nid in order:
         node = g.node(nid)
+        if is_control_flow(node):
+            out_types, out_values, bodies[nid] = infer_control_flow(
+                model, node, types, values, view=view, runtime=view is RUNTIME, dims=dims,
+                order_of=body_order, infer=infer_types, label=f"{label}{node.name or node.op_type}",
+            )
+            for out in node.output:
+                if out:
+                    have = declared.get(out)
+                    if have is not None:
+                        have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims, run=run), kind=have.kind)
+                    types[out] = _merge(out_types.get(out), have)
+            values.update({k: v for k, v in out_values.items() if _keep_value(view, v)})
+            continue
         if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
             continue
         inferred = _infer_node(model, node, types, values, serialized, data_bytes, blocks)
@@ -130,7 +156,7 @@ def infer_types(
             _fill_runtime_gaps(node, types)
         if view.value_ops is None or node.op_type in view.value_ops:
             _compute_values(model.opsets, node, types, values, view)
-    return ShapeResult(types=types, values=values, failed_nodes=tuple(failed))
+    return ShapeResult(types=types, values=values, failed_nodes=tuple(failed), bodies=bodies)
 
 
 def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]

@@ -36,8 +36,10 @@ def approximations(
     unresolved: Iterable[str],
     scratch_unmodelled: Iterable[str],
     provider: str,
+    planned: frozenset[int] = frozenset(),
 ) -> tuple[Approximation, ...]:
-    """The approximations of an analysis of ``g`` run in ``order``."""
+    """The approximations of an analysis of ``g`` run in ``order``; ``planned``: control-flow
+    nodes whose bodies were planned (:mod:`graphmem.analysis.controlflow`)."""
     out: list[Approximation] = []
     label = {nid: g.node(nid).name or f"{g.node(nid).op_type}_{nid}" for nid in order}
     for name in unresolved:
@@ -57,12 +59,12 @@ def approximations(
             ))
     for nid in order:
         node = g.node(nid)
-        if has_subgraph(node):
+        if has_subgraph(node) and nid not in planned:
             out.append(Approximation(
                 kind="unplanned_subgraph", node=label[nid],
                 detail=f"the buffers of {node.op_type}'s body are not planned: they are not in the figures",
             ))
-        elif not _known_kernel(node, g.model.opsets):
+        elif nid not in planned and not _known_kernel(node, g.model.opsets):
             out.append(Approximation(
                 kind="unknown_kernel", node=label[nid],
                 detail=f"no rules for {node.domain}:{node.op_type}: planned from the file's shapes, sharing no buffer",

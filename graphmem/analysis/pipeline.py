@@ -31,6 +31,10 @@ from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.program import build_program, tensor_size
 from graphmem.ort.functions import inline_functions
+from graphmem.model.subgraphs import all_weights
+from graphmem.analysis.bodyflops import flops_with_bodies
+from graphmem.analysis.controlflow import control_flow_approximations, plan_control_flow
+from graphmem.ort.controlflow import replay
 from graphmem.ort.order import file_order, ort_order
 from graphmem.ort.rewrites import remove_duplicate_casts
 from graphmem.ort.rules import sharing, unwritten_outputs
@@ -146,8 +150,10 @@ def analyze_model(
         model, inlined, missing = expansion.model, expansion.inlined, expansion.missing
     g = build_graph(model)
     order = ordering(g)
-    runtime = infer_types(g, order, view=RUNTIME, dims=bound, shapes=given.shapes, input_values=given.values)
-    static = infer_types(g, order, view=ORT_STATIC)
+    runtime = infer_types(
+        g, order, view=RUNTIME, dims=bound, shapes=given.shapes, input_values=given.values, body_order=ordering
+    )
+    static = infer_types(g, order, view=ORT_STATIC, body_order=ordering)
     _check_domains(g, runtime.types)
     rewritten = remove_duplicate_casts(model, static.types)
     if rewritten is not model:  # onnxruntime runs the rewritten graph, in its own order
@@ -169,6 +175,16 @@ def analyze_model(
         devices=session.devices,
     )
     plan = plan_ort(program)
+    flow = None
+    if runtime.bodies:
+        if session.devices is not None:
+            raise UsageError("--provider cuda: control flow (If/Loop/Scan) is emulated on CPU only")
+        flow = plan_control_flow(
+            program, plan, names, session.order, session.graph.protos, runtime.bodies, static.bodies,
+            session.static, session.runtime, model.opset, model,
+        )
+        ops = tuple(session.graph.node(nid).op_type for nid in session.order)
+        flow_replay = replay(program, plan, flow.kernels, ops=ops)
     main = main_device_only(program)
     live = analyze_liveness(main)
     arena = plan_greedy(live)
@@ -187,8 +203,26 @@ def analyze_model(
     outputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.outputs)
     peak_step = plan.peak_step
     peak_node = program.steps[peak_step].label if peak_step >= 0 else ""
+    peak_bytes = plan.peak_bytes
+    timeline = tuple((step.label, held) for step, held in zip(program.steps, plan.in_use))
+    step_ops = tuple(session.graph.node(nid).op_type for nid in session.order)
+    flow_approximations: list[Approximation] = []
+    top_unresolved = unresolved
+    if flow is not None:
+        samples = flow_replay.samples
+        peak_bytes, peak_node = flow_replay.peak_bytes, flow_replay.peak_label
+        peak_step = next(i for i, x in enumerate(samples) if x.bytes == peak_bytes)
+        timeline = tuple((x.label, x.bytes) for x in samples)
+        step_ops = tuple(x.op for x in samples)
+        flow_approximations.extend(control_flow_approximations(flow))
+        unresolved = unresolved + tuple(flow.unresolved)
+        # kernel scratch and the BFC arena are not replayed through bodies: no in-use figure
+        in_use, unmodelled = None, (*unmodelled, "the bodies of If/Loop/Scan (arena in-use not replayed)")
+        produced = produced + list(flow.tensors)
+    assumed = {c.node: c.assumed for c in flow.choices} if flow is not None else {}
+    flop_report, bodies = flops_with_bodies(g, runtime, order, assumed=assumed)
     activations = ActivationsInfo(
-        peak_bytes=plan.peak_bytes,
+        peak_bytes=peak_bytes,
         peak_node=peak_node,
         peak_step=peak_step,
         lower_bound_bytes=live.lower_bound,
@@ -196,16 +230,17 @@ def analyze_model(
         best_arena_bytes=arena.arena_bytes,
         unknown=tuple(names[v] for v in plan.unknown_sizes),
         runtime=_runtime_note(CUDA_RUNTIME if session.devices is not None else "onnxruntime 1.31 CPU", inlined),
-        timeline=tuple((step.label, held) for step, held in zip(program.steps, plan.in_use)),
-        step_ops=tuple(session.graph.node(nid).op_type for nid in session.order),
-        live_at_peak=_live_at(plan, names, peak_step),
+        timeline=timeline,
+        step_ops=step_ops,
+        live_at_peak=_live_at(plan, names, peak_step) if flow is None else frozenset(),
         scratch_bytes=scratch,
         in_use_peak_bytes=in_use,
         scratch_unmodelled=unmodelled,
         provider=provider,
         approximations=approximations(
-            g, order, unresolved=unresolved, scratch_unmodelled=unmodelled, provider=provider
-        ) + _missing_bodies(model, missing),
+            g, order, unresolved=top_unresolved, scratch_unmodelled=unmodelled, provider=provider,
+            planned=frozenset(runtime.bodies) if flow is not None else frozenset(),
+        ) + _missing_bodies(model, missing) + tuple(flow_approximations),
     )
     return Analysis(
         model=ModelInfo(
@@ -222,11 +257,12 @@ def analyze_model(
         graph=g,
         order=order,
         types=runtime.types,
-        flops=count_flops(g, runtime.types, order, values=runtime.values),
+        flops=flop_report,
+        bodies=bodies,
         placement=session.placement_info(plan, runtime.types),
         steps=StepMemory(
             program=program, plan=plan, lower_bound=live.live_bytes, in_use=step_in_use, scratch=step_scratch
-        ),
+        ) if flow is None else None,  # the pictures draw one plan; a control-flow run is many
     )
 
 
@@ -279,7 +315,7 @@ def _weights(model: Model) -> WeightsInfo:
     by: dict[str, tuple[int, int]] = {}
     params = total = external = 0
     unknown = []
-    for w in model.weights.values():
+    for w in all_weights(model):
         params += w.numel
         if w.nbytes is None:
             unknown.append(w.name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from graphmem.flops import FlopReport
 from graphmem.model.graph import OpGraph
@@ -56,6 +57,16 @@ APPROXIMATION_KINDS = (
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Approximation:
     """One reason the activation figures are not exact: its kind, the node ('' when none), what."""
+
+    kind: str
+    node: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Approximation:
+    """Why a figure is not exact: ``kind`` (unresolved_tensor, unplanned_subgraph,
+    branch_assumed, unknown_kernel, scratch_not_modelled, value_assumed), the node, a detail."""
 
     kind: str
     node: str
@@ -131,3 +142,5 @@ class Analysis:
     flops: FlopReport
     placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
     steps: StepMemory | None = None  # per-step planner results, for the pictures
+    # control-flow node id -> the bodies it ran (graphmem.analysis.controlflow.BodyLayers)
+    bodies: dict[int, tuple[Any, ...]] = field(default_factory=dict)

@@ -268,6 +268,8 @@ def _merge_into(types: MutableMapping[str, TensorType], name: str, t: TensorType
 def _keep_value(t: onnx.TensorProto, values: dict[str, np.ndarray]) -> None:
     if t.data_type == onnx.TensorProto.STRING or int(np.prod(t.dims)) > _SMALL:
         return
+    if t.data_location == onnx.TensorProto.EXTERNAL:  # a body weight onnxruntime wrote to weights.bin
+        return
     try:
         values[t.name] = numpy_helper.to_array(t)
     except (ValueError, TypeError):

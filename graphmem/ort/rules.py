@@ -36,6 +36,8 @@ __all__ = [
     "sharing",
     "unwritten_outputs",
     "runs_as_function",
+    "PREPACKED",
+    "prepacks",
 ]
 
 RUNTIME_NAME = "onnxruntime 1.31 CPUExecutionProvider"
@@ -126,3 +128,33 @@ def runs_as_function(domain: str, op_type: str, opset: int) -> bool:
     """True when onnxruntime runs this op as the nodes of its function body."""
     since = RUNS_AS_FUNCTION.lookup(domain, op_type)
     return since is not None and opset >= since
+
+
+#: (domain, op_type) -> input positions whose constant float initializer the CPU kernel packs at
+#: session creation (``OpKernel::PrePack``: ``math/matmul.cc`` and ``math/gemm.cc`` GemmPackBFp32,
+#: 2-D B only; ``rnn/deep_cpu_lstm.cc`` and ``rnn/deep_cpu_gru.cc`` W and R; ``nn/conv_transpose.cc``
+#: the filter). An initializer every consumer packs is released afterwards
+#: (``session_state.cc`` PrepackConstantInitializedTensors), also when the consumer is in a body.
+PREPACKED: dict[tuple[str, str], tuple[int, ...]] = {
+    ("", "MatMul"): (1,),
+    ("", "Gemm"): (1,),
+    ("", "LSTM"): (1, 2),
+    ("", "GRU"): (1, 2),
+    ("", "ConvTranspose"): (1,),
+    ("com.microsoft", "FusedMatMul"): (1,),
+    ("com.microsoft", "FusedGemm"): (1,),
+}
+
+_FLOAT = 1  # onnx.TensorProto.FLOAT
+
+
+def prepacks(domain: str, op_type: str, position: int, dtype: int, rank: int) -> bool:
+    """Whether the CPU kernel packs its input ``position`` when it is a constant of that type."""
+    key = ("" if domain == "ai.onnx" else domain, op_type)
+    if position not in PREPACKED.get(key, ()) or dtype != _FLOAT:
+        return False
+    if op_type in ("MatMul", "Gemm", "FusedMatMul", "FusedGemm"):
+        return rank == 2  # GemmPackBFp32 packs a 2-D matrix only
+    if op_type == "ConvTranspose":
+        return rank > 2
+    return True

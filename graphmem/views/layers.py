@@ -46,41 +46,51 @@ def layer_rows(
         raise UsageError("--top must be a positive number")
     if group_depth is not None and group_depth < 1:
         raise UsageError("--group must be a positive depth")
-    g, weights = a.graph, a.graph.model.weights
     total = max(a.flops.flops, 1)
-    seen_weights: set[str] = set()
-    rows = []
-    for nid in a.order:
-        node = g.node(nid)
-        params = 0
-        for x in node.input:
-            if x in weights and x not in seen_weights:
-                seen_weights.add(x)
-                params += weights[x].numel
-        cost = a.flops.costs.get(nid)
-        outs = [o for o in node.output if o]
-        first = a.types.get(outs[0]) if outs else None
-        rows.append(
-            LayerRow(
-                name=node.name or f"{node.op_type}_{nid}",
-                op_type=node.op_type,
-                output_shape=first.shape if first is not None else None,
-                params=params,
-                flops=cost.flops if cost else 0,
-                macs=cost.macs if cost else 0,
-                flop_share=(cost.flops if cost else 0) / total,
-                output_bytes=sum(tensor_size(a.types.get(o)) or 0 for o in outs),
-                live_at_peak=any(o in a.activations.live_at_peak for o in outs),
-                unsupported=int(cost is not None and cost.outcome == "unsupported"),
-                nodes=1,
-            )
-        )
+    rows: list[LayerRow] = []
+    _node_rows(a, a.graph, a.order, a.types, a.flops, a.bodies, prefix="", times=1, total=total, seen=set(), out=rows)
     if group_depth is not None:
         rows = _grouped(rows, group_depth, total)
     if sort != "order":
         key = {"flops": lambda r: r.flops, "params": lambda r: r.params, "memory": lambda r: r.output_bytes}[sort]
         rows.sort(key=key, reverse=True)
     return rows[:top] if top else rows
+
+
+def _node_rows(a, g, order, types, flops, bodies, *, prefix, times, total, seen, out) -> None:  # type: ignore[no-untyped-def]
+    """Rows of one graph's nodes; a control-flow node is followed by the rows of the bodies it
+    ran (``If_3/then/MatMul``), their FLOPs counted over every execution (``times``)."""
+    weights = g.model.weights
+    for nid in order:
+        node = g.node(nid)
+        params = 0
+        for x in node.input:
+            if x in weights and (prefix, x) not in seen:
+                seen.add((prefix, x))
+                params += weights[x].numel
+        cost = flops.costs.get(nid)
+        outs = [o for o in node.output if o]
+        first = types.get(outs[0]) if outs else None
+        name = prefix + (node.name or f"{node.op_type}_{nid}")
+        node_flops = (cost.flops if cost else 0) * times
+        out.append(
+            LayerRow(
+                name=name,
+                op_type=node.op_type,
+                output_shape=first.shape if first is not None else None,
+                params=params,
+                flops=node_flops,
+                macs=(cost.macs if cost else 0) * times,
+                flop_share=node_flops / total,
+                output_bytes=sum(tensor_size(types.get(o)) or 0 for o in outs),
+                live_at_peak=not prefix and any(o in a.activations.live_at_peak for o in outs),
+                unsupported=int(cost is not None and cost.outcome == "unsupported"),
+                nodes=1,
+            )
+        )
+        for body in bodies.get(nid, ()):
+            _node_rows(a, body.graph, body.order, body.types, body.flops, body.nested, prefix=body.label + "/",
+                       times=times * body.executions, total=total, seen=seen, out=out)
 
 
 def _scope(name: str, depth: int) -> str:

@@ -1,0 +1,447 @@
+"""Control flow in the analysis: plan every body execution and describe each If/Loop/Scan node
+as a :class:`graphmem.ort.controlflow.Kernel` for the run-1 replay.
+
+The shapes stage (:mod:`graphmem.shapes.controlflow`) says which bodies run with which types;
+here each run becomes a planned program (its own plan, as onnxruntime gives every subgraph its
+own session state) with the kernel's behaviour attached, from the kernels' sources
+(``providers/cpu/controlflow/if.cc``, ``loop.cc``, ``scan_8.cc``, ``scan_9.cc``,
+``scan_utils.cc``; rules and measurements in the project notes, controlflow.md):
+
+* If: outputs whose branch output has a static shape are allocated (parent plan) before the
+  branch runs and the branch writes into them; the others are allocated by the branch's
+  producing node, into the parent's plan;
+* Loop: 8 + 1 bytes of iteration-number and condition scalars; every body output is allocated by
+  the body and kept: carried values and the condition until two iterations later, scan outputs
+  until the Loop ends; a body output that is ``Identity`` of a pre-existing value is shared
+  (``allocation_planner.cc``), so is a feed passed through;
+* Scan: temporaries (transposed inputs, two loop-state buffers per state, temporary outputs for
+  ``scan_output_axes`` != 0), outputs allocated upfront when their final shape is static, else on
+  the first iteration; the body writes into slices and allocates no output.
+
+An If whose condition is unknown runs the branch with the larger peak (an approximation, said
+so); a Loop or Scan whose iterations are unknown is an error that says how to bind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import onnx
+
+from graphmem.errors import UnboundDimError
+from graphmem.model.loading import Model
+from graphmem.model.program import build_program, tensor_size
+from graphmem.model.subgraphs import body_graphs, body_model
+from graphmem.model.types import TensorType, is_concrete
+from graphmem.ort.allocation import OrtPlan, plan_ort
+from graphmem.ort.controlflow import Frame, Kernel, replay
+from graphmem.ort.rules import prepacks, sharing, unwritten_outputs
+from graphmem.planner.program import Program, Step
+from graphmem.shapes.controlflow import BodyRun, ControlFlowShapes
+
+__all__ = ["SHORT", "BranchChoice", "ControlFlowPlan", "control_flow_approximations", "plan_control_flow", "released_initializers"]
+
+#: Label of each subgraph attribute in paths such as ``If_3/then/MatMul_1``.
+SHORT = {"then_branch": "then", "else_branch": "else", "body": "body"}
+
+_LOOP_SCALARS = 8 + 1  # loop.cc: int64 iteration number + bool condition, temp-space allocator
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BranchChoice:
+    """An If whose condition is unknown: the branch assumed (the larger) and both peaks."""
+
+    node: str
+    assumed: str
+    peaks: Mapping[str, int]
+
+
+@dataclass(slots=True)
+class ControlFlowPlan:
+    """Kernels of the top program's control-flow steps, and what was assumed or left unknown."""
+
+    kernels: dict[int, Kernel] = field(default_factory=dict)
+    choices: list[BranchChoice] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)  # body tensors without a static size
+    bodies_planned: int = 0
+    released: frozenset[str] = frozenset()  # initializers onnxruntime frees after prepacking them
+    tensors: list[str] = field(default_factory=list)  # body tensors planned (path-qualified), once per body
+    seen: set[str] = field(default_factory=set)
+    frames: dict[object, tuple[BodyRun, Frame]] = field(default_factory=dict)
+
+
+def plan_control_flow(
+    program: Program,
+    plan: OrtPlan,
+    names: tuple[str, ...],
+    order: tuple[int, ...],
+    graph_nodes: Mapping[int, onnx.NodeProto],
+    runtime: Mapping[int, ControlFlowShapes],
+    static: Mapping[int, ControlFlowShapes],
+    static_types: Mapping[str, TensorType],
+    runtime_types: Mapping[str, TensorType],
+    opset: int,
+    model: Model,
+) -> ControlFlowPlan:
+    """Kernels for every control-flow step of ``program`` (planned as ``plan``)."""
+    result = ControlFlowPlan(released=released_initializers(model))
+    _kernels_of(program, plan, names, order, graph_nodes, runtime, static, static_types, runtime_types, opset, "", result, result.kernels)
+    return result
+
+
+def _kernels_of(program, plan, names, order, nodes, runtime, static, static_types, runtime_types, opset, prefix, result, out) -> None:  # type: ignore[no-untyped-def]
+    index = {n: i for i, n in enumerate(names)}
+    step_of = {nid: s for s, nid in enumerate(order)}
+    for nid, cfs in runtime.items():
+        if nid not in step_of:
+            continue
+        node = nodes[nid]
+        label = prefix + (node.name or f"{node.op_type}_{nid}")
+        ctx = _Node(node, label, program, plan, index, static.get(nid), static_types, runtime_types, opset, result)
+        if node.op_type == "If":
+            kernel = _if_kernel(ctx, cfs)
+        elif node.op_type == "Loop":
+            kernel = _loop_kernel(ctx, cfs)
+        else:
+            kernel = _scan_kernel(ctx, cfs)
+        out[step_of[nid]] = kernel
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    node: onnx.NodeProto
+    label: str
+    program: Program
+    plan: OrtPlan
+    index: Mapping[str, int]
+    static: ControlFlowShapes | None
+    static_types: Mapping[str, TensorType]
+    runtime_types: Mapping[str, TensorType]
+    opset: int
+    result: ControlFlowPlan
+
+    def fresh(self, name: str) -> bool:
+        """Whether the parent plan gives this output a buffer of its own (not a reused one)."""
+        v = self.index.get(name)
+        return v is not None and self.plan.buffer_of[v] == v and v in set(self.plan.fresh)
+
+    def value(self, name: str) -> int | None:
+        return self.index.get(name)
+
+    def static_body(self, attr: str) -> BodyRun | None:
+        return self.static.branches.get(attr) if self.static is not None else None
+
+    def frame(self, run: BodyRun, *, provided=frozenset(), sizes=None, shared=frozenset(), kept_drop=None, key_extra=0, delayed=None) -> Frame:  # type: ignore[no-untyped-def]
+        """Plan one execution of ``run``; ``provided`` body outputs are the kernel's buffers,
+        ``shared`` ones cost nothing, ``sizes`` overrides output sizes; ``kept_drop`` maps kept
+        outputs to how many frames later they are released (Loop). Identical requests share one
+        planned frame (a Loop's iterations with the same types)."""
+        key = (id(run), frozenset(provided), tuple(sorted((sizes or {}).items())), frozenset(shared),
+               tuple(sorted((kept_drop or {}).items(), key=str)), key_extra, tuple(sorted((delayed or {}).items())))
+        cached = self.result.frames.get(key)
+        if cached is not None and cached[0] is run:
+            return cached[1]
+        frame = self._frame(run, provided=provided, sizes=sizes, shared=shared, kept_drop=kept_drop, key_extra=key_extra, delayed=delayed)
+        self.result.frames[key] = (run, frame)
+        return frame
+
+    def _frame(self, run, *, provided, sizes, shared, kept_drop, key_extra, delayed) -> Frame:  # type: ignore[no-untyped-def]
+        attr = SHORT.get(run.attr, run.attr)
+        static = self.static_body(run.attr)
+        static_types = static.shapes.types if static is not None else {}  # type: ignore[attr-defined]
+        program, names = build_program(
+            run.graph, run.order, runtime=run.shapes.types, static=static_types,  # type: ignore[attr-defined]
+            sharing=sharing, unwritten=unwritten_outputs,
+        )
+        program = _adjust(program, names, provided=provided, shared=shared, sizes=sizes or {})
+        plan = plan_ort(program)
+        self.result.bodies_planned += 1
+        body_label = f"{self.label}/{attr}/"
+        if body_label not in self.result.seen:
+            self.result.seen.add(body_label)
+            produced = [o for nid in run.order for o in run.graph.node(nid).output if o]
+            self.result.tensors.extend(body_label + o for o in produced)
+            self.result.unresolved.extend(body_label + o for o in produced if tensor_size(run.shapes.types.get(o)) is None)  # type: ignore[attr-defined]
+        nested: dict[int, Kernel] = {}
+        _kernels_of(
+            program, plan, names, run.order, run.graph.protos, run.shapes.bodies,  # type: ignore[attr-defined]
+            static.shapes.bodies if static is not None else {}, static_types, run.shapes.types,  # type: ignore[attr-defined]
+            self.opset, body_label, self.result, nested,
+        )
+        index = {n: i for i, n in enumerate(names)}
+        kept = tuple(index[n] for n in (kept_drop or {}) if n in index)
+        return Frame(
+            label=body_label,
+            program=program,
+            plan=plan,
+            body=body_label,
+            key=_feed_key(run) ^ key_extra,
+            pattern=_pattern_enabled(run, static_types, self.static_types, self.result.released),
+            kept=kept,
+            dropped_at={index[n]: d for n, d in (kept_drop or {}).items() if n in index},
+            nested=nested,
+            ops=tuple(run.graph.node(nid).op_type for nid in run.order),
+            delayed={index[b]: p for b, p in (delayed or {}).items() if b in index},
+        )
+
+
+def _adjust(program: Program, names, *, provided, shared, sizes) -> Program:  # type: ignore[no-untyped-def]
+    """The body program with the kernel's buffers: ``provided`` outputs are not requested by the
+    body, ``shared`` outputs take their input's buffer, ``sizes`` overrides some sizes."""
+    if not provided and not shared and not sizes:
+        return program
+    index = {n: i for i, n in enumerate(names)}
+    values = list(program.values)
+    for n in provided:
+        if n in index:
+            values[index[n]] = replace(values[index[n]], source=True)
+    for n in shared:
+        if n in index:
+            values[index[n]] = replace(values[index[n]], output=False)
+    for n, size in sizes.items():
+        if n in index:
+            values[index[n]] = replace(values[index[n]], size=size)
+    steps = list(program.steps)
+    shared_ids = {index[n] for n in shared if n in index}
+    for s, step in enumerate(steps):
+        for pos, out in enumerate(step.outputs):
+            if out in shared_ids and step.inputs:
+                steps[s] = replace(step, alias=((0, pos),))
+    return Program(values=tuple(values), steps=tuple(steps), device=program.device)
+
+
+def _feed_key(run: BodyRun) -> int:
+    """CalculateMemoryPatternsKey (``session_state.cc``): XOR of every dim of every feed."""
+    key = 0
+    for name in run.model.inputs:
+        t = run.shapes.types.get(name)  # type: ignore[attr-defined]
+        if t is None or not is_concrete(t.shape):
+            continue
+        for d in t.shape:
+            key ^= int(d)  # type: ignore[arg-type]
+    return key
+
+
+def _pattern_enabled(run: BodyRun, body_static, outer_static, released) -> bool:  # type: ignore[no-untyped-def]
+    """Whether an execution of the body can use and record memory patterns: every graph input and
+    implicit input has a shape (rank known) in onnxruntime's view (ResolveMemoryPatternFlag,
+    ``session_state.cc``), and every feed is a tensor (ExecutionFrame's ``all_tensors``): an
+    outer-scope initializer released after prepacking is fed as an empty value."""
+    if any(name in released for name in run.model.inputs if name not in run.feeds):
+        return False
+    for name in run.model.inputs:
+        t = body_static.get(name) or outer_static.get(name)
+        if t is None or t.shape is None:
+            return False
+    return True
+
+
+def released_initializers(model: Model) -> frozenset[str]:
+    """Initializers (of any graph) whose every consumer packs them at session creation: onnxruntime
+    releases them (``session_state.cc`` PrepackConstantInitializedTensors, use counts over node
+    inputs of the graph and its bodies)."""
+    weights: dict[str, tuple[int, int]] = {}
+    uses: dict[str, int] = {}
+    packed: dict[str, int] = {}
+
+    def walk(m: Model) -> None:
+        for w in m.weights.values():
+            if not w.from_constant_node:
+                weights.setdefault(w.name, (w.dtype, len(w.dims)))
+        for node in m.nodes:
+            for pos, name in enumerate(node.input):
+                if not name:
+                    continue
+                uses[name] = uses.get(name, 0) + 1
+                w = weights.get(name)
+                if w is not None and prepacks(node.domain, node.op_type, pos, w[0], w[1]):
+                    packed[name] = packed.get(name, 0) + 1
+            for attr, sub in body_graphs(node):
+                walk(body_model(m, sub, inputs={}, outer={}, label=attr))
+
+    walk(model)
+    return frozenset(n for n, count in packed.items() if count == uses.get(n))
+
+
+def _outputs(run: BodyRun) -> list[str]:
+    return [vi.name for vi in run.model.graph.output]
+
+
+def _static_concrete(ctx: _Node, attr: str, name: str, runtime: Mapping[str, TensorType]) -> bool:
+    """Whether onnxruntime knows the body output's shape statically (TensorShape::Size() >= 0)."""
+    static = ctx.static_body(attr)
+    t = static.shapes.types.get(name) if static is not None else None  # type: ignore[attr-defined]
+    return t is not None and is_concrete(t.shape)
+
+
+def _bytes(t: TensorType | None) -> int:
+    return tensor_size(t) or 0
+
+
+# ------------------------------------------------------------------------ If
+
+
+def _if_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
+    if cfs.runs:
+        return _if_branch(ctx, cfs.runs[0])
+    options = {attr: _if_branch(ctx, run) for attr, run in cfs.branches.items()}
+    outputs = sum(ctx.program.values[ctx.value(o)].size or 0 for o in ctx.node.output if o and ctx.value(o) is not None)
+    peaks = {attr: max(_kernel_peak(k, ctx.program), outputs) for attr, k in options.items()}
+    assumed = max(peaks, key=lambda a: (peaks[a], a == "then_branch"))
+    ctx.result.choices.append(BranchChoice(node=ctx.label, assumed=SHORT[assumed], peaks={SHORT[a]: p for a, p in peaks.items()}))
+    return options[assumed]
+
+
+def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
+    upfront: list[int] = []
+    provided: set[str] = set()
+    delayed: dict[str, int] = {}
+    for out, body_out in zip(ctx.node.output, _outputs(run)):
+        if not out:
+            continue
+        if _static_concrete(ctx, run.attr, body_out, run.shapes.types):  # type: ignore[attr-defined]
+            provided.add(body_out)  # IfImpl::AllocateOutputTensors: allocated before the branch
+            v = ctx.value(out)
+            if v is not None:
+                upfront.append(v)
+        elif not ctx.fresh(out):
+            provided.add(body_out)  # delayed into a reused parent buffer: nothing requested
+        elif ctx.value(out) is not None:
+            delayed[body_out] = ctx.value(out)  # type: ignore[assignment]  # the custom fetch allocator
+    return Kernel(frames=(ctx.frame(run, provided=frozenset(provided), delayed=delayed),), upfront=tuple(upfront))
+
+
+def _kernel_peak(kernel: Kernel, parent: Program) -> int:
+    """What one If branch adds at its highest over what the graph holds before the If: the
+    outputs allocated before the branch, and the branch's own buffers (to compare branches)."""
+    program = Program(values=(), steps=(Step(label="k", inputs=(), outputs=()),))
+    plan = plan_ort(program)
+    upfront = sum(parent.values[v].size or 0 for v in kernel.upfront)
+    return upfront + replay(program, plan, {0: kernel}).peak_bytes
+
+
+# ------------------------------------------------------------------------ Loop
+
+
+def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
+    if cfs.problem is not None:
+        raise _unbound(ctx, cfs.problem)
+    frames = []
+    carried = len(ctx.node.input) - 2
+    cond_allocated = False
+    for i, run in enumerate(cfs.runs):
+        outs = _outputs(run)
+        shared = _shared_outputs(run)
+        drop: dict[str, int | None] = {}
+        for k, name in enumerate(outs):
+            if name in shared or name in run.model.inputs:
+                continue  # shared or passed through: no buffer of its own
+            drop[name] = 2 if k <= carried else None  # replaced as feeds two iterations later
+        if i == 0:  # the first condition scalar goes unless the body hands that same value back
+            cond_allocated = not _same_value(run, outs[0], run.feeds[1] if len(run.feeds) > 1 else "")
+        frames.append(ctx.frame(run, shared=frozenset(shared), kept_drop=drop))
+    return Kernel(frames=tuple(frames), held=_LOOP_SCALARS, released_before={1: 1} if cond_allocated else {})
+
+
+def _same_value(run: BodyRun, output: str, feed: str) -> bool:
+    """Whether body output ``output`` is the feed ``feed`` itself (passed through, or Identity)."""
+    if output == feed:
+        return True
+    return any(n.op_type == "Identity" and n.output and n.output[0] == output and n.input and n.input[0] == feed for n in run.model.nodes)
+
+
+def _shared_outputs(run: BodyRun) -> set[str]:
+    """Loop body outputs made by Identity of a pre-existing value (a body input other than the
+    iteration number, or an outer-scope value): kShare in ``allocation_planner.cc``."""
+    outputs = set(_outputs(run))
+    iteration = run.feeds[0] if run.feeds else None
+    pre_existing = set(run.model.inputs) - {iteration}
+    shared = set()
+    for node in run.model.nodes:
+        if node.op_type == "Identity" and node.output and node.output[0] in outputs and node.input and node.input[0] in pre_existing:
+            shared.add(node.output[0])
+    return shared
+
+
+def _unbound(ctx: _Node, problem: str | None) -> UnboundDimError:
+    return UnboundDimError(
+        f"{problem}: graphmem cannot plan its iterations (bind the inputs it depends on with "
+        "--value NAME=V, or fixed dims with --dim/--shape)"
+    )
+
+
+# ------------------------------------------------------------------------ Scan
+
+
+def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
+    if cfs.problem is not None or not cfs.runs:
+        raise _unbound(ctx, cfs.problem or f"Scan '{ctx.label}' has an empty sequence")
+    node = ctx.node
+    run = cfs.runs[0]
+    attrs = {a.name: a for a in node.attribute}
+    v8 = ctx.opset < 9
+    n_scan = attrs["num_scan_inputs"].i
+    inputs = list(node.input[1:] if v8 else node.input)
+    n_state = len(inputs) - n_scan
+    n_out = len(node.output) - n_state
+    in_axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * n_scan
+    out_axes = list(attrs["scan_output_axes"].ints) if "scan_output_axes" in attrs else [0] * n_out
+    parent = ctx.runtime_types
+    body_types = run.shapes.types  # type: ignore[attr-defined]
+    steps = len(cfs.runs)
+    if v8:
+        shape = (parent.get(inputs[n_state]) or TensorType(dtype=0, shape=None)).shape or (1, steps)
+        batch, seq = int(shape[0]), int(shape[1])  # type: ignore[arg-type]
+    else:
+        batch, seq = 1, steps
+    held = 0
+    for k in range(n_scan):
+        if not v8 and in_axes[k] != 0:  # scan_9.cc SetupInputs: transposed into a temp buffer
+            held += _bytes(parent.get(inputs[n_state + k]))
+    for k in range(n_state):  # scan_utils.cc LoopStateVariable: a_ (seq > 1), b_ (seq > 2), per batch entry
+        held += batch * _bytes(body_types.get(run.feeds[k])) * ((seq > 1) + (seq > 2))
+    upfront: list[int] = []
+    first_sizes: dict[str, int] = {}
+    outs = _outputs(run)
+    for k, out in enumerate(node.output):
+        v = ctx.value(out) if out else None
+        if k < n_state:  # OutputIterator for a loop state: the final state, allocated upfront
+            if v is not None:
+                upfront.append(v)
+            continue
+        axis = out_axes[k - n_state] if k - n_state < len(out_axes) else 0
+        final = _bytes(parent.get(out))
+        if not v8 and axis != 0:
+            held += final  # a temporary of the untransposed shape; the output is written after
+        elif _static_concrete(ctx, "body", outs[k], body_types):
+            if v is not None:
+                upfront.append(v)
+        elif out and ctx.fresh(out):
+            first_sizes[outs[k]] = final  # OutputIterator::AllocateSubgraphOutput, iteration 1
+    provided = frozenset(outs)
+    # an output allocated by iteration 1 stays allocated until the Scan ends (it is the Scan's)
+    frames = [ctx.frame(run, provided=provided - set(first_sizes), sizes=first_sizes, kept_drop=dict.fromkeys(first_sizes))]
+    if steps > 1:
+        later = ctx.frame(run, provided=provided)
+        frames.extend([later] * (steps - 1))
+    return Kernel(frames=tuple(frames), held=held, upfront=tuple(upfront))
+
+
+def control_flow_approximations(flow: ControlFlowPlan) -> list:  # type: ignore[type-arg]
+    """The approximations a control-flow plan makes: branches assumed, body tensors unresolved."""
+    from graphmem.analysis.result import Approximation
+
+    out = [
+        Approximation(
+            kind="branch_assumed",
+            node=c.node,
+            detail=f"condition unknown (bind the inputs it depends on with --value NAME=V): assumed the "
+            f"{c.assumed} branch, the larger ("
+            + ", ".join(f"{b} {p:,} B" for b, p in sorted(c.peaks.items(), key=lambda kv: -kv[1]))
+            + " over what the graph holds before it)",
+        )
+        for c in flow.choices
+    ]
+    out.extend(Approximation(kind="unresolved_tensor", node=n, detail="body tensor without a static size") for n in flow.unresolved)
+    return out

@@ -1,0 +1,183 @@
+"""If, Loop and Scan planned as onnxruntime 1.31 runs them (issue 13): tiny graphs, hand-computed
+run-1 figures (alloc/free order in the comments), each also measured with a real session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from builders import init, invoke, model, save, tensor
+from onnx import TensorProto, helper
+
+import graphmem
+from graphmem.analysis import analyze_graph_opt
+from graphmem.errors import UnboundDimError
+from graphmem.verify import measure
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+X = [4, 100]  # 1,600 B of float; 1,792 B once rounded to the memory pattern's 256 B
+
+
+def _measured(path: Path, feeds: dict) -> int:  # type: ignore[type-arg]
+    return measure(str(path), feeds, runs=1).runs[0].requested_peak
+
+
+def _loop_model(tmp_path: Path) -> Path:
+    """x0 = Relu(x); Loop(M) carries h (Add 1, Mul 2) and scans y = h_in * W; out = Relu(h_final)."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["h_in", "one"], ["a"], name="b_add"),
+            helper.make_node("Mul", ["a", "two"], ["h_out"], name="b_mul"),
+            helper.make_node("Mul", ["h_in", "W"], ["y"], name="b_scan"),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="b_cond"),
+        ],
+        "body",
+        [tensor("i", [], I64), tensor("cond_in", [], B), tensor("h_in", X)],
+        [tensor("cond_out", [], B), tensor("h_out", X), tensor("y", X)],
+        [init("one", np.ones(1, np.float32)), init("two", np.full(1, 2.0, np.float32))],
+    )
+    m = model(
+        [
+            helper.make_node("Relu", ["x"], ["x0"], name="pre"),
+            helper.make_node("Loop", ["M", "c", "x0"], ["hf", "ys"], name="loop", body=body),
+            helper.make_node("Relu", ["hf"], ["out"], name="post"),
+        ],
+        [tensor("x", X), tensor("M", [], I64), tensor("c", [], B)],
+        [tensor("out", X), tensor("ys", [None, 4, 100])],
+        [init("W", np.full(1, 3.0, np.float32))],
+    )
+    return save(m, tmp_path / "loop.onnx")
+
+
+def test_loop_iterations_and_memory_pattern(tmp_path: Path) -> None:
+    # pre: x0 1,600. Loop: iteration-number and condition scalars 8 + 1 (held to the end).
+    # iter 1 (no pattern yet): b_cond shares cond_in (Identity of a feed: kShare), y1 1,600,
+    #   a 1,600, h1 1,600 -> 1,600 + 9 + 4,800 = 6,409; a freed; the pattern (a: 1,792) cached.
+    # iter 2: block 1,792 at frame start; y2, h2 -> 1,609 + y1 + h1 + block + y2 + h2 = 9,801.
+    # iter 3: h1 released (replaced as feed), then block, y3, h3 -> 11,401 = the peak.
+    # Loop's own sample: x0 + hf 1,600 + ys 4,800 = 8,000 (its temporaries released before it).
+    path = _loop_model(tmp_path)
+    a = graphmem.analyze(path, values={"M": (3,), "c": (1,)})
+    assert a.activations.peak_bytes == 11_401
+    assert a.activations.peak_node == "loop/body/b_mul"
+    assert dict(a.activations.timeline)["loop"] == 8_000
+    assert [x.kind for x in a.activations.approximations if x.kind != "scratch_not_modelled"] == []
+    feeds = {"x": np.ones(X, np.float32), "M": np.array(3, np.int64), "c": np.array(True)}
+    assert _measured(path, feeds) == 11_401
+    assert a.flops.macs == 0 and a.flops.flops == 400 + 3 * 1_200 + 400  # Relu, 3 x (Add, Mul, Mul), Relu
+
+
+def test_loop_trip_count_unknown_is_an_error_naming_the_loop(tmp_path: Path) -> None:
+    path = _loop_model(tmp_path)
+    with pytest.raises(UnboundDimError, match=r"trip count 'M' of Loop 'loop'.*--value"):
+        graphmem.analyze(path, values={"c": (1,)})
+    code = invoke("peak", str(path), "--value", "c=1").exit_code
+    assert code == 2
+
+
+def _if_model(tmp_path: Path) -> Path:
+    """If(mode == 1): then x0 * W1 + z -> Sigmoid (W1 a body initializer); else Relu(x0)."""
+    then = helper.make_graph(
+        [
+            helper.make_node("Mul", ["x0", "W1"], ["t1"], name="t_mul"),
+            helper.make_node("Add", ["t1", "z"], ["t2"], name="t_add"),
+            helper.make_node("Sigmoid", ["t2"], ["y_then"], name="t_sig"),
+        ],
+        "then", [], [tensor("y_then", X)], [init("W1", np.full(X, 2.0, np.float32))],
+    )
+    other = helper.make_graph([helper.make_node("Relu", ["x0"], ["y_else"], name="e_relu")], "else", [], [tensor("y_else", X)])
+    m = model(
+        [
+            helper.make_node("Relu", ["x"], ["x0"], name="pre"),
+            helper.make_node("Neg", ["x"], ["z"], name="prez"),
+            helper.make_node("Equal", ["mode", "one"], ["c"], name="eq"),
+            helper.make_node("If", ["c"], ["y"], name="If_mode", then_branch=then, else_branch=other),
+            helper.make_node("Relu", ["y"], ["out"], name="post"),
+        ],
+        [tensor("x", X), tensor("mode", [], I64)], [tensor("out", X)], [init("one", np.array(1, np.int64))],
+    )
+    return save(m, tmp_path / "if.onnx")
+
+
+def test_if_branch_from_a_value_and_outer_values_live_until_the_if_ends(tmp_path: Path) -> None:
+    # prez z 1,600, pre x0 1,600, eq c 1 -> 3,201; the If's output y (static [4,100]) 1,600
+    # allocated before the branch; then: t1 1,600 -> 6,401, t2 1,600 -> 8,001 (t1 freed after),
+    # Sigmoid writes into y. x0, z (read by the branch) are freed after the If, not before.
+    path = _if_model(tmp_path)
+    then = graphmem.analyze(path, values={"mode": (1,)})
+    assert (then.activations.peak_bytes, then.activations.peak_node) == (8_001, "If_mode/then/t_add")
+    other = graphmem.analyze(path, values={"mode": (0,)})
+    assert other.activations.peak_bytes == 4_801  # x0, z, c, y: the Relu writes into y
+    for value, peak in ((1, 8_001), (0, 4_801)):
+        feeds = {"x": np.ones(X, np.float32), "mode": np.array(value, np.int64)}
+        assert _measured(path, feeds) == peak
+    # the body's initializer is a weight, whichever branch runs; then's Mul runs only with mode=1
+    assert then.weights.bytes == other.weights.bytes == 1_600 + 8
+    # 1 FLOP per element for Relu, Neg | Mul, Add, Sigmoid | Relu; Equal is 1 integer op
+    assert (then.flops.flops, then.flops.int_ops) == (6 * 400, 1)
+    assert other.flops.flops == 4 * 400  # Relu, Neg | Relu | Relu
+
+
+def test_unknown_condition_assumes_the_larger_branch(tmp_path: Path) -> None:
+    path = _if_model(tmp_path)
+    a = graphmem.analyze(path)
+    assert a.activations.peak_bytes == 8_001
+    (assumed,) = [x for x in a.activations.approximations if x.kind == "branch_assumed"]
+    assert assumed.node == "If_mode" and "then 4,800 B" in assumed.detail and "else 1,600 B" in assumed.detail
+    doc = json.loads(invoke("peak", str(path), "--json").stdout)
+    assert doc["activations"]["exact"] is False
+    assert "branch_assumed" in {x["kind"] for x in doc["activations"]["approximations"]}
+
+
+def test_scan9_state_buffers_slices_and_pattern(tmp_path: Path) -> None:
+    """Scan over 5 slices of [4,100]: s' = tanh(s + x_t), y_t = a * a."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["s_in", "xt"], ["a"], name="b_add"),
+            helper.make_node("Tanh", ["a"], ["s_out"], name="b_tanh"),
+            helper.make_node("Mul", ["a", "a"], ["y"], name="b_mul"),
+        ],
+        "body", [tensor("s_in", X), tensor("xt", X)], [tensor("s_out", X), tensor("y", X)],
+    )
+    m = model(
+        [
+            helper.make_node("Relu", ["x"], ["x0"], name="pre"),
+            helper.make_node("Relu", ["s"], ["s0"], name="pres"),
+            helper.make_node("Scan", ["s0", "x0"], ["sf", "ys"], name="scan", body=body, num_scan_inputs=1),
+            helper.make_node("Relu", ["sf"], ["out"], name="post"),
+        ],
+        [tensor("x", [5, 4, 100]), tensor("s", X)], [tensor("out", X), tensor("ys", [5, 4, 100])],
+    )
+    path = save(m, tmp_path / "scan.onnx")
+    # x0 8,000 + s0 1,600; Scan allocates sf 1,600 and ys 8,000 (static shapes) and the two
+    # loop-state buffers 2 x 1,600; slice 1: a 1,600 -> 24,000; slices 2-5: a's pattern block
+    # 1,792 instead -> 24,192. The body writes s_out and y into those buffers.
+    a = graphmem.analyze(path)
+    assert a.activations.peak_bytes == 24_192
+    assert _measured(path, {"x": np.ones([5, 4, 100], np.float32), "s": np.ones(X, np.float32)}) == 24_192
+
+
+def test_layers_shows_body_nodes_under_their_node(tmp_path: Path) -> None:
+    path = _loop_model(tmp_path)
+    out = invoke("layers", str(path), "--value", "M=3", "--value", "c=1", "--json")
+    assert out.exit_code == 0, out.stdout
+    rows = {r["name"]: r for r in json.loads(out.stdout)["layers"]}
+    assert rows["loop/body/b_mul"]["flops"] == 3 * 400  # three iterations
+    assert list(rows).index("loop") < list(rows).index("loop/body/b_add") < list(rows).index("post")
+
+
+def test_verify_feeds_values_and_compares_body_kernels(tmp_path: Path) -> None:
+    path = _if_model(tmp_path)
+    result = invoke("verify", str(path), "--value", "mode=1", "--json")
+    assert result.exit_code == 0, result.stdout
+    doc = json.loads(result.stdout)["verify"]
+    assert doc["predicted_bytes"] == doc["measured_bytes"] == 8_001
+
+
+def test_graph_opt_all_with_a_body_weight_in_weights_bin(tmp_path: Path) -> None:
+    # onnxruntime writes initializers of 1,024 B and more, body ones too, to weights.bin
+    path = _if_model(tmp_path)
+    a = analyze_graph_opt(path, "all", values={"mode": (1,)})
+    assert a.activations.peak_bytes > 0 and a.weights.bytes >= 1_600

@@ -1,0 +1,154 @@
+"""Predicted vs measured activation peak on models with If, Loop and Scan (issue 13).
+
+    python scripts/accuracy_controlflow.py [--level none all] [--only SUBSTRING ...]
+
+Models: the onnx.helper cases of ``scripts/make_controlflow_models.py`` (built if missing), the
+TorchScript exports of ``scripts/export_controlflow_torch.py`` (when present; they need torch),
+onnx's own node tests with If/Loop/Scan (on their own inputs), and the real-world corpus models
+with control flow (``GRAPHMEM_REALWORLD``, default /work/cache/realworld). Each binding (``--dim``,
+``--value``) is predicted with ``graphmem.analyze_graph_opt`` and measured with onnxruntime (CPU,
+1 thread, run 1 requested peak, profiler memory fields) at ``--graph-opt none`` and ``all``.
+A model whose If condition depends on input data is predicted with the larger branch
+(``branch_assumed``); it is measured with positive and with negative float inputs and compared
+with the larger of the two. Bar: byte-exact (at most 0.5% off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from graphmem.analysis import analyze_graph_opt  # noqa: E402
+from graphmem.errors import GraphmemError  # noqa: E402
+from graphmem.verify import make_feeds, measure  # noqa: E402
+
+CACHE = Path(os.environ.get("GRAPHMEM_CONTROLFLOW", "/work/cache/controlflow"))
+REALWORLD = Path(os.environ.get("GRAPHMEM_REALWORLD", "/work/cache/realworld"))
+BAR = 0.005
+
+
+def helper_models() -> list[dict]:  # type: ignore[type-arg]
+    import make_controlflow_models
+
+    path = CACHE / "manifest.json"
+    if not path.exists():
+        make_controlflow_models.build_all(CACHE)
+    return [dict(e, source="onnx.helper") for e in json.loads(path.read_text())]
+
+
+def torch_models() -> list[dict]:  # type: ignore[type-arg]
+    path = CACHE / "torch" / "manifest.json"
+    if not path.exists():
+        print("  (TorchScript exports skipped: run scripts/export_controlflow_torch.py, needs torch==2.13.0)")
+        return []
+    return [dict(e, source="torch.jit.script") for e in json.loads(path.read_text())]
+
+
+def realworld_models() -> list[dict]:  # type: ignore[type-arg]
+    path = REALWORLD / "manifest.json"
+    if not path.exists():
+        print(f"  (real-world corpus skipped: no {path})")
+        return []
+    out = []
+    for e in json.loads(path.read_text())["models"]:
+        if not any(note.startswith("control flow") for note in e.get("notes", [])):
+            continue
+        out.append({"name": e["name"], "path": str(REALWORLD / e["path"]), "bindings": e["bindings"], "source": "real-world"})
+    return out
+
+
+def node_cases(tmp: Path) -> list[dict]:  # type: ignore[type-arg]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from onnx.backend.test.case import node as cases
+
+        collected = cases.collect_testcases(None)
+    out = []
+    for case in collected:
+        if not any(n.op_type in ("If", "Loop", "Scan") for n in case.model.graph.node) or not case.data_sets:
+            continue
+        path = tmp / f"{case.name}.onnx"
+        onnx.save(case.model, str(path))
+        names = [i.name for i in case.model.graph.input]
+        feeds = {k: np.asarray(v) if np.isscalar(v) else v for k, v in zip(names, case.data_sets[0][0])}
+        values = {k: [int(x) for x in np.asarray(v).reshape(-1)] for k, v in feeds.items()
+                  if isinstance(v, np.ndarray) and v.dtype.kind in "biu" and v.size <= 16}
+        out.append({"name": case.name, "path": str(path), "source": "onnx node test", "feeds": feeds,
+                    "bindings": [{"label": "own inputs", "dims": {}, "values": values}]})
+    return out
+
+
+def feeds_for(entry: dict, binding: dict, sign: int = 0) -> dict:  # type: ignore[type-arg]
+    if "feeds" in entry:
+        return dict(entry["feeds"])
+    proto = onnx.load(entry["path"], load_external_data=False)
+    feeds = make_feeds(proto, binding.get("dims", {}), shapes=binding.get("shapes") or None,
+                       values=binding.get("values") or None)
+    if sign:
+        feeds = {k: (np.abs(v) * sign).astype(v.dtype) if v.dtype.kind == "f" else v for k, v in feeds.items()}
+    return feeds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--level", nargs="*", default=["none", "all"])
+    ap.add_argument("--only", nargs="*", default=None)
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="graphmem-cf-") as tmp:
+        entries = helper_models() + torch_models() + node_cases(Path(tmp)) + realworld_models()
+        print(f"{'model':<34} {'source':<17} {'binding':<16} {'opt':<4} {'predicted':>11} {'measured':>11} {'ratio':>7}  note")
+        for entry in entries:
+            if args.only and not any(s in entry["name"] for s in args.only):
+                continue
+            for binding in entry["bindings"]:
+                for level in args.level:
+                    rows.append(run_one(entry, binding, level))
+    measured = [r for r in rows if r is not None]
+    exact = sum(1 for r in measured if r)
+    print(f"\n{len(measured)} measurements, {exact} within {BAR:.1%} (bar: byte-exact, at most {BAR:.1%} off)")
+    return 0 if exact == len(measured) else 1
+
+
+def run_one(entry: dict, binding: dict, level: str) -> bool | None:  # type: ignore[type-arg]
+    values = {k: tuple(v) for k, v in binding.get("values", {}).items()}
+    head = f"{entry['name']:<34} {entry['source']:<17} {binding['label']:<16} {level:<4}"
+    try:
+        a = analyze_graph_opt(entry["path"], level, dims=binding.get("dims", {}), values=values,
+                              shapes=binding.get("shapes") or None)
+    except GraphmemError as exc:
+        print(f"{head} {'':>11} {'':>11} {'':>7}  graphmem: {str(exc)[:90]}")
+        return None
+    assumed = [x for x in a.activations.approximations if x.kind == "branch_assumed"]
+    try:
+        if assumed and "feeds" not in entry:  # data-dependent condition: measure both signs, take the larger
+            q = max(measure(entry["path"], feeds_for(entry, binding, s), runs=1, graph_opt=level).runs[0].requested_peak for s in (1, -1))
+        else:
+            q = measure(entry["path"], feeds_for(entry, binding), runs=1, graph_opt=level).runs[0].requested_peak
+    except GraphmemError as exc:
+        print(f"{head} {a.activations.peak_bytes:>11,} {'':>11} {'':>7}  onnxruntime: {str(exc)[:80]}")
+        return None
+    p = a.activations.peak_bytes
+    ratio = p / q if q else float("inf") if p else 1.0
+    ok = abs(ratio - 1) <= BAR
+    note = "exact" if p == q else ("within bar" if ok else "OFF")
+    if assumed:
+        note += f"; branch assumed ({len(assumed)} If), compared with the larger measured"
+    elif not a.activations.exact:
+        note += "; " + ", ".join(sorted({x.kind for x in a.activations.approximations}))
+    print(f"{head} {p:>11,} {q:>11,} {ratio:>7.4f}  {note}")
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(main())

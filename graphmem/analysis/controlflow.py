@@ -132,17 +132,18 @@ class _Node:
     def static_body(self, attr: str) -> BodyRun | None:
         return self.static.branches.get(attr) if self.static is not None else None
 
-    def frame(self, run: BodyRun, *, provided=frozenset(), sizes=None, shared=frozenset(), kept_drop=None, key_extra=0, delayed=None) -> Frame:  # type: ignore[no-untyped-def]
+    def frame(self, run: BodyRun, *, provided=frozenset(), sizes=None, shared=frozenset(), kept_drop=None, key_extra=0, delayed=None, copies=()) -> Frame:  # type: ignore[no-untyped-def]
         """Plan one execution of ``run``; ``provided`` body outputs are the kernel's buffers,
         ``shared`` ones cost nothing, ``sizes`` overrides output sizes; ``kept_drop`` maps kept
         outputs to how many frames later they are released (Loop). Identical requests share one
         planned frame (a Loop's iterations with the same types)."""
         key = (id(run), frozenset(provided), tuple(sorted((sizes or {}).items())), frozenset(shared),
-               tuple(sorted((kept_drop or {}).items(), key=str)), key_extra, tuple(sorted((delayed or {}).items())))
+               tuple(sorted((kept_drop or {}).items(), key=str)), key_extra, tuple(sorted((delayed or {}).items())), tuple(copies))
         cached = self.result.frames.get(key)
         if cached is not None and cached[0] is run:
             return cached[1]
         frame = self._frame(run, provided=provided, sizes=sizes, shared=shared, kept_drop=kept_drop, key_extra=key_extra, delayed=delayed)
+        frame = replace(frame, copies=tuple(copies))
         self.result.frames[key] = (run, frame)
         return frame
 
@@ -334,13 +335,18 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
         outs = _outputs(run)
         shared = _shared_outputs(run)
         drop: dict[str, int | None] = {}
+        copies: list[tuple[int, int | None]] = []
         for k, name in enumerate(outs):
+            after = 2 if k <= carried else None  # carried values and the condition: replaced as feeds two iterations later
             if name in shared or name in run.model.inputs:
                 continue  # shared or passed through: no buffer of its own
-            drop[name] = 2 if k <= carried else None  # replaced as feeds two iterations later
+            if name in run.model.weights:  # an initializer returned: copied when the frame starts
+                copies.append((run.model.weights[name].nbytes or 0, after))
+                continue
+            drop[name] = after
         if i == 0:  # the first condition scalar goes unless the body hands that same value back
             cond_allocated = not _same_value(run, outs[0], run.feeds[1] if len(run.feeds) > 1 else "")
-        frames.append(ctx.frame(run, shared=frozenset(shared), kept_drop=drop))
+        frames.append(ctx.frame(run, shared=frozenset(shared), kept_drop=drop, copies=tuple(copies)))
     return Kernel(frames=tuple(frames), held=_LOOP_SCALARS, released_before={1: 1} if cond_allocated else {})
 
 

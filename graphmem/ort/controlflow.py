@@ -67,6 +67,9 @@ class Frame:
     nested: Mapping[int, Kernel] = field(default_factory=dict)
     ops: tuple[str, ...] = ()  # op type of each step (for the timeline)
     delayed: Mapping[int, int] = field(default_factory=dict)  # body output -> enclosing value it is allocated into
+    # outputs that are initializers of the body: copied into a buffer of their own when the frame
+    # is created (IExecutionFrame init), kept as fetches: (bytes, frames until released or None)
+    copies: tuple[tuple[int, int | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,7 +173,9 @@ def _run_kernel(kernel: Kernel, *, base: int, depth: int, cache: PatternCache, o
         kept = [(b, until) for b, until in kept if until is None or until > i]
         outer = base + held + sum(b for b, _ in kept)
         into = frozenset(v for v, parent in frame.delayed.items() if parent in placed)
-        frame_out = _run_frame(frame, base=outer, depth=depth, cache=cache, out=out, into=into)
+        copied = sum(size for size, _ in frame.copies)
+        frame_out = _run_frame(frame, base=outer + copied, depth=depth, cache=cache, out=out, into=into)
+        kept.extend((size, None if after is None else i + after) for size, after in frame.copies)
         for v in frame.kept:
             after = frame.dropped_at.get(v)
             kept.append((frame_out.get(v, 0), None if after is None else i + after))

@@ -75,3 +75,13 @@ def test_upfront_outputs_are_held_during_the_body() -> None:
     parent = _parent()
     r = replay(parent, plan_ort(parent), {1: Kernel(frames=(frame,), upfront=(2,))})
     assert [s.bytes for s in r.samples] == [1_000, 1_300, 1_600]  # body sample: x + y + t0
+
+
+def test_an_initializer_returned_by_a_loop_body_is_copied_per_frame() -> None:
+    # the body returns one of its initializers as the condition (1 B): each frame copies it when
+    # it starts and the kernel keeps it two frames; frame 2 holds frame 1's copy and its own
+    body = _body([300])
+    frame = Frame(label="b/", program=body, plan=plan_ort(body), body="b", key=0, pattern=False, copies=((1, 2),))
+    parent = _parent()
+    r = replay(parent, plan_ort(parent), {1: Kernel(frames=(frame, frame, frame))})
+    assert [s.bytes for s in r.samples[2:]] == [1_301, 1_302, 1_302]  # x + copies + t0 (not kept)

@@ -85,6 +85,11 @@ class MemoryTimeline:
 def memory_timeline(a: Analysis) -> MemoryTimeline:
     """The timeline of analysis ``a``, from the planner results it keeps (:attr:`Analysis.steps`)."""
     s = a.steps
+    if s is None and a.bodies:
+        raise UsageError(
+            f"{a.model.path}: the pictures draw one plan, and this model runs If/Loop/Scan bodies, each with "
+            "its own: not drawn yet (graphmem peak and layers report them)"
+        )
     if s is None:
         raise UsageError(f"{a.model.path}: this analysis keeps no per-step planner results to draw")
     return build_timeline(

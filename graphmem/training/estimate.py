@@ -25,7 +25,7 @@ from onnx import TensorProto
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.analysis.whatif import cast_floats, cast_weights
-from graphmem.errors import UsageError
+from graphmem.errors import UnsupportedOpError, UsageError
 from graphmem.model.loading import load_model
 from graphmem.ort.order import file_order
 from graphmem.training import classify, patterns
@@ -165,6 +165,12 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     """Same as :func:`estimate_training`, for an existing :class:`Analysis` (its dtype what-if
     must match ``config.precision``)."""
     g, model = a.graph, a.graph.model
+    if a.bodies:  # training through If/Loop/Scan bodies is not modelled: say so, not a wrong figure
+        names = ", ".join(g.node(nid).name or g.node(nid).op_type for nid in sorted(a.bodies))
+        raise UnsupportedOpError(
+            f"{model.path}: graphmem train does not model control flow ({names}): the backward pass "
+            "through If/Loop/Scan bodies is not estimated; use graphmem peak for inference memory"
+        )
     half = _HALF.get(config.precision)
     types = a.types if half is None else cast_floats(a.types, half)
     w = model.weights if half is None else cast_weights(model.weights, half)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import init, invoke, model, save, tensor
+from builders import init, invoke, model, outcome, save, tensor
 from onnx import TensorProto, helper
 
 import graphmem
@@ -181,3 +181,11 @@ def test_graph_opt_all_with_a_body_weight_in_weights_bin(tmp_path: Path) -> None
     path = _if_model(tmp_path)
     a = analyze_graph_opt(path, "all", values={"mode": (1,)})
     assert a.activations.peak_bytes > 0 and a.weights.bytes >= 1_600
+
+
+def test_train_and_pictures_say_they_do_not_model_control_flow(tmp_path: Path) -> None:
+    path = _if_model(tmp_path)
+    code, _, err = outcome("train", str(path))
+    assert code == 2 and "does not model control flow (If_mode)" in err and err.count("\n") == 1
+    code, _, err = outcome("report", str(path), "--value", "mode=1", "-o", str(tmp_path / "r.html"))
+    assert code == 2 and "If/Loop/Scan" in err and not (tmp_path / "r.html").exists()

@@ -47,6 +47,7 @@ import corpus  # noqa: E402
 import onnx  # noqa: E402
 
 import graphmem  # noqa: E402
+from graphmem.analysis import analyze_graph_opt  # noqa: E402
 from graphmem.errors import GraphmemError  # noqa: E402
 from graphmem.analysis.scratch import scratch_profile
 from graphmem.ort.scratch import ScratchProfile  # noqa: E402
@@ -57,11 +58,13 @@ TOLERANCE = 0.05
 SCRATCH_TOLERANCE = 0.10
 
 
-def analyze_optimized(path: Path, dims: dict[str, int]) -> tuple[graphmem.Analysis, ScratchProfile]:
-    """:func:`graphmem.analyze` of a file onnxruntime wrote after optimizing, as it runs it, and
-    its scratch profile.
+def analyze_optimized(path: Path, level: str, dims: dict[str, int]) -> tuple[graphmem.Analysis, ScratchProfile]:
+    """:func:`graphmem.analysis.analyze_graph_opt` of ``path`` at ``level`` (what ``graphmem peak
+    --graph-opt`` and ``verify`` report) and its scratch profile.
 
-    ``analyze(path, execution_order="file")`` does this:
+    It analyses the file onnxruntime writes after optimizing, as onnxruntime runs it, with the
+    static shapes its session kept for the tensors the optimizers left in place
+    (:func:`graphmem.analysis.pipeline.with_session_shapes`), and:
 
     * the execution order is the file's order: onnxruntime writes the optimized graph in its
       session's execution order (``Graph::ToGraphProto`` walks
@@ -70,7 +73,7 @@ def analyze_optimized(path: Path, dims: dict[str, int]) -> tuple[graphmem.Analys
     * the NCHWc block sizes the file's padded filters allow
       (:func:`graphmem.ort.contrib_shapes.nchwc_block_sizes`) reach ReorderInput's shape rule.
     """
-    result = graphmem.analyze(path, dims=dims, execution_order="file")
+    result = analyze_graph_opt(path, level, dims=dims)
     return result, scratch_profile(result)
 
 
@@ -123,7 +126,7 @@ def main() -> int:
             for dims in bindings:
                 try:
                     t0 = time.perf_counter()
-                    result, profile = analyze_optimized(optimized, dims)
+                    result, profile = analyze_optimized(path, args.level, dims)
                     elapsed = time.perf_counter() - t0
                 except GraphmemError as exc:
                     failed.append(corpus.name(path))

@@ -25,7 +25,7 @@ from graphmem.analysis.result import (
     WeightsInfo,
 )
 from graphmem.analysis.whatif import cast_floats, cast_weights
-from graphmem.errors import ShapeInferenceError, UsageError
+from graphmem.errors import ModelLoadError, ShapeInferenceError, UnsupportedOpError, UsageError
 from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
@@ -35,6 +35,7 @@ from graphmem.model.subgraphs import all_weights
 from graphmem.analysis.bodyflops import flops_with_bodies
 from graphmem.analysis.controlflow import control_flow_approximations, plan_control_flow
 from graphmem.ort.controlflow import replay
+from graphmem.ort.insert_cast import CpuSession, cpu_session
 from graphmem.ort.order import file_order, ort_order
 from graphmem.ort.rewrites import remove_duplicate_casts
 from graphmem.ort.rules import sharing, unwritten_outputs
@@ -133,8 +134,13 @@ def analyze_model(
     provider: str = "cpu",
     as_dtype: str | None = None,
     execution_order: str = "ort",
+    kernel_rules: bool = True,
 ) -> Analysis:
-    """Same as :func:`analyze`, for an already loaded :class:`Model`."""
+    """Same as :func:`analyze`, for an already loaded :class:`Model`.
+
+    ``kernel_rules=False`` skips what onnxruntime's CPU provider does with the element types
+    (float16 Cast insertion, refusing nodes it has no kernel for): for estimates of other runtimes
+    (the PyTorch training estimate)."""
     if provider not in PROVIDERS:
         raise UsageError(f"provider '{provider}': expected one of {', '.join(PROVIDERS)}")
     orders = {"ort": ort_order, "file": file_order}
@@ -148,22 +154,46 @@ def analyze_model(
     if execution_order == "ort":  # the graph onnxruntime builds: function ops expanded (ort/functions.py)
         expansion = inline_functions(model, _static_types)
         model, inlined, missing = expansion.model, expansion.inlined, expansion.missing
-    g = build_graph(model)
-    order = ordering(g)
-    runtime = infer_types(
-        g, order, view=RUNTIME, dims=bound, shapes=given.shapes, input_values=given.values, body_order=ordering
-    )
-    static = infer_types(g, order, view=ORT_STATIC, body_order=ordering)
+    target = parse_dtype(as_dtype) if as_dtype is not None else None
+
+    def typed(model: Model):  # type: ignore[no-untyped-def]
+        """The graph, its order and both type views (the what-if's conversion applied)."""
+        g = build_graph(model)
+        order = ordering(g)
+        runtime = infer_types(
+            g, order, view=RUNTIME, dims=bound, shapes=given.shapes, input_values=given.values, body_order=ordering
+        )
+        static = infer_types(g, order, view=ORT_STATIC, body_order=ordering)
+        if target is not None:  # the converted model: its types, then what onnxruntime makes of them
+            runtime = replace(runtime, types=cast_floats(runtime.types, target))
+            static = replace(static, types=cast_floats(static.types, target))
+        return g, order, runtime, static
+
+    g, order, runtime, static = typed(model)
     _check_domains(g, runtime.types)
+    _check_type_conflicts(static.type_conflicts)
+    if target is not None:
+        model = replace(model, weights=cast_weights(model.weights, target))
+    type_note = ""
+    if provider == "cpu" and kernel_rules:
+        cpu = cpu_session(model, order, static.types, runtime.types)
+        if cpu.inline and execution_order == "ort":  # no kernel for these types: function bodies
+            expansion = inline_functions(model, _static_types, also=lambda n: tuple(n.output) in cpu.inline)
+            model = expansion.model
+            inlined = tuple(sorted({*inlined, *expansion.inlined}))
+            missing = tuple(sorted({*missing, *expansion.missing}))
+            g, order, runtime, static = typed(model)
+            cpu = cpu_session(model, order, static.types, runtime.types)
+        type_note = _cpu_type_note(cpu, what_if=target is not None)
+        ins = cpu.insertion
+        if ins.casts:
+            model, g = ins.model, build_graph(ins.model)
+            order = ordering(g)
+            runtime, static = replace(runtime, types=ins.runtime), replace(static, types=ins.static)
     rewritten = remove_duplicate_casts(model, static.types)
     if rewritten is not model:  # onnxruntime runs the rewritten graph, in its own order
         model, g = rewritten, build_graph(rewritten)
         order = ordering(g)
-    if as_dtype is not None:
-        target = parse_dtype(as_dtype)
-        runtime = replace(runtime, types=cast_floats(runtime.types, target))
-        static = replace(static, types=cast_floats(static.types, target))
-        model = replace(model, weights=cast_weights(model.weights, target))
     session = session_graph(model, g, order, runtime.types, static.types, provider, ordering)
     program, names = build_program(
         session.graph,
@@ -229,7 +259,8 @@ def analyze_model(
         no_reuse_bytes=live.no_reuse,
         best_arena_bytes=arena.arena_bytes,
         unknown=tuple(names[v] for v in plan.unknown_sizes),
-        runtime=_runtime_note(CUDA_RUNTIME if session.devices is not None else "onnxruntime 1.31 CPU", inlined),
+        runtime=_runtime_note(CUDA_RUNTIME if session.devices is not None else "onnxruntime 1.31 CPU", inlined)
+        + type_note,
         timeline=timeline,
         step_ops=step_ops,
         live_at_peak=_live_at(plan, names, peak_step) if flow is None else frozenset(),
@@ -264,6 +295,35 @@ def analyze_model(
             program=program, plan=plan, lower_bound=live.live_bytes, in_use=step_in_use, scratch=step_scratch
         ) if flow is None else None,  # the pictures draw one plan; a control-flow run is many
     )
+
+
+def _check_type_conflicts(conflicts: tuple[tuple[str, str, int, int], ...]) -> None:
+    """onnxruntime refuses a file whose value_info contradicts a node's inferred element type
+    (``Graph::InferAndVerifyTypeMatch``, core/graph/graph.cc): so does graphmem."""
+    if conflicts:
+        node, tensor, inferred, declared = conflicts[0]
+        raise ModelLoadError(
+            f"node '{node}' writes '{tensor}' as {dtype_name(inferred)} but the file declares it "
+            f"{dtype_name(declared)}: onnxruntime refuses to load this model (type error)"
+        )
+
+
+def _cpu_type_note(cpu: CpuSession, *, what_if: bool) -> str:
+    """The runtime line's words on nodes without a CPU kernel for their element types; a model
+    onnxruntime cannot load is refused, a what-if (``as_dtype``) only says so."""
+    if cpu.missing:
+        name, op, why = cpu.missing[0]
+        more = f" (and {len(cpu.missing) - 1} more nodes)" if len(cpu.missing) > 1 else ""
+        if not what_if:
+            raise UnsupportedOpError(f"node '{name}' ({op}): {why}{more}; onnxruntime cannot load this model")
+        return f"; not runnable as converted: node '{name}' ({op}): {why}{more}"
+    fallback = cpu.insertion.fallback
+    if fallback:
+        return (
+            f"; {len(fallback)} float16 nodes run in float32 behind {cpu.insertion.casts} inserted Casts "
+            "(no float16 CPU kernel)"
+        )
+    return ""
 
 
 def _runtime_note(runtime: str, inlined: tuple[str, ...]) -> str:
@@ -357,11 +417,29 @@ def analyze_graph_opt(
 
     from graphmem.ort.optimized import optimized_model, temporary_dir
 
-    load_model(path)  # one-line errors for bad files before onnxruntime sees them
+    original = load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with temporary_dir() as tmp:
         optimized = optimized_model(Path(path), graph_opt, Path(tmp))
-        result = analyze(
-            optimized, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype,
-            execution_order="file",
-        )
+        with _gc_paused():
+            model = with_session_shapes(load_model(optimized), original)
+            result = analyze_model(
+                model, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype,
+                execution_order="file",
+            )
     return replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))
+
+
+def with_session_shapes(optimized: Model, original: Model) -> Model:
+    """The optimized graph with the static types its session knows for tensors it kept.
+
+    A tensor an optimizer keeps (by name) is the same ``NodeArg`` in onnxruntime's graph: it keeps
+    the shape the first resolve gave it, symbolic names included, and later inference only merges
+    into it (``Graph::InferAndVerifyTypeMatch``, core/graph/graph.cc). The file onnxruntime writes
+    lists only the value_info it read, so, e.g., a QDQ fusion's output loses the ``unk__49`` dims
+    that its planner matches buffers by; they are restored here from the original's static view.
+    """
+    static = _static_types(original)
+    produced = {o for n in original.nodes for o in n.output if o}
+    kept = {o for n in optimized.nodes for o in n.output if o}
+    extra = {k: static[k] for k in produced & kept if k in static and k not in optimized.value_info}
+    return replace(optimized, value_info={**extra, **optimized.value_info}) if extra else optimized

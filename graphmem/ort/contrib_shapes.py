@@ -161,18 +161,39 @@ def _onnx_op(
     n_inputs: int | None = None,
     keep_attrs: frozenset[str] | None = None,
     reshape: Callable[[onnx.NodeProto, list[TensorType | None]], list[TensorType | None] | None] | None = None,
+    pick: tuple[int, ...] | None = None,
+    dtype_from: int | None = None,
+    nhwc: bool = False,
 ) -> Rule:
     """Delegate to onnx's inference of the standard op ``op_type``-``version``: onnxruntime's schema
     calls the same ONNX inference function (``convPoolShapeInference``, ``matmulShapeInference``, …).
 
     ``n_inputs`` truncates the inputs (fused extras such as Conv's Sum), ``keep_attrs`` drops
     attributes the standard op does not have (``activation`` …), ``reshape`` rewrites the input
-    types first (FusedMatMul's transposes)."""
+    types first (FusedMatMul's transposes), ``pick`` passes only those inputs (QLinear ops' data
+    operands among their scales and zero points), ``dtype_from`` takes the output's element type
+    from that input (QLinear ops: the output zero point), ``nhwc`` (with a ``channels_last``
+    attribute set) transposes input 0 from channels-last and the output back
+    (``convPoolShapeInferenceNhwc``, nhwc_schema_defs.cc)."""
     schema = defs.get_schema(op_type, version, "")
 
     def rule(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
-        names = list(node.input[:n_inputs] if n_inputs is not None else node.input)
-        in_types = list(ins[: len(names)])
+        if pick is not None:
+            names = [node.input[i] if i < len(node.input) else "" for i in pick]
+            in_types = [ins[i] if i < len(ins) else None for i in pick]
+        else:
+            names = list(node.input[:n_inputs] if n_inputs is not None else node.input)
+            in_types = list(ins[: len(names)])
+        quantized = pick is not None or nhwc  # 8-bit operands: infer the shape as float, type after
+        dtype0 = in_types[0].dtype if in_types and in_types[0] is not None else 0
+        if quantized:
+            in_types = [TensorType(dtype=onnx.TensorProto.FLOAT, shape=t.shape) if t is not None else None for t in in_types]
+        last = nhwc and _attr(node, "channels_last", 1 if op_type == "MaxPool" else 0) != 0
+        if last:
+            x = _shape(in_types[0])
+            if x is None or len(x) < 2:
+                return None
+            in_types[0] = TensorType(dtype=in_types[0].dtype, shape=(x[0], x[-1], *x[1:-1]))
         if reshape is not None:
             in_types = reshape(node, in_types)
             if in_types is None:
@@ -192,7 +213,16 @@ def _onnx_op(
         except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
             return None
         t = out.get(node.output[0]) if node.output else None
-        return [type_from_proto(onnx.TypeProto.FromString(t)) if t is not None else None]
+        if t is None:
+            return [None]
+        result = type_from_proto(onnx.TypeProto.FromString(t))
+        if last and result.shape is not None and len(result.shape) >= 2:
+            y = result.shape
+            result = TensorType(dtype=result.dtype, shape=(y[0], *y[2:], y[1]))
+        if quantized:
+            dtype = _dtype(ins, dtype_from) if dtype_from is not None else dtype0
+            result = TensorType(dtype=dtype, shape=result.shape)
+        return [result]
 
     return rule
 
@@ -298,6 +328,121 @@ def _attention(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     return outs
 
 
+# --- quantization (core/graph/contrib_ops/quantization_defs.cc, nhwc_schema_defs.cc) ----------
+
+
+def _qlinear_global_pool(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """QLinearGlobalAveragePool: X's shape with every spatial dim 1 ((N, C, 1…) or, with
+    ``channels_last``, (N, 1…, C))."""
+    x = _shape(ins[0]) if ins else None
+    if x is None or len(x) < 2:
+        return None
+    dims = (x[0], *(1,) * (len(x) - 2), x[-1]) if _attr(node, "channels_last", 0) else (x[0], x[1], *(1,) * (len(x) - 2))
+    return [TensorType(dtype=ins[0].dtype, shape=dims)]
+
+
+def _qgemm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """QGemm: [A.dim(transA), B.dim(!transB)] of A (0) and B (3); the element type of
+    y_zero_point (8) when given, else float (the output is not quantized)."""
+    a, b = (_shape(ins[0]), _shape(ins[3])) if len(ins) > 3 else (None, None)
+    dtype = _dtype(ins, 8) if len(node.input) > 8 and node.input[8] else onnx.TensorProto.FLOAT
+    if a is None or b is None or len(a) != 2 or len(b) != 2:
+        return [TensorType(dtype=dtype, shape=None)]
+    trans_a, trans_b = _attr(node, "transA", 0), _attr(node, "transB", 0)
+    return [TensorType(dtype=dtype, shape=(a[1 if trans_a else 0], b[0 if trans_b else 1]))]
+
+
+def _qlinear_concat(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """QLinearConcat: (tensor, scale, zero point) triples from input 2, joined on ``axis``; the
+    element type is the output zero point's (input 1)."""
+    tensors = [_shape(ins[i]) for i in range(2, len(ins), 3)]
+    if not tensors or any(t is None for t in tensors) or len({len(t) for t in tensors}) != 1:  # type: ignore[arg-type]
+        return None
+    rank = len(tensors[0])  # type: ignore[arg-type]
+    axis = _attr(node, "axis", 0)
+    axis = axis + rank if axis < 0 else axis
+    dims: list[Dim] = list(tensors[0])  # type: ignore[arg-type]
+    lengths = [t[axis] for t in tensors]  # type: ignore[index]
+    dims[axis] = sum(lengths) if all(isinstance(d, int) for d in lengths) else None  # type: ignore[arg-type]
+    return [TensorType(dtype=_dtype(ins, 1), shape=tuple(dims))]
+
+
+def _qlinear_reduce_mean(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """QLinearReduceMean: ``axes`` (all when absent) reduced, kept as 1 with ``keepdims``."""
+    x = _shape(ins[0]) if ins else None
+    if x is None:
+        return None
+    axes = {a + len(x) if a < 0 else a for a in _attr(node, "axes", [])}
+    keep = _attr(node, "keepdims", 1)
+    dims = [d if axes and i not in axes else 1 for i, d in enumerate(x) if keep or (axes and i not in axes)]
+    return [TensorType(dtype=ins[0].dtype, shape=tuple(dims))]
+
+
+def _qattention(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """QAttention: AttentionTypeAndShapeInference with ``past`` at input 8."""
+    view = list(ins[:4]) + [ins[8] if len(ins) > 8 else None]
+    return _attention(node, view, values, block_sizes)
+
+
+def _dynamic_quantize_lstm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """DynamicQuantizeLSTM: RNNShapeInference — Y [seq, directions, batch, hidden], Y_h and Y_c
+    [directions, batch, hidden], float."""
+    x = _shape(ins[0]) if ins else None
+    hidden = _attr(node, "hidden_size", None)
+    if x is None or len(x) != 3 or hidden is None:
+        return None
+    directions = 2 if _attr(node, "direction", b"forward") in (b"bidirectional", "bidirectional") else 1
+    f = onnx.TensorProto.FLOAT
+    state = TensorType(dtype=f, shape=(directions, x[1], hidden))
+    return [TensorType(dtype=f, shape=(x[0], directions, x[1], hidden)), state, state][: len(node.output)]
+
+
+def _quantize_ms(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """com.microsoft QuantizeLinear: x's shape, the zero point's element type (uint8 without one)."""
+    x = ins[0] if ins else None
+    dtype = _dtype(ins, 2) if len(node.input) > 2 and node.input[2] else onnx.TensorProto.UINT8
+    return [TensorType(dtype=dtype, shape=_shape(x))] if x is not None else None
+
+
+def _dequantize_ms(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    """com.microsoft DequantizeLinear: x's shape, float."""
+    x = ins[0] if ins else None
+    return [TensorType(dtype=onnx.TensorProto.FLOAT, shape=_shape(x))] if x is not None else None
+
+
+_QPOOL_ATTRS = frozenset({"auto_pad", "kernel_shape", "strides", "pads", "ceil_mode"})
+#: The quantization ops onnxruntime's CPU optimizers and quantization tools produce.
+QUANT_RULES: dict[tuple[str, str], Rule] = {
+    # QLinearMathDocGenerator: A's element type, bidirectional broadcast of A (0) and B (3).
+    (MS_DOMAIN, "QLinearAdd"): _onnx_op("Add", 14, pick=(0, 3), keep_attrs=frozenset()),
+    (MS_DOMAIN, "QLinearMul"): _onnx_op("Mul", 14, pick=(0, 3), keep_attrs=frozenset()),
+    # propagateShapeAndTypeFromFirstInput (QLinearSoftmax: contrib_defs.cc)
+    (MS_DOMAIN, "QLinearSigmoid"): _like_input(0),
+    (MS_DOMAIN, "QLinearLeakyRelu"): _like_input(0),
+    (MS_DOMAIN, "QLinearSoftmax"): _like_input(0),
+    (MS_DOMAIN, "QLinearReduceMean"): _qlinear_reduce_mean,
+    (MS_DOMAIN, "QLinearConcat"): _qlinear_concat,
+    # QLinearConv: y_zero_point's (7) type; convPoolShapeInference(ctx, true, false, 0, 3), NHWC
+    # variant with channels_last.
+    (MS_DOMAIN, "QLinearConv"): _onnx_op("Conv", 11, pick=(0, 3), keep_attrs=_CONV_ATTRS, dtype_from=7, nhwc=True),
+    # NhwcMaxPool: convPoolShapeInferenceNhwc(ctx, true, true, 0, 1) (always channels last).
+    (MS_DOMAIN, "NhwcMaxPool"): _onnx_op("MaxPool", 12, n_inputs=1, keep_attrs=_POOL_ATTRS, nhwc=True),
+    (MS_DOMAIN, "QLinearAveragePool"): _onnx_op(
+        "AveragePool", 11, pick=(0,), keep_attrs=_QPOOL_ATTRS | {"count_include_pad"}, nhwc=True
+    ),
+    (MS_DOMAIN, "QLinearGlobalAveragePool"): _qlinear_global_pool,
+    (MS_DOMAIN, "QGemm"): _qgemm,
+    # DynamicQuantizeMatMul: float (A's type), matmulShapeInference(ctx, 0, 1).
+    (MS_DOMAIN, "DynamicQuantizeMatMul"): _onnx_op("MatMul", 13, pick=(0, 1), keep_attrs=frozenset(), dtype_from=2),
+    # MatMulIntegerToFloat: a_scale's (2) type, matmulShapeInference(ctx, 0, 1).
+    (MS_DOMAIN, "MatMulIntegerToFloat"): _onnx_op("MatMul", 13, pick=(0, 1), keep_attrs=frozenset(), dtype_from=2),
+    (MS_DOMAIN, "QAttention"): _qattention,
+    (MS_DOMAIN, "DynamicQuantizeLSTM"): _dynamic_quantize_lstm,
+    (MS_DOMAIN, "QuantizeLinear"): _quantize_ms,
+    (MS_DOMAIN, "DequantizeLinear"): _dequantize_ms,
+}
+
+
 # --- onnxruntime-only ops of the ONNX domain -------------------------------------------------
 
 
@@ -394,5 +539,6 @@ RULES: OpTable[Rule] = OpTable(
         (MS_DOMAIN, "GroupQueryAttention"): _group_query_attention,
         ("", "LayerNormalization"): _layer_norm,
         ("", "SimplifiedLayerNormalization"): _layer_norm,
+        **QUANT_RULES,
     }
 )

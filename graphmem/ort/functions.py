@@ -192,15 +192,21 @@ def specialize(body: onnx.FunctionProto, call: onnx.NodeProto, prefix: str) -> o
     return fp
 
 
-def inline_functions(model: Model, types_of: TypesOf) -> InlineResult:
+def inline_functions(
+    model: Model, types_of: TypesOf, also: Callable[[onnx.NodeProto], bool] | None = None
+) -> InlineResult:
     """Expand every node onnxruntime runs as a function body, as onnxruntime does (module doc).
 
     ``types_of(model)`` gives the input types context-dependent bodies are built from; it is
     called once per round that needs it. A node whose body cannot be built (its input types are
-    unknown to graphmem) stays whole and is listed in ``missing``.
+    unknown to graphmem) stays whole and is listed in ``missing``. ``also``: nodes to expand
+    besides the ops of ``RUNS_AS_FUNCTION`` (those the CPU provider has no kernel for with their
+    element types, ``graphmem.ort.insert_cast.cpu_session``).
     """
 
     def runs_as_body(n: onnx.NodeProto) -> bool:
+        if also is not None and also(n):
+            return True
         return runs_as_function(n.domain, n.op_type, model.opsets.get(normalize_domain(n.domain), 0))
 
     if not any(runs_as_body(n) for n in model.nodes):

@@ -392,6 +392,13 @@ _NONE = (
     [(NCHWC, op) for op in ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                              "ReorderInput", "ReorderOutput", "Upsample")]
     + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "SkipLayerNormalization")]
+    # Confirmed by scripts/probe_scratch.py on the float16/quantized corpus (every distinct node
+    # run alone: in-use high-water = graphmem's arena replay without scratch). QLinearConv,
+    # QLinearMatMul, ConvInteger, QGemm, DynamicQuantizeMatMul and NhwcMaxPool do take scratch.
+    + [(MS, op) for op in ("Gelu", "MatMulIntegerToFloat", "QLinearAdd", "QLinearMul", "QLinearSoftmax",
+                           "QLinearGlobalAveragePool")]
+    + [("", op) for op in ("DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger",
+                           "Exp", "ReduceMax", "ReduceSum")]
     + [("", op) for op in (
         "Add", "And", "AveragePool", "Cast", "Clip", "Concat", "ConstantOfShape",
         "Div", "Dropout", "Elu", "Equal", "Erf", "Expand", "Flatten", "Gather", "GatherElements", "Gemm",

@@ -68,6 +68,9 @@ class ShapeResult:
     failed_nodes: tuple[int, ...]  # nodes whose inference raised (their outputs may be unknown)
     # control-flow node id -> its bodies as inferred (graphmem.shapes.controlflow.ControlFlowShapes)
     bodies: dict[int, ControlFlowShapes] = field(default_factory=dict)
+    # (node, tensor, inferred dtype, declared dtype): an ONNX-domain node whose inferred element
+    # type contradicts the file's value_info (onnxruntime refuses such a file when it resolves it)
+    type_conflicts: tuple[tuple[str, str, int, int], ...] = ()
 
 
 def bind_shape(shape: Shape | None, dims: Mapping[str, int], *, run: bool = False) -> Shape | None:
@@ -123,6 +126,7 @@ def infer_types(
     serialized: dict[str, bytes] = {}
     data_bytes: dict[str, bytes] = {}
     failed: list[int] = []
+    conflicts: list[tuple[str, str, int, int]] = []
     for nid in order:
         node = g.node(nid)
         if is_control_flow(node):
@@ -151,12 +155,16 @@ def infer_types(
             new = inferred.get(out)
             if have is not None:
                 have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims, run=run), kind=have.kind)
+                if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and node.domain in ("", "ai.onnx"):
+                    conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
             types[out] = _merge(new, have, prefer_inferred_rank=run)
         if view is RUNTIME:
             _fill_runtime_gaps(node, types)
         if view.value_ops is None or node.op_type in view.value_ops:
             _compute_values(model.opsets, node, types, values, view)
-    return ShapeResult(types=types, values=values, failed_nodes=tuple(failed), bodies=bodies)
+    return ShapeResult(
+        types=types, values=values, failed_nodes=tuple(failed), bodies=bodies, type_conflicts=tuple(conflicts)
+    )
 
 
 def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]

@@ -149,7 +149,7 @@ def estimate_training(
         foreach=foreach,
     )
     as_dtype = {"fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16"}[config.precision]
-    analysis = analyze_model(load_model(path), dims=dims, as_dtype=as_dtype)
+    analysis = analyze_model(load_model(path), dims=dims, as_dtype=as_dtype, kernel_rules=False)
     return estimate_training_analysis(analysis, config)
 
 

@@ -20,6 +20,7 @@ from graphmem.ort.contrib_shapes import MLAS_NCHWC_BLOCKS, RULES, infer_contrib,
 from graphmem.model.types import TensorType
 
 F = TensorProto.FLOAT
+U8 = TensorProto.UINT8
 MS, NCHWC = "com.microsoft", "com.microsoft.nchwc"
 
 
@@ -108,6 +109,61 @@ CASES = [
      [(2, 8, 32), (2, 8, 1), (2, 8, 1)]),
     ("simplified-layernorm", "SimplifiedLayerNormalization", "", {"x": t(2, 8, 32), "g": t(32)}, {},
      [(2, 8, 32)]),
+    # --- quantization (quantization_defs.cc, nhwc_schema_defs.cc); s/z: scale, zero point ---
+    # QLinearAdd/Mul: broadcast of A (0) and B (3): [2,8,64] with [64] -> [2,8,64].
+    ("qlinearadd", "QLinearAdd", MS, {"a": t(2, 8, 64, dtype=U8), "s": t(), "z": t(dtype=U8), "b": t(64, dtype=U8)},
+     {}, [(2, 8, 64)]),
+    ("qlinearmul", "QLinearMul", MS, {"a": t(2, 1, 64, dtype=U8), "s": t(), "z": t(dtype=U8), "b": t(2, 8, 1, dtype=U8)},
+     {}, [(2, 8, 64)]),
+    ("qlinearsigmoid", "QLinearSigmoid", MS, {"x": t(3, 5, dtype=U8)}, {}, [(3, 5)]),
+    ("qlinearleakyrelu", "QLinearLeakyRelu", MS, {"x": t(3, 5, dtype=U8)}, {}, [(3, 5)]),
+    ("qlinearsoftmax", "QLinearSoftmax", MS, {"x": t(2, 4, 8, dtype=U8)}, {"axis": -1}, [(2, 4, 8)]),
+    # QLinearReduceMean axes [1] keepdims 0 of [2,8,64] -> [2,64]; keepdims 1 -> [2,1,64].
+    ("qlinearreducemean", "QLinearReduceMean", MS, {"x": t(2, 8, 64, dtype=U8)}, {"axes": [1], "keepdims": 0}, [(2, 64)]),
+    ("qlinearreducemean-keep", "QLinearReduceMean", MS, {"x": t(2, 8, 64, dtype=U8)}, {"axes": [1]}, [(2, 1, 64)]),
+    # QLinearConcat on axis 1 of (tensor, scale, zp) triples: 3 + 5 = 8.
+    ("qlinearconcat", "QLinearConcat", MS,
+     {"ys": t(), "yz": t(dtype=U8), "a": t(2, 3, 4, dtype=U8), "as": t(), "az": t(dtype=U8),
+      "b": t(2, 5, 4, dtype=U8), "bs": t(), "bz": t(dtype=U8)}, {"axis": 1}, [(2, 8, 4)]),
+    # QLinearConv NCHW: (9 + 2 - 3) // 2 + 1 = 5, M = 16 from w [16,3,3,3]; NHWC: [1,9,9,3] -> [1,5,5,16].
+    ("qlinearconv", "QLinearConv", MS,
+     {"x": t(1, 3, 9, 9, dtype=U8), "xs": t(), "xz": t(dtype=U8), "w": t(16, 3, 3, 3, dtype=TensorProto.INT8),
+      "ws": t(), "wz": t(dtype=TensorProto.INT8), "ys": t(), "yz": t(dtype=U8)},
+     {"pads": [1, 1, 1, 1], "strides": [2, 2]}, [(1, 16, 5, 5)]),
+    ("qlinearconv-nhwc", "QLinearConv", MS,
+     {"x": t(1, 9, 9, 3, dtype=U8), "xs": t(), "xz": t(dtype=U8), "w": t(16, 3, 3, 3, dtype=TensorProto.INT8),
+      "ws": t(), "wz": t(dtype=TensorProto.INT8), "ys": t(), "yz": t(dtype=U8)},
+     {"pads": [1, 1, 1, 1], "strides": [2, 2], "channels_last": 1}, [(1, 5, 5, 16)]),
+    # NhwcMaxPool 3x3/2 pad 1 on [1,28,28,8]: 14.
+    ("nhwcmaxpool", "NhwcMaxPool", MS, {"x": t(1, 28, 28, 8, dtype=U8)},
+     {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, [(1, 14, 14, 8)]),
+    # QLinearAveragePool 2x2/2: 8 -> 4, NCHW and NHWC.
+    ("qlinearavgpool", "QLinearAveragePool", MS, {"x": t(1, 4, 8, 8, dtype=U8)},
+     {"kernel_shape": [2, 2], "strides": [2, 2]}, [(1, 4, 4, 4)]),
+    ("qlinearavgpool-nhwc", "QLinearAveragePool", MS, {"x": t(1, 8, 8, 4, dtype=U8)},
+     {"kernel_shape": [2, 2], "strides": [2, 2], "channels_last": 1}, [(1, 4, 4, 4)]),
+    # QLinearGlobalAveragePool: spatial dims -> 1; channels_last keeps C last.
+    ("qlineargap", "QLinearGlobalAveragePool", MS, {"x": t(2, 16, 7, 7, dtype=U8)}, {}, [(2, 16, 1, 1)]),
+    ("qlineargap-nhwc", "QLinearGlobalAveragePool", MS, {"x": t(2, 7, 7, 16, dtype=U8)}, {"channels_last": 1},
+     [(2, 1, 1, 16)]),
+    # QGemm: [A.dim(transA ? 1 : 0), B.dim(transB ? 0 : 1)] of A (0), B (3): [4,8] x [16,8]^T.
+    ("qgemm", "QGemm", MS, {"a": t(4, 8, dtype=U8), "as": t(), "az": t(dtype=U8), "b": t(16, 8, dtype=TensorProto.INT8)},
+     {"transB": 1}, [(4, 16)]),
+    # DynamicQuantizeMatMul / MatMulIntegerToFloat: matmul of inputs 0 and 1: [2,8,32] @ [32,16].
+    ("dynamicquantizematmul", "DynamicQuantizeMatMul", MS,
+     {"a": t(2, 8, 32), "b": t(32, 16, dtype=TensorProto.INT8), "bs": t()}, {}, [(2, 8, 16)]),
+    ("matmulintegertofloat", "MatMulIntegerToFloat", MS,
+     {"a": t(2, 8, 32, dtype=U8), "b": t(32, 16, dtype=TensorProto.INT8), "as": t(), "bs": t()}, {}, [(2, 8, 16)]),
+    # QAttention = Attention's rule with past at input 8: hidden = 96 / 3 = 32.
+    ("qattention", "QAttention", MS,
+     {"x": t(2, 8, 32, dtype=U8), "w": t(32, 96, dtype=U8), "b": t(96), "xs": t(), "ws": t()}, {"num_heads": 4},
+     [(2, 8, 32)]),
+    # DynamicQuantizeLSTM: Y [seq, directions, batch, hidden], Y_h/Y_c [directions, batch, hidden].
+    ("dynamicquantizelstm", "DynamicQuantizeLSTM", MS,
+     {"x": t(5, 2, 8), "w": t(2, 8, 64, dtype=TensorProto.INT8), "r": t(2, 16, 64, dtype=TensorProto.INT8)},
+     {"hidden_size": 16, "direction": "bidirectional"}, [(5, 2, 2, 16), (2, 2, 16), (2, 2, 16)]),
+    ("ms-quantizelinear", "QuantizeLinear", MS, {"x": t(2, 8), "s": t(), "z": t(dtype=U8)}, {}, [(2, 8)]),
+    ("ms-dequantizelinear", "DequantizeLinear", MS, {"x": t(2, 8, dtype=U8), "s": t(), "z": t(dtype=U8)}, {}, [(2, 8)]),
 ]
 
 

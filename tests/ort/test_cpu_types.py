@@ -1,0 +1,142 @@
+"""float16 and quantized graphs on the CPU provider: the kernel table, InsertCastTransformer's
+Casts, refusals, and the quantization ops' shapes — hand-computed, then checked with onnxruntime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from builders import init, model, save, tensor
+from onnx import TensorProto, helper
+
+import graphmem
+from graphmem.errors import ModelLoadError, UnsupportedOpError
+from graphmem.ort.contrib_shapes import infer_contrib
+from graphmem.ort.kernels import has_cpu_kernel, kernel_type_problem
+from graphmem.model.types import TensorType
+from graphmem.verify import make_feeds, measure
+
+F, H, B = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
+U8, I8, I32 = TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+
+
+def test_kernel_table_rows() -> None:
+    # x86-64 build: no float16 Relu (MLAS_F16VEC_INTRINSICS_SUPPORTED is ARM64 only), float16 Concat
+    assert has_cpu_kernel("", "Relu", 14, [F]) and not has_cpu_kernel("", "Relu", 14, [H])
+    assert has_cpu_kernel("ai.onnx", "Concat", 13, [H, H, H])
+    assert kernel_type_problem("", "Add", 14, [B, B]) == "the CPU provider has no Add kernel for T=bfloat16"
+    # an open-ended kernel serves its first version only (kernel_registry.cc VerifyVersion)
+    assert kernel_type_problem("", "Relu", 15, [F]) == "the CPU provider has no Relu kernel for opset version 15"
+    # QLinearConv: uint8 activations with int8 or uint8 weights, or int8 with int8
+    q = [U8, F, U8, I8, F, I8, F, U8, I32]
+    assert has_cpu_kernel("com.microsoft", "QLinearConv", 1, q)
+    assert not has_cpu_kernel("com.microsoft", "QLinearConv", 1, [I8, F, I8, U8, F, U8, F, I8, I32])
+
+
+def _peak(path: Path, dims=None) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """(predicted, measured) requested peak of run 1 at ORT_DISABLE_ALL."""
+    import onnx
+
+    predicted = graphmem.analyze(path, dims=dims).activations.peak_bytes
+    feeds = make_feeds(onnx.load(str(path)), dims or {}, seed=0)
+    return predicted, measure(str(path), feeds, graph_opt="none", threads=1, runs=1).runs[0].requested_peak
+
+
+def test_relu_fp16_runs_in_float32_behind_casts(tmp_path: Path) -> None:
+    # X fp16 [1,4] -> Relu -> Y fp16 (graph output). No fp16 Relu: onnxruntime runs
+    #   Cast(X->f32) [16 B] ; Relu f32, in place on the Cast's output (MayInplace, last use) ;
+    #   Cast(->f16) writes Y [8 B, own buffer]: 16 + 8 live at that step -> peak 24
+    # (as float16 graphmem would have said 8).
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", [1, 4], H)], [tensor("y", [1, 4], H)])
+    predicted, measured = _peak(save(m, tmp_path / "relu16.onnx"))
+    assert predicted == 24 and measured == 24
+
+
+def test_isolated_fp16_node_is_forced_to_float32(tmp_path: Path) -> None:
+    # Relu -> Transpose -> Relu, fp16 [1,4]. Transpose has an fp16 kernel, but both neighbours
+    # are cast, so ForceSingleNodeCPUFloat16ToFloat32 runs it in float32 too; after the
+    # duplicate-Cast remover: Cast(x) 16 | Relu in place 16 | Transpose 16 new, Relu's output
+    # freed after it -> 32 | Relu in place 16 | Cast(->y) 8 new -> 24. Peak 32.
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Transpose", ["a"], ["b"], perm=[1, 0]),
+             helper.make_node("Relu", ["b"], ["y"])]
+    m = model(nodes, [tensor("x", [1, 4], H)], [tensor("y", [4, 1], H)])
+    predicted, measured = _peak(save(m, tmp_path / "iso16.onnx"))
+    assert predicted == 32 and measured == 32
+
+
+def test_fp16_weights_are_cast_each_run(tmp_path: Path) -> None:
+    # Add(x, w) with a fp16 weight w [256]: no fp16 Add, so Cast(w) is a 1,024-byte float tensor
+    # of the run (ORT_DISABLE_ALL folds nothing): Cast(x) 1,024 + Cast(w) 1,024, Add in place? no
+    # (Add is not MayInplace on CPU): Add 1,024 -> 3,072 at Add; Cast(->y) 512 with Add's output
+    # live: Cast(x) and Cast(w) freed after Add -> 1,536. Peak 3,072.
+    w = init("w", np.ones(256, dtype=np.float16))
+    m = model([helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", [256], H)], [tensor("y", [256], H)], [w])
+    predicted, measured = _peak(save(m, tmp_path / "add16.onnx"))
+    assert predicted == 3072 and measured == 3072
+
+
+def test_bfloat16_node_without_kernel_is_refused(tmp_path: Path) -> None:
+    m = model([helper.make_node("Add", ["x", "x"], ["y"], name="add")], [tensor("x", [4], B)], [tensor("y", [4], B)])
+    with pytest.raises(UnsupportedOpError, match="node 'add' \\(Add\\): the CPU provider has no Add kernel for T=bfloat16"):
+        graphmem.analyze(save(m, tmp_path / "bf16.onnx"))
+
+
+def test_value_info_contradicting_inference_is_refused(tmp_path: Path) -> None:
+    # Relu's output is float by inference; the file says float16: onnxruntime's resolve fails.
+    m = model([helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Relu", ["a"], ["y"])],
+              [tensor("x", [4])], [tensor("y", [4])], value_info=[tensor("a", [4], H)])
+    with pytest.raises(ModelLoadError, match="node 'r' writes 'a' as float but the file declares it float16"):
+        graphmem.analyze(save(m, tmp_path / "conflict.onnx"))
+
+
+def test_as_dtype_float16_says_the_cpu_runs_it_in_float32() -> None:
+    from builders import CNN
+
+    result = graphmem.analyze(CNN, dims={"batch": 2}, as_dtype="float16")
+    assert "run in float32 behind" in result.activations.runtime
+
+
+def _infer(node, types):  # type: ignore[no-untyped-def]
+    return infer_contrib(node, {k: TensorType(dtype=d, shape=s) for k, (d, s) in types.items()}, {})
+
+
+def test_quantized_contrib_shapes() -> None:
+    # QLinearConv channels_last: x [1,8,8,3] (NHWC), w [4,3,3,3], pads 1 -> y [1,8,8,4], y_zero_point's type
+    conv = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
+                            domain="com.microsoft", channels_last=1, pads=[1, 1, 1, 1], kernel_shape=[3, 3])
+    t = {"x": (U8, (1, 8, 8, 3)), "w": (I8, (4, 3, 3, 3)), "yz": (U8, ()), "xs": (F, ()), "xz": (U8, ()),
+         "ws": (F, ()), "wz": (I8, ()), "ys": (F, ())}
+    assert _infer(conv, t)["y"] == TensorType(dtype=U8, shape=(1, 8, 8, 4))
+    # NhwcMaxPool 3x3 stride 2 pad 1 on [1,8,8,4] -> [1,4,4,4]
+    pool = helper.make_node("NhwcMaxPool", ["y"], ["p"], domain="com.microsoft", kernel_shape=[3, 3],
+                            strides=[2, 2], pads=[1, 1, 1, 1])
+    assert _infer(pool, {"y": (U8, (1, 8, 8, 4))})["p"] == TensorType(dtype=U8, shape=(1, 4, 4, 4))
+    # QLinearGlobalAveragePool channels_last: [1,4,4,4] -> [1,1,1,4]
+    gap = helper.make_node("QLinearGlobalAveragePool", ["p", "s", "z", "s", "z"], ["g"], domain="com.microsoft",
+                           channels_last=1)
+    assert _infer(gap, {"p": (U8, (1, 4, 4, 4))})["g"] == TensorType(dtype=U8, shape=(1, 1, 1, 4))
+    # QLinearAdd broadcasts A (0) with B (3): [batch,128,768] + [768]
+    add = helper.make_node("QLinearAdd", ["a", "s", "z", "b", "s", "z", "s", "z"], ["c"], domain="com.microsoft")
+    assert _infer(add, {"a": (U8, ("batch", 128, 768)), "b": (U8, (768,))})["c"] == TensorType(
+        dtype=U8, shape=("batch", 128, 768))
+    # QGemm: no y_zero_point -> float; [A.dim0, B.dim1] with transB: [2,512] x [1000,512]^T -> [2,1000]
+    gemm = helper.make_node("QGemm", ["a", "s", "z", "b", "s", "z", "c"], ["y"], domain="com.microsoft", transB=1)
+    assert _infer(gemm, {"a": (U8, (2, 512)), "b": (I8, (1000, 512))})["y"] == TensorType(dtype=F, shape=(2, 1000))
+    # MatMulIntegerToFloat / DynamicQuantizeMatMul: matmul shapes, float
+    mm = helper.make_node("MatMulIntegerToFloat", ["a", "b", "as", "bs"], ["y"], domain="com.microsoft")
+    out = _infer(mm, {"a": (U8, ("batch", 128, 768)), "b": (I8, (768, 3072)), "as": (F, ())})["y"]
+    assert out == TensorType(dtype=F, shape=("batch", 128, 3072))
+
+
+def test_as_dtype_float16_of_an_op_onnxruntime_inlines(tmp_path: Path) -> None:
+    # Softmax-13 has no float16 CPU kernel and onnxruntime runs its function body instead of
+    # casting it (INLINED_WITHOUT_KERNEL): the what-if is analysed through the graph onnxruntime
+    # builds from the converted file, and must equal the measured float16 model.
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=-1)
+    f32 = save(model([node], [tensor("x", [2, 64])], [tensor("y", [2, 64])]), tmp_path / "sm32.onnx")
+    f16 = save(model([node], [tensor("x", [2, 64], H)], [tensor("y", [2, 64], H)]), tmp_path / "sm16.onnx")
+    what_if = graphmem.analyze(f32, as_dtype="float16")
+    predicted, measured = _peak(f16)
+    assert "Softmax inlined" in what_if.activations.runtime
+    assert what_if.activations.peak_bytes == predicted == measured

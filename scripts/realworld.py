@@ -64,6 +64,7 @@ class Run:
     flags: list[str] = field(default_factory=list)
     exact_claim: bool | None = None
     approximations: list[str] = field(default_factory=list)
+    unresolved: int = 0  # peak's shapes.unresolved (tensors without a static size)
     seconds: float = 0.0
 
 
@@ -109,6 +110,12 @@ def one_line(stderr: str) -> str:
     preferred += [line for line in lines if "No such option" in line or "Error:" in line or "error:" in line]
     useful = [line for line in lines if not line.startswith(("Usage:", "Try ", "Error"))]
     return (preferred or useful or lines or ["(no message)"])[-1 if not preferred else 0][:300]
+
+
+def ort_reason(text: str) -> str:
+    """onnxruntime's own reason, without the wrapper text and the model path."""
+    text = re.sub(r".*\[ONNXRuntimeError\] : \d+ : \w+ : ", "onnxruntime: ", text)
+    return re.sub(r"Load model from \S+ failed:", "", text)
 
 
 def negatives(value, where: str = "") -> list[str]:
@@ -181,6 +188,7 @@ def measure_run(run: Run, path: Path, binding: dict, timeout: float) -> Run:
         run.predicted = activations.get("peak_bytes")
         run.exact_claim = activations.get("exact")
         run.approximations = sorted({a.get("kind", "?") for a in activations.get("approximations") or []})
+        run.unresolved = len((peak.document.get("shapes") or {}).get("unresolved") or [])
         run.flags += [f"negative {p}" for p in negatives(peak.document, "peak")]
     report = (verify.document or {}).get("verify") or {}
     if verify.document:
@@ -191,11 +199,13 @@ def measure_run(run: Run, path: Path, binding: dict, timeout: float) -> Run:
         if run.predicted is not None and report.get("predicted_bytes") not in (None, run.predicted):
             run.flags.append(f"verify predicted {report['predicted_bytes']:,} != peak {run.predicted:,}")
     elif verify.code == 2 and ORT_FAILED.search(verify.stderr):
-        ort_error = one_line(verify.stderr)
+        ort_error = ort_reason(one_line(verify.stderr))
     else:
+        if verify.code == 2 and peak.code == 0:
+            run.flags.append(f"peak answers but verify refuses: {one_line(verify.stderr)}")
         found = run_probe(path, run.level, binding, timeout)
         run.measured = found.get("measured")
-        ort_error = found.get("ort_error")
+        ort_error = found.get("ort_error") and ort_reason(found["ort_error"])
         probe_error = found.get("error")
     if verify.traceback:
         run.flags.append(f"verify traceback: {one_line(verify.stderr)}")
@@ -223,8 +233,9 @@ def classify(run: Run, peak: Outcome, ort_error: str | None, probe_error: str | 
         run.ratio = run.predicted / run.measured if run.measured else (1.0 if run.predicted == 0 else float("inf"))
         error = abs(run.ratio - 1)
         run.cls = "exact" if error <= EXACT else "close" if error <= CLOSE else "off"
-        if run.approximations:
-            run.detail = "approximations: " + ", ".join(run.approximations)
+        said = [f"approximations: {', '.join(run.approximations)}"] if run.approximations else []
+        said += [f"{run.unresolved} tensors unresolved"] if run.unresolved else []
+        run.detail = "; ".join(said)
     if run.exact_claim is True and run.cls in ("close", "off"):
         run.flags.append(f"activations.exact is true but the run is {run.cls} (ratio {run.ratio:.4f})")
 

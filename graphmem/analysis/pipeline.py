@@ -178,6 +178,9 @@ def analyze_model(
     if provider == "cpu" and kernel_rules:
         cpu = cpu_session(model, order, static.types, runtime.types)
         if cpu.inline and execution_order == "ort":  # no kernel for these types: function bodies
+            written = _as_onnxruntime_writes_it(model, as_dtype, dims=dims, shapes=shapes, values=values)
+            if written is not None:
+                return written
             expansion = inline_functions(model, _static_types, also=lambda n: tuple(n.output) in cpu.inline)
             model = expansion.model
             inlined = tuple(sorted({*inlined, *expansion.inlined}))
@@ -294,6 +297,37 @@ def analyze_model(
         steps=StepMemory(
             program=program, plan=plan, lower_bound=live.live_bytes, in_use=step_in_use, scratch=step_scratch
         ) if flow is None else None,  # the pictures draw one plan; a control-flow run is many
+    )
+
+
+def _as_onnxruntime_writes_it(model: Model, as_dtype: str | None, **inputs) -> Analysis | None:  # type: ignore[no-untyped-def]
+    """A graph with nodes onnxruntime runs as their function body *because of their element types*
+    (float16 Softmax, ...): the graph onnxruntime builds, written by onnxruntime at
+    ORT_DISABLE_ALL (bodies inlined, Casts inserted, in its execution order) and analysed as it
+    runs; for a what-if, of the converted file (``write_converted``). The static expansion
+    (ort/functions.py) does not reproduce the Casts around those bodies exactly (BERT-base float16
+    at batch 4: 0.6 % over), so it is used only when onnxruntime cannot write the graph (None)."""
+    from pathlib import Path
+
+    from graphmem.analysis.whatif import write_converted
+    from graphmem.ort.optimized import optimized_model, temporary_dir
+
+    if not model.path or not Path(model.path).is_file():
+        return None
+    try:
+        with temporary_dir() as tmp:
+            source = Path(model.path)
+            if as_dtype is not None:
+                source = write_converted(source, parse_dtype(as_dtype), Path(tmp) / "converted.onnx")
+            written = optimized_model(source, "none", Path(tmp), always=True)
+            result = analyze_model(load_model(written), execution_order="file", **inputs)
+    except UnsupportedOpError:
+        return None
+    note = f"{result.activations.runtime}; graph as onnxruntime builds it (function bodies for the element types)"
+    return replace(
+        result,
+        model=replace(result.model, path=model.path),
+        activations=replace(result.activations, runtime=note),
     )
 
 

@@ -138,5 +138,5 @@ def test_as_dtype_float16_of_an_op_onnxruntime_inlines(tmp_path: Path) -> None:
     f16 = save(model([node], [tensor("x", [2, 64], H)], [tensor("y", [2, 64], H)]), tmp_path / "sm16.onnx")
     what_if = graphmem.analyze(f32, as_dtype="float16")
     predicted, measured = _peak(f16)
-    assert "Softmax inlined" in what_if.activations.runtime
+    assert "function bodies for the element types" in what_if.activations.runtime
     assert what_if.activations.peak_bytes == predicted == measured

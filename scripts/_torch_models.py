@@ -558,3 +558,253 @@ def calibrate_batchnorm(model: nn.Module, inputs: Sequence[torch.Tensor]) -> nn.
 
 def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+# --------------------------------------------------------------------------- train_check models
+# Written out because torchvision cannot be installed beside the pinned torch: the same layers
+# and sizes as torchvision's models (StochasticDepth left out: its per-sample Bernoulli noise is
+# not a pattern the TorchScript exporter writes as such).
+class SqueezeExcitation(nn.Module):
+    """torchvision.ops.SqueezeExcitation: avgpool → 1x1 conv → act → 1x1 conv → sigmoid → x·s."""
+
+    def __init__(self, cin: int, squeeze: int, act: Callable[[], nn.Module] = nn.SiLU):
+        super().__init__()
+        self.fc1 = nn.Conv2d(cin, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, cin, 1)
+        self.act = act()
+        self.gate = nn.Sigmoid()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = nn.functional.adaptive_avg_pool2d(x, 1)
+        return x * self.gate(self.fc2(self.act(self.fc1(s))))
+
+
+def _conv_bn_act(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1,
+                 act: Callable[[], nn.Module] | None = nn.SiLU) -> nn.Sequential:
+    layers: list[nn.Module] = [nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
+                               nn.BatchNorm2d(cout)]
+    if act is not None:
+        layers.append(act())
+    return nn.Sequential(*layers)
+
+
+class MBConv(nn.Module):
+    """torchvision EfficientNet MBConv: expand 1x1, depthwise kxk, SE (squeeze = cin/4), project."""
+
+    def __init__(self, cin: int, cout: int, expand: int, k: int, stride: int):
+        super().__init__()
+        hidden = _make_divisible(cin * expand)
+        self.use_res = stride == 1 and cin == cout
+        layers: list[nn.Module] = []
+        if hidden != cin:
+            layers.append(_conv_bn_act(cin, hidden, 1))
+        layers += [
+            _conv_bn_act(hidden, hidden, k, stride, groups=hidden),
+            SqueezeExcitation(hidden, max(1, cin // 4)),
+            _conv_bn_act(hidden, cout, 1, act=None),
+        ]
+        self.block = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.block(x)
+        return y + x if self.use_res else y
+
+
+class EfficientNetB0(nn.Module):
+    """torchvision.models.efficientnet_b0() layers (5,288,548 parameters), no stochastic depth."""
+
+    def __init__(self, num_classes: int = 1000):
+        super().__init__()
+        # expand, kernel, stride, cin, cout, repeats
+        settings = [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
+                    (6, 5, 1, 80, 112, 3), (6, 5, 2, 112, 192, 4), (6, 3, 1, 192, 320, 1)]
+        layers: list[nn.Module] = [_conv_bn_act(3, 32, 3, 2)]
+        for e, k, s, cin, cout, n in settings:
+            layers.append(nn.Sequential(*[MBConv(cin if i == 0 else cout, cout, e, k, s if i == 0 else 1)
+                                          for i in range(n)]))
+        layers.append(_conv_bn_act(320, 1280, 1))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Dropout(0.2, inplace=True), nn.Linear(1280, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+        return self.classifier(torch.flatten(x, 1))
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """torchvision ConvNeXt LayerNorm2d: permute to channels-last, layer_norm, permute back."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.permute(0, 2, 3, 1)
+        x = nn.functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
+class CNBlock(nn.Module):
+    """torchvision ConvNeXt block: dw 7x7, permute, LayerNorm, Linear 4x, GELU, Linear, permute,
+    layer scale, residual."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.block = nn.Sequential(
+            nn.Conv2d(dim, dim, 7, padding=3, groups=dim),
+            Permute(0, 2, 3, 1),
+            nn.LayerNorm(dim, eps=1e-6),
+            nn.Linear(dim, 4 * dim),
+            nn.GELU(),
+            nn.Linear(4 * dim, dim),
+            Permute(0, 3, 1, 2),
+        )
+        self.layer_scale = nn.Parameter(torch.ones(dim, 1, 1) * 1e-6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer_scale * self.block(x) + x
+
+
+class Permute(nn.Module):
+    def __init__(self, *dims: int):
+        super().__init__()
+        self.dims = dims
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.permute(*self.dims)
+
+
+class ConvNeXtTiny(nn.Module):
+    """torchvision.models.convnext_tiny() layers (28,589,128 parameters), no stochastic depth."""
+
+    def __init__(self, num_classes: int = 1000, dims: Sequence[int] = (96, 192, 384, 768),
+                 depths: Sequence[int] = (3, 3, 9, 3)):
+        super().__init__()
+        layers: list[nn.Module] = [nn.Sequential(nn.Conv2d(3, dims[0], 4, 4), LayerNorm2d(dims[0], eps=1e-6))]
+        for i, (d, n) in enumerate(zip(dims, depths)):
+            layers.append(nn.Sequential(*[CNBlock(d) for _ in range(n)]))
+            if i + 1 < len(dims):
+                layers.append(nn.Sequential(LayerNorm2d(d, eps=1e-6), nn.Conv2d(d, dims[i + 1], 2, 2)))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(LayerNorm2d(dims[-1], eps=1e-6), nn.Flatten(1), nn.Linear(dims[-1], num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+        return self.classifier(x)
+
+
+class AlexNet(nn.Module):
+    """torchvision.models.alexnet() layers (61,100,840 parameters)."""
+
+    def __init__(self, num_classes: int = 1000):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 64, 11, 4, 2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+            nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+            nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+        )
+        self.classifier = nn.Sequential(
+            nn.Dropout(0.5), nn.Linear(256 * 6 * 6, 4096), nn.ReLU(inplace=True),
+            nn.Dropout(0.5), nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Linear(4096, num_classes),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), (6, 6))
+        return self.classifier(torch.flatten(x, 1))
+
+
+class _DenseLayer(nn.Module):
+    """torchvision DenseNet layer: BN-ReLU-Conv1x1 (4k) - BN-ReLU-Conv3x3 (k) on the concatenation."""
+
+    def __init__(self, cin: int, growth: int, bn_size: int = 4):
+        super().__init__()
+        self.norm1, self.relu1 = nn.BatchNorm2d(cin), nn.ReLU(inplace=True)
+        self.conv1 = nn.Conv2d(cin, bn_size * growth, 1, bias=False)
+        self.norm2, self.relu2 = nn.BatchNorm2d(bn_size * growth), nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(bn_size * growth, growth, 3, padding=1, bias=False)
+
+    def forward(self, features: list[torch.Tensor]) -> torch.Tensor:
+        x = torch.cat(features, 1)
+        return self.conv2(self.relu2(self.norm2(self.conv1(self.relu1(self.norm1(x))))))
+
+
+class _DenseBlock(nn.Module):
+    def __init__(self, n: int, cin: int, growth: int):
+        super().__init__()
+        self.layers = nn.ModuleList([_DenseLayer(cin + i * growth, growth) for i in range(n)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = [x]
+        for layer in self.layers:
+            features.append(layer(features))
+        return torch.cat(features, 1)
+
+
+class DenseNet121(nn.Module):
+    """torchvision.models.densenet121() layers (7,978,856 parameters)."""
+
+    def __init__(self, num_classes: int = 1000, growth: int = 32, blocks: Sequence[int] = (6, 12, 24, 16)):
+        super().__init__()
+        layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+                                   nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)]
+        c = 64
+        for i, n in enumerate(blocks):
+            layers.append(_DenseBlock(n, c, growth))
+            c += n * growth
+            if i + 1 < len(blocks):
+                layers += [nn.BatchNorm2d(c), nn.ReLU(inplace=True), nn.Conv2d(c, c // 2, 1, bias=False),
+                           nn.AvgPool2d(2, 2)]
+                c //= 2
+        layers.append(nn.BatchNorm2d(c))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Linear(c, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.relu(self.features(x), inplace=True)
+        x = nn.functional.adaptive_avg_pool2d(x, 1)
+        return self.classifier(torch.flatten(x, 1))
+
+
+class RNNClassifier(nn.Module):
+    """Embedding → stacked LSTM or GRU (batch first) → Linear on the last layer's final hidden state."""
+
+    def __init__(self, cell: str = "lstm", vocab: int = 10000, emb: int = 256, hidden: int = 512,
+                 layers: int = 2, num_classes: int = 4):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, emb)
+        rnn = nn.LSTM if cell == "lstm" else nn.GRU
+        self.rnn = rnn(emb, hidden, num_layers=layers, batch_first=True)
+        self.fc = nn.Linear(hidden, num_classes)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        _, state = self.rnn(self.embedding(input_ids))
+        h_n = state[0] if isinstance(state, tuple) else state
+        return self.fc(h_n[-1])
+
+
+class MLP(nn.Module):
+    """Linear(256, 512) → ReLU → Linear(512, 10): the cross-check model, counted by hand."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.relu, self.fc2 = nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+class ViTWrapper(nn.Module):
+    """pixel_values -> last_hidden_state of transformers' ViTModel (no pooler)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        return self.model(pixel_values=pixel_values, return_dict=False)[0]
+
+
+def build_vit(**config_kwargs) -> nn.Module:
+    """ViT-B/16 at 224 (transformers' ViTConfig defaults: 12 layers, hidden 768, patch 16)."""
+    from transformers import ViTConfig, ViTModel
+
+    cfg = ViTConfig(attn_implementation="eager", **config_kwargs)
+    return jitter_constant_params(ViTWrapper(ViTModel(cfg, add_pooling_layer=False))).eval()

@@ -8,7 +8,11 @@ are not kernels at all:
   but autograd sees one op that saves its input. Those exact exporter patterns become one
   :class:`Op` of type ``Gelu``; their intermediates are never materialised. A tanh-GELU written
   out in Python (GPT-2's ``gelu_new``, with ``Pow``) is *not* fused: PyTorch runs, and saves
-  for, every one of its ops.
+  for, every one of its ops. Likewise ``F.silu`` exports as ``Mul(x, Sigmoid(x))``, ``F.mish``
+  (before opset 18) as ``Mul(x, Tanh(Softplus(x)))`` and ``F.hardswish`` (before opset 14) as
+  ``Mul(x, HardSigmoid(x))``: each is one op (``Silu``, ``Mish``, ``HardSwish``) saving x. The
+  same nodes written by hand in Python would be several ops in PyTorch; the ONNX graph cannot
+  tell them apart, so the exporter's reading is taken.
 * **views** — Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Expand, Slice, Split, a
   ``Gather`` of one index (``select``), a Cast to the same type and an inactive Dropout return a
   view in PyTorch: no new storage. Saved tensors are counted by storage, so a view saved by one
@@ -55,8 +59,9 @@ class Op:
 
 
 def torch_ops(g: OpGraph, order: Iterable[int], weight_only: frozenset[int]) -> tuple[Op, ...]:
-    """The ops PyTorch runs, in ``order``: weight preprocessing dropped, GELU patterns fused."""
-    fused = _find_gelus(g, weight_only)
+    """The ops PyTorch runs, in ``order``: weight preprocessing dropped, exporter patterns of one
+    kernel (GELU, SiLU, Hardswish, Mish) fused."""
+    fused = _find_fused(g, weight_only)
     ops: list[Op] = []
     for nid in order:
         if nid in weight_only:
@@ -163,30 +168,78 @@ def _binary(node: onnx.NodeProto | None, op_type: str, name: str) -> str | None:
     return b if a == name else a
 
 
-def _find_gelus(g: OpGraph, weight_only: frozenset[int]) -> dict[int, Op]:
-    """Every member node of an exporter GELU pattern → the fused op (keyed by each member)."""
+def _find_fused(g: OpGraph, weight_only: frozenset[int]) -> dict[int, Op]:
+    """Every member node of an exporter pattern of one PyTorch kernel → the fused op (keyed by
+    each member): GELU (exact and tanh), SiLU, Hardswish and Mish."""
     const = lambda n: n is not None and _is_weight(g, n, weight_only)  # noqa: E731
     nid_of = {id(g.node(n)): n for n in g.dag.nodes}
     found: dict[int, Op] = {}
     for nid in g.dag.nodes:
         node = g.node(nid)
-        if node.op_type == "Erf":
-            chain = _exact_gelu(g, node, const)
-        elif node.op_type == "Tanh":
-            chain = _tanh_gelu(g, node, const)
-        else:
-            continue
+        matcher = _MATCHERS.get(node.op_type)
+        chain = None if matcher is None else matcher(g, node, const)
         if chain is None:
             continue
-        x, nodes = chain
+        op_type, x, nodes = chain
         ids = tuple(sorted(nid_of[id(n)] for n in nodes))
+        if any(m in found for m in ids):
+            continue
         last = g.node(ids[-1])
         hidden = tuple(o for n in nodes for o in n.output if o and o != last.output[0])
-        op = Op(nid=ids[-1], op_type="Gelu", domain="", inputs=(x,), outputs=(last.output[0],),
+        op = Op(nid=ids[-1], op_type=op_type, domain="", inputs=(x,), outputs=(last.output[0],),
                 node=last, members=ids, hidden=hidden)
         for m in ids:
             found[m] = op
     return found
+
+
+def _gated(g, gate, const):  # type: ignore[no-untyped-def]
+    """``Mul(x, gate(x))`` with the gate read by that Mul alone: returns (x, mul) or None."""
+    x = gate.input[0] if gate.input else ""
+    mul = _only_consumer(g, gate.output[0])
+    if not x or _binary(mul, "Mul", gate.output[0]) != x:
+        return None
+    return x, mul
+
+
+def _silu(g, sigmoid, const):  # type: ignore[no-untyped-def]
+    """``F.silu`` → ``Mul(x, Sigmoid(x))`` (symbolic_opset9.py ``silu``); one kernel that saves
+    x (derivatives.yaml ``silu: self: silu_backward(grad, self)``)."""
+    found = _gated(g, sigmoid, const)
+    return None if found is None else ("Silu", found[0], (sigmoid, found[1]))
+
+
+def _hardswish(g, hsig, const):  # type: ignore[no-untyped-def]
+    """``F.hardswish`` before opset 14: ``Mul(x, HardSigmoid(x, alpha=1/6))``; one kernel that
+    saves x (derivatives.yaml ``hardswish: self: hardswish_backward(grad, self)``)."""
+    alpha = next((a.f for a in hsig.attribute if a.name == "alpha"), 0.2)
+    found = _gated(g, hsig, const)
+    if found is None or abs(alpha - 1 / 6) > 1e-6:
+        return None
+    return "HardSwish", found[0], (hsig, found[1])
+
+
+def _mish(g, softplus, const):  # type: ignore[no-untyped-def]
+    """``F.mish`` before opset 18: ``Mul(x, Tanh(Softplus(x)))``; one kernel that saves x
+    (derivatives.yaml ``mish: self: mish_backward(grad, self)``)."""
+    tanh = _only_consumer(g, softplus.output[0])
+    x = softplus.input[0] if softplus.input else ""
+    if tanh is None or tanh.op_type != "Tanh" or not x:
+        return None
+    mul = _only_consumer(g, tanh.output[0])
+    if _binary(mul, "Mul", tanh.output[0]) != x:
+        return None
+    return "Mish", x, (softplus, tanh, mul)
+
+
+def _gelu_erf(g, erf, const):  # type: ignore[no-untyped-def]
+    chain = _exact_gelu(g, erf, const)
+    return None if chain is None else ("Gelu", *chain)
+
+
+def _gelu_tanh(g, tanh, const):  # type: ignore[no-untyped-def]
+    chain = _tanh_gelu(g, tanh, const)
+    return None if chain is None else ("Gelu", *chain)
 
 
 def _exact_gelu(g, erf, const):  # type: ignore[no-untyped-def]
@@ -245,3 +298,6 @@ def _tanh_gelu(g, tanh, const):  # type: ignore[no-untyped-def]
         if all(_only_consumer(g, n.output[0]) is not None for n in chain[:-1]):
             return x, chain
     return None
+
+
+_MATCHERS = {"Erf": _gelu_erf, "Tanh": _gelu_tanh, "Sigmoid": _silu, "HardSigmoid": _hardswish, "Softplus": _mish}

@@ -319,7 +319,7 @@ def _table() -> dict[tuple[str, str], tuple[Rule, str]]:
     # Clip (ReLU6): hardtanh saves its input; in place, autograd first clones the input it will
     # overwrite, so the storages held are the same.
     for op in (
-        "Erf", "Gelu", "Log", "Abs", "Sin", "Cos", "Tan", "Atan", "LeakyRelu", "Elu", "Selu",
+        "Erf", "Gelu", "Silu", "Log", "Abs", "Sin", "Cos", "Tan", "Atan", "LeakyRelu", "Elu", "Selu",
         "Celu", "Softplus", "Softsign", "HardSigmoid", "HardSwish", "Mish", "ThresholdedRelu",
         "PRelu", "ReduceSumSquare", "AveragePool", "Conv", "ConvTranspose", "Clip",
     ):

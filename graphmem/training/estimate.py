@@ -192,7 +192,9 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
         o for n in weight_only for o in g.node(n).output if o
     )
     ops = patterns.torch_ops(g, order, weight_only)
-    views = tuple(_view(g, op, types, needs_grad, weightish) for op in ops)
+    roots = patterns.storage_roots(ops, lambda op: patterns.view_input(g, op, types, weight_only))
+    orders = patterns.memory_orders(ops, types)
+    views = tuple(_view(g, op, types, needs_grad, weightish, roots, orders) for op in ops)
     saved = tuple(saved_by(v, op.domain) for v, op in zip(views, ops))
     if not _looks_like_training_export(g, ops):
         warnings.append(
@@ -280,7 +282,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     )
 
 
-def _view(g, op, types, needs_grad, weightish) -> OpView:  # type: ignore[no-untyped-def]
+def _view(g, op, types, needs_grad, weightish, roots, orders) -> OpView:  # type: ignore[no-untyped-def]
     return OpView(
         op_type=op.op_type,
         node=op.node,
@@ -290,6 +292,8 @@ def _view(g, op, types, needs_grad, weightish) -> OpView:  # type: ignore[no-unt
         needs_grad=needs_grad,
         weights=weightish,
         active=op.op_type != "Dropout" or patterns.dropout_active(g, op.node),
+        roots=roots,
+        orders=orders,
     )
 
 

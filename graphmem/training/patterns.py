@@ -24,7 +24,7 @@ are not kernels at all:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import onnx
@@ -33,7 +33,7 @@ from graphmem.optable import VIEW_OPS as ONNX_VIEW_OPS, normalize_domain
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 
-__all__ = ["Op", "torch_ops", "view_input", "dropout_active", "VIEW_OPS"]
+__all__ = ["Op", "torch_ops", "view_input", "dropout_active", "storage_roots", "memory_orders", "VIEW_OPS"]
 
 #: Ops whose outputs are views of input 0 in PyTorch: the ONNX views, and the ops aten returns as
 #: views (transpose/permute, expand, slice/narrow, split).
@@ -126,6 +126,81 @@ def view_input(
     if t == "Add" and _bias_after_matmul(g, op, weight_only) is not None:
         return _bias_after_matmul(g, op, weight_only)
     return None
+
+
+def storage_roots(ops: Iterable[Op], view_of: "Callable[[Op], int | None]") -> dict[str, str]:
+    """Tensor → the tensor whose storage it shares (itself when it owns one)."""
+    roots: dict[str, str] = {}
+    for op in ops:
+        v = view_of(op)
+        if v is None or v >= len(op.inputs) or not op.inputs[v]:
+            continue
+        base = roots.get(op.inputs[v], op.inputs[v])
+        for out in op.outputs:
+            if out:
+                roots[out] = base
+    return roots
+
+
+#: Ops whose output is laid out like their first full-size input (TensorIterator,
+#: ``aten/src/ATen/TensorIterator.cpp`` ``reorder_dimensions``: the first operand whose strides
+#: differ decides; broadcast operands do not).
+_LIKE_INPUT = frozenset(
+    {
+        "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where", "Relu", "Sigmoid", "Tanh", "Erf",
+        "Gelu", "Silu", "Mish", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Neg", "Sqrt", "Exp",
+        "Log", "Abs", "Clip", "Dropout", "Cast", "Identity", "Reciprocal", "Softplus",
+    }
+)
+#: 4-D ops whose output takes the input's suggested memory format (channels-last or not):
+#: ``mkldnn_convolution``, ``batch_norm_cpu``, ``max_pool2d`` (``suggest_memory_format``).
+_MEMORY_FORMAT_OPS = frozenset({"Conv", "ConvTranspose", "BatchNormalization", "MaxPool", "AveragePool"})
+CHANNELS_LAST = (0, 2, 3, 1)
+
+
+def memory_orders(ops: Iterable[Op], types: dict[str, TensorType]) -> dict[str, tuple[int, ...]]:
+    """Tensor → the order of its dimensions in memory, outermost first, for tensors PyTorch does
+    not lay out contiguously (every other tensor is contiguous).
+
+    A Transpose (``permute``) is a view with permuted strides; elementwise ops lay their output
+    out like their first full-size input; Conv, BatchNorm and pooling keep channels-last
+    (``(0, 2, 3, 1)``) and make anything else contiguous; every other op (MatMul, LayerNorm,
+    Softmax, reductions, Concat, a Reshape that must copy) writes a contiguous result.
+    """
+    orders: dict[str, tuple[int, ...]] = {}
+
+    def shape(name: str) -> tuple[int, ...] | None:
+        t = types.get(name)
+        return None if t is None or t.shape is None else tuple(t.shape)  # type: ignore[arg-type]
+
+    for op in ops:
+        if op.domain or not op.outputs or not op.outputs[0]:
+            continue
+        out = op.outputs[0]
+        order: tuple[int, ...] | None = None
+        if op.op_type == "Transpose" and op.inputs:
+            rank = len(shape(out) or ())
+            perm = next((list(a.ints) for a in op.node.attribute if a.name == "perm"), list(range(rank))[::-1])
+            src = orders.get(op.inputs[0], tuple(range(len(perm))))
+            inv = {d: j for j, d in enumerate(perm)}
+            order = tuple(inv[d] for d in src)
+        elif op.op_type in _LIKE_INPUT:
+            want = shape(out)
+            same = [x for x in op.inputs if x and shape(x) == want]
+            order = orders.get(same[0]) if same else None
+        elif op.op_type in _MEMORY_FORMAT_OPS and op.inputs:
+            order = CHANNELS_LAST if orders.get(op.inputs[0]) == CHANNELS_LAST else None
+        if order is not None and order != tuple(range(len(order))) and not _trivial(order, shape(out)):
+            orders[out] = order
+    return orders
+
+
+def _trivial(order: tuple[int, ...], shape: tuple[int, ...] | None) -> bool:
+    """True when the dims out of place all have size 1 (the layout is then contiguous)."""
+    if shape is None or len(shape) != len(order):
+        return False
+    big = [d for d in order if shape[d] != 1]
+    return big == sorted(big)
 
 
 def _is_weight(g: OpGraph, name: str, weight_only: frozenset[int]) -> bool:

@@ -19,8 +19,8 @@ needs it; each was checked with ``torch.autograd.graph.saved_tensors_hooks`` on 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import onnx
@@ -31,7 +31,7 @@ from graphmem.optable import OpRule, OpTable
 from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
 
-__all__ = ["OpView", "SavedItem", "Saved", "Rule", "RULES", "saved_by", "lstm_workspace_bytes", "good_ld"]
+__all__ = ["OpView", "SavedItem", "Saved", "Rule", "RULES", "saved_by", "lstm_workspace_bytes", "good_ld", "gru"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +46,18 @@ class OpView:
     needs_grad: frozenset[str]  # tensors that need a gradient
     weights: frozenset[str]  # weights and weight-derived tensors (never listed)
     active: bool = True  # Dropout: drops (training mode, ratio > 0)
+    roots: Mapping[str, str] = field(default_factory=dict)  # view -> the tensor owning its storage
+    orders: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # non-contiguous layouts
+
+    def storage(self, name: str) -> str:
+        """The tensor whose storage ``name`` shares (itself when it owns one)."""
+        return self.roots.get(name, name)
+
+    def contiguous(self, name: str) -> bool:
+        return name not in self.orders
+
+    def channels_last(self, name: str) -> bool:
+        return self.orders.get(name) == (0, 2, 3, 1)
 
     def input(self, k: int) -> str:
         return self.inputs[k] if k < len(self.inputs) else ""
@@ -290,14 +302,69 @@ def lstm(op: OpView) -> Saved:
     steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
     elem = tensor_bytes(op.type(op.input(0)).dtype, 1) or 4  # type: ignore[union-attr]
     items = _inp(op, 0)
+    state = dirs * batch * hidden * elem
     for k, label in ((5, "initial h"), (6, "initial c")):
-        items += _inp(op, k) if op.act(k) else [_made(label, dirs * batch * hidden * elem)]
+        items += _inp(op, k) if op.act(k) else [_made(label, state)]
+    if op.act(5) and op.act(6) and op.storage(op.input(5)) == op.storage(op.input(6)):
+        # nn.LSTM makes h0 and c0 as two tensors (torch/nn/modules/rnn.py, ``LSTM.forward``);
+        # the exporter writes one zeros tensor for both
+        items.append(_made("initial c", state))
+    y = op.outputs[0] if op.outputs and op.outputs[0] else ""
     for d in range(dirs):
+        # one direction: the layer output is mkldnn_rnn_layer's result0; two: each direction's
+        # result is saved and the graph's Y is their concatenation (a storage of its own)
+        out = [SavedItem(label="output", tensor=y)] if y and dirs == 1 else [
+            _made(f"output dir {d}", steps * batch * hidden * elem)]
         items += [
-            _made(f"output dir {d}", steps * batch * hidden * elem),
+            *out,
             _made(f"final h dir {d}", batch * hidden * elem),
             _made(f"final c dir {d}", batch * hidden * elem),
             _made(f"workspace dir {d}", lstm_workspace_bytes(steps, batch, size, hidden)),
+        ]
+    return _done(items)
+
+
+def _rnn_dims(op: OpView) -> tuple[int, int, int, int, int, int] | None:
+    """(steps, batch, input size, hidden, directions, element bytes) of an ONNX RNN node."""
+    x = _dims(op, op.input(0))
+    hidden = op.attr("hidden_size", None)
+    if x is None or hidden is None:
+        return None
+    dirs = 2 if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional") else 1
+    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
+    elem = tensor_bytes(op.type(op.input(0)).dtype, 1) or 4  # type: ignore[union-attr]
+    return steps, batch, size, hidden, dirs, elem
+
+
+def gru(op: OpView) -> Saved:
+    """PyTorch's CPU GRU is no kernel of its own: ``_rnn_impl_with_concat`` runs ``GRUCell`` op by
+    op (``aten/src/ATen/native/RNN.cpp``), after one ``linear_ih`` over the whole sequence
+    (``FullLayer``, ``pre_compute_input`` on CPU). Autograd holds, per direction:
+
+    * the layer input, for ``linear_ih``'s weight gradient (``addmm`` saves ``mat1``); a
+      non-contiguous input (batch-first, transposed) is first copied by ``matmul``'s reshape;
+    * the initial hidden state (zeros PyTorch makes when the graph has none);
+    * per step: the hidden gates ``linear_hh(h)`` (``[B, 3H]``: ``sigmoid_`` saves its result, a
+      view of them), the clone of the new-gate chunk ``mul_`` overwrites (in-place ops clone what
+      their derivative reads), the new gate (``tanh_`` result), the clone of ``h - n`` that
+      ``mul_(input_gate)`` overwrites, and the hidden state read by the next step's ``addmm``.
+
+    Per direction: ``B·I·T`` (input) + ``B·H`` (h0) + ``T·B·6H`` + ``(T-1)·B·H``.
+    """
+    d = _rnn_dims(op)
+    if d is None:
+        return Saved(outcome="unsupported", reason="GRU with an unknown input shape")
+    steps, batch, size, hidden, dirs, elem = d
+    x = op.input(0)
+    items = []
+    if op.act(0):
+        items += _inp(op, 0) if op.contiguous(x) else [_made("input copy", steps * batch * size * elem)]
+    state = dirs * batch * hidden * elem
+    items += _inp(op, 5) if op.act(5) else [_made("initial h", state)]
+    for k in range(dirs):
+        items += [
+            _made(f"gates dir {k}", steps * batch * 6 * hidden * elem),
+            _made(f"hidden states dir {k}", (steps - 1) * batch * hidden * elem),
         ]
     return _done(items)
 
@@ -349,6 +416,7 @@ def _table() -> dict[tuple[str, str], tuple[Rule, str]]:
             "InstanceNormalization": (instance_norm, "counted"),
             "GroupNormalization": (group_norm, "counted"),
             "LSTM": (lstm, "counted"),
+            "GRU": (gru, "counted"),
         }
     )
     return {("", op): entry for op, entry in t.items()}

@@ -116,11 +116,35 @@ def lstm_forward(op: OpView) -> int:
     return weights + scratch + 4 * hidden * 4
 
 
+def gru_forward(op: OpView) -> int:
+    """``FullLayer`` on CPU computes ``linear_ih`` of every step at once (``[T, B, 3H]``, alive
+    through the layer, saved by nothing) and the last step's hidden state, which only the
+    stacked output copies (``aten/src/ATen/native/RNN.cpp``)."""
+    x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
+    if x is None or hidden is None:
+        return 0
+    steps, batch = (x[1], x[0]) if op.attr("layout", 0) else (x[0], x[1])
+    elem = _size(op, op.input(0)) // max(math.prod(x), 1)
+    return (steps * batch * 3 * hidden + batch * hidden) * elem
+
+
+def gru_backward(op: OpView) -> int:
+    """The per-step input-gate gradients stacked into one ``[T, B, 3H]`` tensor for
+    ``linear_ih``'s backward (derivatives.yaml ``unbind: unbind_backward`` = ``at::stack``)."""
+    x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
+    if x is None or hidden is None:
+        return 0
+    steps, batch = (x[1], x[0]) if op.attr("layout", 0) else (x[0], x[1])
+    elem = _size(op, op.input(0)) // max(math.prod(x), 1)
+    return steps * batch * 3 * hidden * elem
+
+
 #: ``(domain, op_type) -> (forward temporaries, backward temporaries)``.
 TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
     ("", "Conv"): (conv_forward, conv_backward),
     ("", "ConvTranspose"): (conv_transpose_forward, conv_backward),
     ("", "LSTM"): (lstm_forward, lstm_forward),
+    ("", "GRU"): (gru_forward, gru_backward),
 }
 
 

@@ -194,7 +194,9 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     ops = patterns.torch_ops(g, order, weight_only)
     roots = patterns.storage_roots(ops, lambda op: patterns.view_input(g, op, types, weight_only))
     orders = patterns.memory_orders(ops, types)
-    views = tuple(_view(g, op, types, needs_grad, weightish, roots, orders) for op in ops)
+    views = tuple(
+        _view(g, op, types, needs_grad, weightish, roots, orders, config.grads == "released") for op in ops
+    )
     saved = tuple(saved_by(v, op.domain) for v, op in zip(views, ops))
     if not _looks_like_training_export(g, ops):
         warnings.append(
@@ -282,7 +284,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     )
 
 
-def _view(g, op, types, needs_grad, weightish, roots, orders) -> OpView:  # type: ignore[no-untyped-def]
+def _view(g, op, types, needs_grad, weightish, roots, orders, kept) -> OpView:  # type: ignore[no-untyped-def]
     return OpView(
         op_type=op.op_type,
         node=op.node,
@@ -294,6 +296,7 @@ def _view(g, op, types, needs_grad, weightish, roots, orders) -> OpView:  # type
         active=op.op_type != "Dropout" or patterns.dropout_active(g, op.node),
         roots=roots,
         orders=orders,
+        weight_grads_kept=kept,
     )
 
 

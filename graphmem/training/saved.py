@@ -48,6 +48,7 @@ class OpView:
     active: bool = True  # Dropout: drops (training mode, ratio > 0)
     roots: Mapping[str, str] = field(default_factory=dict)  # view -> the tensor owning its storage
     orders: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # non-contiguous layouts
+    weight_grads_kept: bool = True  # gradients released: a first weight gradient becomes .grad
 
     def storage(self, name: str) -> str:
         """The tensor whose storage ``name`` shares (itself when it owns one)."""

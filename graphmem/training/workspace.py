@@ -17,7 +17,10 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
 * **ConvTranspose** (oneDNN): the blocked result, the output and a contiguous clone of it:
   two outputs beyond the output; backward as Conv.
 * **LSTM** (``mkldnn_rnn_layer``, per direction): both weight matrices re-laid with a padded
-  leading dimension, the gates scratchpad of every step and the summed bias.
+  leading dimension, the gates scratchpad of every step and the summed bias; backward: each
+  weight gradient in oneDNN's layout and in PyTorch's, the gates scratchpad.
+* **GRU** (op by op, ``RNN.cpp``): the input gates of every step, computed at once; backward:
+  their gradients stacked.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import math
 from collections.abc import Callable
 
 from graphmem.model.program import tensor_size
-from graphmem.training.saved import OpView, good_ld
+from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
 
 __all__ = ["forward_temporaries", "backward_temporaries", "conv_uses_onednn", "TEMPORARIES"]
 
@@ -116,6 +119,40 @@ def lstm_forward(op: OpView) -> int:
     return weights + scratch + 4 * hidden * 4
 
 
+def lstm_backward(op: OpView) -> int:
+    """``mkldnn_rnn_layer_backward`` (``aten/src/ATen/native/mkldnn/RNN.cpp``), one direction at a
+    time: oneDNN computes each weight gradient in its own layout (``[good_ld(in), 4H]``) and
+    reorders it into PyTorch's (``[in, good_ld(4H)]``) before copying it out, for the input and
+    the hidden weights; with them the contiguous output and final-state gradients, two
+    bias-gradient buffers and the gates scratchpad of every step (``rnn_utils::set_offsets``)."""
+    x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
+    if x is None or hidden is None:
+        return 0
+    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
+    elem = _size(op, op.input(0)) // max(math.prod(x), 1)
+    ld = good_ld(4 * hidden)
+    # a layout equal to PyTorch's (no padding) needs no buffer of its own
+    weights = sum((good_ld(n) * 4 * hidden if good_ld(n) != n else 0) + (n * ld if ld != 4 * hidden else 0)
+                  for n in (size, hidden)) * 4
+    grads = (steps * batch * hidden + batch * hidden) * elem
+    temps = weights + grads + 2 * 4 * hidden * 4 + steps * batch * ld * 4
+    if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional"):
+        # one backward node per direction, the reverse one first: the node's step holds every
+        # gradient at once, but the first direction returns only its own weight gradients, and
+        # by the second its saved output, final states and workspace are released (its weight
+        # gradients too, when they are added into a persistent .grad) while the second's input
+        # gradient is a new buffer added into the first's
+        released = (steps * batch * hidden + 2 * batch * hidden) * elem + lstm_workspace_bytes(steps, batch, size, hidden)
+        dw = (4 * hidden * (size + hidden) + 2 * 4 * hidden) * 4
+        dx = _size(op, op.input(0)) if op.grad(0) else 0
+        if op.weight_grads_kept:
+            temps += max(-dw, dx - released)
+        else:
+            temps += max(0, dx - released) - dw
+        temps = max(temps, 0)
+    return temps
+
+
 def gru_forward(op: OpView) -> int:
     """``FullLayer`` on CPU computes ``linear_ih`` of every step at once (``[T, B, 3H]``, alive
     through the layer, saved by nothing) and the last step's hidden state, which only the
@@ -143,7 +180,7 @@ def gru_backward(op: OpView) -> int:
 TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
     ("", "Conv"): (conv_forward, conv_backward),
     ("", "ConvTranspose"): (conv_transpose_forward, conv_backward),
-    ("", "LSTM"): (lstm_forward, lstm_forward),
+    ("", "LSTM"): (lstm_forward, lstm_backward),
     ("", "GRU"): (gru_forward, gru_backward),
 }
 

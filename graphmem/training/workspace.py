@@ -83,7 +83,35 @@ def _columns(op: OpView) -> int:
     return x[0] * w[1] * math.prod(w[2:]) * math.prod(y[2:]) * elem
 
 
+def _depthwise(op: OpView) -> bool:
+    w = _shape(op, op.input(1))
+    return w is not None and len(w) > 1 and w[1] == 1 and op.attr("group", 1) == w[0] > 1
+
+
+def _nhwc_forward(op: OpView) -> int:
+    """oneDNN on a channels-last input (measured, torch 2.13 CPU): source and result stay nhwc,
+    only the weight is reordered — once for a depthwise conv, twice for a dense one."""
+    weight = _size(op, op.input(1))
+    return weight if _depthwise(op) else 2 * weight
+
+
+def _nhwc_backward(op: OpView) -> int:
+    """oneDNN backward on a channels-last input (measured, torch 2.13 CPU): a depthwise conv
+    with a kernel larger than 3x3 takes the reference-like nhwc weight-gradient path, whose
+    workspace is 256 fp32 per weight element whatever the batch and image size; beside it the
+    reordered weight and the weight gradient's blocked copy. A dense conv holds two reordered
+    weights and an input-gradient-sized scratchpad, then three weight copies."""
+    weight, shape = _size(op, op.input(1)), _shape(op, op.input(1))
+    if _depthwise(op):
+        big = shape is not None and max(shape[2:], default=1) > 3
+        return 2 * weight + (weight * 256 if big and op.grad(1) else 0)
+    gi = _size(op, op.input(0)) if op.grad(0) else 0
+    return max(2 * weight + gi, 3 * weight)
+
+
 def conv_forward(op: OpView) -> int:
+    if op.channels_last(op.input(0)):
+        return _nhwc_forward(op)
     if not conv_uses_onednn(op):
         return _columns(op)
     out, blocked = _size(op, op.outputs[0]), _blocked(op, op.outputs[0])
@@ -91,6 +119,8 @@ def conv_forward(op: OpView) -> int:
 
 
 def conv_backward(op: OpView) -> int:
+    if op.channels_last(op.input(0)):
+        return _nhwc_backward(op)
     if not conv_uses_onednn(op):
         return _columns(op)
     grad_out, x, weight = _reordered(op, op.outputs[0]), _reordered(op, op.input(0)), _size(op, op.input(1))

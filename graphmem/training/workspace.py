@@ -206,12 +206,41 @@ def gru_backward(op: OpView) -> int:
     return steps * batch * 3 * hidden * elem
 
 
+def _none(op: OpView) -> int:
+    return 0
+
+
+def broadcast_grads(op: OpView) -> int:
+    """Mul/Div: the gradient of a broadcast operand is first computed at the output's size
+    (derivatives.yaml ``mul.Tensor: other: mul_tensor_backward(grad, self)``) and only then
+    summed down to the operand's shape by the engine (``torch/csrc/autograd/engine.cpp``,
+    ``validate_outputs`` → ``InputMetadata::reduce_grad``, ``at::sum_to``)."""
+    out = op.type(op.outputs[0]) if op.outputs else None
+    if out is None:
+        return 0
+    size = tensor_size(out) or 0
+    return sum(
+        size
+        for k in range(min(len(op.inputs), 2))
+        if op.grad(k) and (t := op.type(op.input(k))) is not None and t.shape != out.shape
+    )
+
+
+def layer_norm_copy(op: OpView) -> int:
+    """``layer_norm_cpu`` and its backward make a non-contiguous input contiguous first
+    (``aten/src/ATen/native/layer_norm.cpp``: ``input.expect_contiguous()``): a copy of it."""
+    return 0 if op.contiguous(op.input(0)) else _size(op, op.input(0))
+
+
 #: ``(domain, op_type) -> (forward temporaries, backward temporaries)``.
 TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
     ("", "Conv"): (conv_forward, conv_backward),
     ("", "ConvTranspose"): (conv_transpose_forward, conv_backward),
     ("", "LSTM"): (lstm_forward, lstm_backward),
     ("", "GRU"): (gru_forward, gru_backward),
+    ("", "Mul"): (_none, broadcast_grads),
+    ("", "Div"): (_none, broadcast_grads),
+    ("", "LayerNormalization"): (layer_norm_copy, layer_norm_copy),
 }
 
 

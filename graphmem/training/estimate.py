@@ -38,7 +38,7 @@ from graphmem.training.optimizer import (
 )
 from graphmem.training.phases import GRAD_VIEW_OPS, Pass, run_backward, run_forward
 from graphmem.training.saved import OpView, saved_by
-from graphmem.training.workspace import backward_temporaries, forward_temporaries
+from graphmem.training.workspace import backward_temporaries, forward_temporaries, unmodelled
 
 __all__ = [
     "TrainingConfig",
@@ -198,6 +198,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
         _view(g, op, types, needs_grad, weightish, roots, orders, config.grads == "released") for op in ops
     )
     saved = tuple(saved_by(v, op.domain) for v, op in zip(views, ops))
+    warnings += [line for v, op in zip(views, ops) if (line := unmodelled(v, op.domain)) is not None]
     if not _looks_like_training_export(g, ops):
         warnings.append(
             "no Dropout and no training-mode BatchNormalization: if this is an inference export "

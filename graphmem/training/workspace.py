@@ -31,7 +31,7 @@ from collections.abc import Callable
 from graphmem.model.program import tensor_size
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
 
-__all__ = ["forward_temporaries", "backward_temporaries", "conv_uses_onednn", "TEMPORARIES"]
+__all__ = ["forward_temporaries", "backward_temporaries", "conv_uses_onednn", "unmodelled", "TEMPORARIES"]
 
 Temp = Callable[[OpView], int]
 
@@ -254,3 +254,21 @@ def backward_temporaries(op: OpView, domain: str = "") -> int:
     """Bytes the op's backward kernel holds beyond the gradients it returns."""
     entry = TEMPORARIES.get((domain, op.op_type))
     return entry[1](op) if entry else 0
+
+
+def unmodelled(op: OpView, domain: str = "") -> str | None:
+    """What the temporaries of this op leave out, as a warning line; None when nothing known.
+
+    oneDNN's weight-gradient scratchpad of a dense convolution with a kernel larger than 7x7 on
+    a contiguous input depends on the primitive it picks (measured on torch 2.13: none for some
+    sizes, up to 8x the weight for others, e.g. 4.3x for ViT-B/16's 16x16 patch embedding).
+    """
+    if domain or op.op_type not in ("Conv", "ConvTranspose") or not op.grad(1):
+        return None
+    w = _shape(op, op.input(1))
+    if w is None or len(w) < 3 or max(w[2:]) <= 7 or op.channels_last(op.input(0)) or _depthwise(op):
+        return None
+    kernel = "x".join(str(d) for d in w[2:])
+    return (f"{op.op_type} '{op.node.name or op.op_type}' (kernel {kernel}): oneDNN's weight-gradient "
+            "scratchpad for kernels larger than 7x7 is not modelled (measured: up to 8x the weight, "
+            "during its backward)")

@@ -375,3 +375,162 @@ def test_public_surface() -> None:
          "TrainingConfig", "TrainingEstimate", "estimate_training", "estimate_training_analysis"]
     )
     assert all(hasattr(training, name) for name in training.__all__)
+
+
+# --------------------------------------------------------------------------- issue 15: exporter patterns
+def test_exported_silu_is_one_op_saving_its_input() -> None:
+    # F.silu exports as Mul(h, Sigmoid(h)); PyTorch's silu saves h only (1536). Op by op it
+    # would hold h (for the Mul) and the sigmoid's output (for Sigmoid and the Mul): 2 x 1536
+    nodes = [helper.make_node("Sigmoid", ["h"], ["s"]), helper.make_node("Mul", ["h", "s"], ["y"])]
+    est = through(nodes, [2, 3, 8, 8], "y", [2, 3, 8, 8])
+    assert est.saved_bytes == 1536
+    assert [s.op_type for s in est.saved_storages] == ["Silu"]
+    # forward: h (1536) and y (1536); the sigmoid is never materialised
+    assert est.activation_peak_bytes == 3072
+
+
+def test_gating_sigmoid_of_another_tensor_is_not_silu() -> None:
+    # SE gating: y = h * Sigmoid(Relu(h)); Relu holds r, Sigmoid its output s, Mul both h and s:
+    # r + s + h = 3 x 1536 (h and s, each for the other's gradient)
+    nodes = [helper.make_node("Relu", ["h"], ["r"]), helper.make_node("Sigmoid", ["r"], ["s"]),
+             helper.make_node("Mul", ["h", "s"], ["y"])]
+    assert through(nodes, [2, 3, 8, 8], "y", [2, 3, 8, 8]).saved_bytes == 3 * 1536
+
+
+def test_old_opset_hardswish_and_mish_are_one_op() -> None:
+    # Mul(h, HardSigmoid(h, alpha=1/6, beta=0.5)) is F.hardswish before opset 14; Mul(h,
+    # Tanh(Softplus(h))) is F.mish before opset 18: each saves h alone (1536)
+    hswish = [helper.make_node("HardSigmoid", ["h"], ["s"], alpha=1 / 6, beta=0.5),
+              helper.make_node("Mul", ["h", "s"], ["y"])]
+    mish = [helper.make_node("Softplus", ["h"], ["p"]), helper.make_node("Tanh", ["p"], ["t"]),
+            helper.make_node("Mul", ["h", "t"], ["y"])]
+    for nodes, kind in ((hswish, "HardSwish"), (mish, "Mish")):
+        est = through(nodes, [2, 3, 8, 8], "y", [2, 3, 8, 8])
+        assert (est.saved_bytes, [s.op_type for s in est.saved_storages]) == (1536, [kind])
+
+
+def test_broadcast_mul_gradient_is_full_size_before_it_is_summed() -> None:
+    # layer scale: y = x * W, x f32[1,4,2,2] (64 B, a graph input), W f32[4,1,1] (16 B).
+    # backward (released): the loss reads y (then released) and writes dy 64; MulBackward makes
+    # W's gradient at the output's size (64) and the engine sums it to [4,1,1] (16, kept as
+    # .grad): 64 + 64 + 16 = 144
+    nodes = [helper.make_node("Mul", ["x", "W"], ["y"])]
+    est = estimate(nodes, [vi("x", [1, 4, 2, 2])], [vi("y", [1, 4, 2, 2])], [w("W", 4, 1, 1)])
+    assert est.backward_peak_bytes == 144
+    # the same weight at the output's shape needs no reduction: dy 64 + dW 64
+    est = estimate(nodes, [vi("x", [1, 4, 2, 2])], [vi("y", [1, 4, 2, 2])], [w("W", 1, 4, 2, 2)])
+    assert est.backward_peak_bytes == 128
+
+
+def test_layer_norm_copies_a_permuted_input() -> None:
+    # h = x + b f32[2,3,4] (96); t = Transpose(h, [0,2,1]) is a non-contiguous view; layer_norm
+    # makes it contiguous first (a 96-byte copy) beside y (96) and mean/invstd of 2*4 rows (2 x 32):
+    # h + y + stats + copy = 96 + 96 + 64 + 96 = 352
+    nodes = [helper.make_node("Transpose", ["h"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("LayerNormalization", ["t", "s"], ["y"], axis=-1)]
+    est = estimate([helper.make_node("Add", ["x", "b"], ["h"]), *nodes], [vi("x", [2, 3, 4])],
+                   [vi("y", [2, 4, 3])], [w("b", 4), w("s", 3)])
+    assert est.activation_peak_bytes == 352
+    assert est.saved_bytes == 96 + 64  # t's storage (h) and the statistics
+
+
+def test_channels_last_depthwise_conv_backward_workspace() -> None:
+    # x f32[1,8,8,4] (NHWC, a graph input) viewed as NCHW by Transpose [0,3,1,2]: channels-last.
+    # Depthwise 5x5 conv, W f32[4,1,5,5] (400 B), pad 2: y f32[1,4,8,8] (1024).
+    # forward: y + the reordered weight (400) = 1424.
+    # backward: dy 1024 (y released by the loss) + dW 400 (kept) + 2 weight copies (800) and the
+    # nhwc weight-gradient workspace, 256 fp32 per weight element (400 x 256 = 102400): 104624
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["t", "W"], ["y"], group=4, kernel_shape=[5, 5], pads=[2, 2, 2, 2])]
+    est = estimate(nodes, [vi("x", [1, 8, 8, 4])], [vi("y", [1, 4, 8, 8])], [w("W", 4, 1, 5, 5)])
+    assert est.activation_peak_bytes == 1424
+    assert est.backward_peak_bytes == 104624
+    assert not any("not modelled" in x for x in est.warnings)  # depthwise: modelled
+
+
+def test_memory_orders_follow_permutes_and_elementwise_ops() -> None:
+    from graphmem.training.patterns import memory_orders, torch_ops
+
+    # t = x.permute(0,2,3,1) (non-contiguous), u = t.permute(0,3,1,2) (contiguous again);
+    # v = x.permute(0,3,1,2) of an NHWC tensor: channels-last; Relu keeps it; LayerNorm resets
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["t"], ["u"], perm=[0, 3, 1, 2]),
+             helper.make_node("Transpose", ["u"], ["n"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["n"], ["v"], perm=[0, 3, 1, 2]),
+             helper.make_node("Relu", ["t"], ["r"]),
+             helper.make_node("LayerNormalization", ["r", "s"], ["y"], axis=-1)]
+    graph = helper.make_graph(nodes, "g", [vi("x", [1, 4, 2, 3])], [vi("y", [1, 2, 3, 4]), vi("v", [1, 4, 2, 3])],
+                              [w("s", 4)])
+    a = analyze_model(model_from_proto(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])))
+    orders = memory_orders(torch_ops(a.graph, range(len(nodes)), frozenset()), a.types)
+    assert orders == {"t": (0, 3, 1, 2), "n": (0, 3, 1, 2), "r": (0, 3, 1, 2)}
+    # v (= u.permute(0,2,3,1).permute(0,3,1,2)) is u's layout: contiguous, so not listed
+
+
+def rnn(op_type, x_shape, hidden, pre=(), x="h", extra_inputs=(), **attrs):  # type: ignore[no-untyped-def]
+    gates = 3 if op_type == "GRU" else 4
+    size = x_shape[-1]
+    nodes = [helper.make_node("Add", ["x", "b"], ["h"]), *pre,
+             helper.make_node(op_type, [x, "Wx", "Rh", *extra_inputs], ["Y", "Yh"] + (["Yc"] if op_type == "LSTM" else []),
+                              hidden_size=hidden, **attrs)]
+    return nodes, [w("b", size), w("Wx", 1, gates * hidden, size), w("Rh", 1, gates * hidden, hidden)]
+
+
+def test_gru_saves_every_step_as_gru_cell_runs() -> None:
+    # X f32[3,2,4] (96, held by Add as h) for linear_ih's weight gradient; zero h0 [1,2,5] (40);
+    # per step the hidden gates [2,15] (120), three [2,5] tensors (3 x 40): 3 x 240 = 720; the
+    # hidden states of steps 1 and 2 read by the next step (2 x 40): 96 + 40 + 720 + 80 = 936
+    nodes, inits = rnn("GRU", [3, 2, 4], 5, linear_before_reset=1)
+    est = estimate(nodes, [vi("x", [3, 2, 4])], [vi("Yh", [1, 2, 5])], inits)
+    assert est.saved_bytes == 936
+    assert est.unknown_ops == ()
+    # forward: h (96) + Y [3,1,2,5] (120) + Yh (40) + saved buffers (840) + the input gates of
+    # every step [3,2,15] (360) and the last hidden state (40): 1496
+    assert est.activation_peak_bytes == 96 + 120 + 40 + 840 + 400
+
+
+def test_gru_copies_a_transposed_input() -> None:
+    # batch-first: X = Transpose(h) is not contiguous; matmul's reshape copies it (96) and that
+    # copy is held instead of h: the 936 of the contiguous case, and nothing holds h
+    nodes, inits = rnn("GRU", [2, 3, 4], 5, pre=[helper.make_node("Transpose", ["h"], ["t"], perm=[1, 0, 2])],
+                       x="t", linear_before_reset=1)
+    est = estimate(nodes, [vi("x", [2, 3, 4])], [vi("Yh", [1, 2, 5])], inits)
+    assert est.saved_bytes == 936
+    assert [s.name for s in est.saved_storages if s.name == "h"] == []
+
+
+def test_lstm_shared_zero_state_is_two_storages() -> None:
+    # initial h and c are the same graph tensor s f32[1,2,6] (48); nn.LSTM makes h0 and c0 as two
+    # tensors: s (a graph input) + c0 (48). X 160, Y [5,1,2,6] (the graph's Y, 240), final h and
+    # c (48 each), workspace 28672
+    nodes, inits = rnn("LSTM", [5, 2, 4], 6, extra_inputs=["", "", "s", "s"])
+    est = estimate(nodes, [vi("x", [5, 2, 4]), vi("s", [1, 2, 6])], [vi("Yh", [1, 2, 6])], inits)
+    assert est.saved_bytes == 160 + 48 + 48 + 240 + 48 + 48 + 28672
+    assert est.saved_inputs_bytes == 48
+
+
+def test_lstm_backward_temporaries_by_hand() -> None:
+    from graphmem.training.saved import OpView
+    from graphmem.training.workspace import backward_temporaries
+
+    # I=4, H=6, T=5, B=2: good_ld(24) = 32; weight gradients in oneDNN's layout [good_ld(n), 24]
+    # (good_ld(4) = good_ld(6) = 16) and PyTorch's [n, 32]: (16*24 + 4*32 + 16*24 + 6*32) x 4 = 4352;
+    # output and final-state gradients (5*2*6 + 2*6) x 4 = 288; two bias buffers 2 x 24 x 4 = 192;
+    # gates scratchpad 5 x 2 x 32 x 4 = 1280: 6112
+    nodes, inits = rnn("LSTM", [5, 2, 4], 6)
+    a = analyze_model(model_from_proto(helper.make_model(
+        helper.make_graph(nodes, "g", [vi("x", [5, 2, 4])], [vi("Yh", [1, 2, 6])], inits),
+        opset_imports=[helper.make_opsetid("", 17)])))
+    node = nodes[-1]
+    view = OpView(op_type="LSTM", node=node, inputs=tuple(node.input), outputs=tuple(node.output), types=a.types,
+                  needs_grad=frozenset({"h", "Wx", "Rh"}), weights=frozenset({"Wx", "Rh"}))
+    assert backward_temporaries(view) == 6112
+
+
+def test_large_kernel_conv_weight_gradient_is_named_unmodelled() -> None:
+    nodes = [helper.make_node("Conv", ["x", "K"], ["y"], kernel_shape=[8, 8], strides=[8, 8])]
+    est = estimate(nodes, [vi("x", [1, 3, 16, 16])], [vi("y", [1, 4, 2, 2])], [w("K", 4, 3, 8, 8)])
+    assert any("kernel 8x8" in x and "not modelled" in x for x in est.warnings)
+    small = estimate([helper.make_node("Conv", ["x", "K"], ["y"], kernel_shape=[3, 3])],
+                     [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w("K", 4, 3, 3, 3)])
+    assert not any("not modelled" in x for x in small.warnings)

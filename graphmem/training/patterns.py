@@ -20,6 +20,10 @@ are not kernels at all:
 * **bias add** — ``MatMul`` by a weight then ``Add`` of a weight is one ``addmm`` (``F.linear``):
   the Add writes into the MatMul's storage.
 * **weight preprocessing** (:func:`~graphmem.training.classify.weight_only_nodes`) is dropped.
+
+Two maps the rules read: :func:`storage_roots` (a view → the tensor owning its storage) and
+:func:`memory_orders` (tensors PyTorch lays out non-contiguously: permuted views, channels-last
+results), which decide copies (LayerNorm's, a GRU's input) and oneDNN's nhwc kernels.
 """
 
 from __future__ import annotations

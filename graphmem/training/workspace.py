@@ -14,6 +14,15 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
 * **Conv**, native path (``thnn_conv2d``, chosen by ``ConvParams::use_mkldnn`` in
   ``aten/src/ATen/native/Convolution.cpp`` for a single small image with few channels): an
   im2col buffer of ``C_in·kh·kw × H_out·W_out`` per image, forward and backward.
+* **Conv** on a channels-last input (:func:`~graphmem.training.patterns.memory_orders`: ConvNeXt's
+  permutes make the residual stream channels-last): oneDNN works in nhwc, so only the weight is
+  reordered; a depthwise conv with a kernel above 3x3 computes its weight gradient with a
+  workspace of 256 fp32 per weight element. These nhwc figures are measured (kernel allocations
+  under the profiler), not read from oneDNN's source.
+* **Mul/Div** backward: a broadcast operand's gradient at the output's size, before the engine
+  sums it down (``engine.cpp`` ``validate_outputs``).
+* **LayerNormalization** on a non-contiguous (permuted) input: a contiguous copy, forward and
+  backward (``layer_norm.cpp``, ``expect_contiguous``).
 * **ConvTranspose** (oneDNN): the blocked result, the output and a contiguous clone of it:
   two outputs beyond the output; backward as Conv.
 * **LSTM** (``mkldnn_rnn_layer``, per direction): both weight matrices re-laid with a padded
@@ -21,6 +30,8 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
   weight gradient in oneDNN's layout and in PyTorch's, the gates scratchpad.
 * **GRU** (op by op, ``RNN.cpp``): the input gates of every step, computed at once; backward:
   their gradients stacked.
+
+What is known and not modelled is named by :func:`unmodelled` (the estimate's ``warnings``).
 """
 
 from __future__ import annotations

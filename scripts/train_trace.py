@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_check as tc  # noqa: E402
 
 
-def measured_ops(spec: tc.Spec, batch: int, phase: str, detail: bool = False) -> list[tuple[str, int, int]]:
+def measured_ops(spec: tc.Spec, batch: int, phase: str, detail: bool = False, grads: str = "released") -> list[tuple[str, int, int]]:
     """(op name, live bytes at its start, highest live bytes inside it), above the phase start."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -35,7 +35,7 @@ def measured_ops(spec: tc.Spec, batch: int, phase: str, detail: bool = False) ->
         feeds = [torch.from_numpy(v).clone() for v in spec.make_inputs(batch, spec.seq, np.random.default_rng(1)).values()]
         opt = tc.make_optimizer("adam", model, False)
         for step in (1, 2):
-            opt.zero_grad()
+            opt.zero_grad(set_to_none=grads == "released")
             with record_function(f"s{step}:forward"):
                 loss = tc.loss_of(model(*feeds))
             with record_function(f"s{step}:backward"):
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--phase", default="backward", choices=["forward", "backward"])
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--grads", default="released", choices=["released", "persistent"])
     ap.add_argument("--all", action="store_true", help="every op in order, not the top N")
     ap.add_argument("--detail", action="store_true", help="with --all: each op's allocations and frees")
     ap.add_argument("--out", default=tc.DEFAULT_OUT)
@@ -92,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     path = os.path.join(args.out, f"{args.name}.onnx")
     if not os.path.exists(path):
         tc.export(spec, path)
-    rows = measured_ops(spec, args.batch, args.phase, args.detail)
+    rows = measured_ops(spec, args.batch, args.phase, args.detail, args.grads)
     dims = {"batch": args.batch, **({"seq": spec.seq} if spec.seq else {})}
-    est = estimate_training(path, dims=dims)
+    est = estimate_training(path, dims=dims, grads=args.grads)
     trace = est.forward if args.phase == "forward" else est.backward
     pred = list(zip(trace.labels, trace.live_bytes))
     mib = lambda n: f"{n / 2**20:9.2f}"  # noqa: E731

@@ -487,6 +487,9 @@ def test_gru_saves_every_step_as_gru_cell_runs() -> None:
     # forward: h (96) + Y [3,1,2,5] (120) + Yh (40) + saved buffers (840) + the input gates of
     # every step [3,2,15] (360) and the last hidden state (40): 1496
     assert est.activation_peak_bytes == 96 + 120 + 40 + 840 + 400
+    assert not any("GRU backward" in x for x in est.warnings)
+    persistent = estimate(nodes, [vi("x", [3, 2, 4])], [vi("Yh", [1, 2, 5])], inits, grads="persistent")
+    assert any("GRU backward with persistent gradients" in x for x in persistent.warnings)
 
 
 def test_gru_copies_a_transposed_input() -> None:

@@ -28,7 +28,8 @@ from graphmem.model.loading import Model
 
 __all__ = [
     "MAX_DIM", "INT64_MAX", "parse_dim_value", "split_dim_item", "parse_dims", "parse_shapes", "parse_values",
-    "parse_inputs", "check_dims", "ResolvedInputs", "resolve_inputs", "format_shape", "shape_hint",
+    "parse_inputs", "check_dims", "ResolvedInputs", "resolve_inputs", "open_dims", "fixing_input",
+    "format_shape", "shape_hint", "inputs_text",
 ]
 
 #: Largest value a dim may take; larger ones are rejected as absurd.
@@ -141,6 +142,17 @@ def format_shape(shape: Sequence[object]) -> str:
     return "x".join(str(d) if isinstance(d, int) and d >= 0 else "N" for d in shape) or "scalar"
 
 
+def inputs_text(shapes: Mapping[str, Sequence[int]], values: Mapping[str, Sequence[int]]) -> str:
+    """``; shapes x=1x3x48x192; values sr=16000`` for a report's dims line (empty without
+    ``--shape``/``--value``)."""
+    text = ""
+    if shapes:
+        text += "; shapes " + ", ".join(f"{k}={format_shape(tuple(v))}" for k, v in shapes.items())
+    if values:
+        text += "; values " + ", ".join(f"{k}={','.join(map(str, v))}" for k, v in values.items())
+    return text
+
+
 def shape_hint(name: str, declared: Sequence[object]) -> str:
     """A pasteable ``--shape`` option for an input (quoted for a shell where needed)."""
     return "--shape " + shlex.quote(f"{name}={format_shape(declared)}")
@@ -229,6 +241,65 @@ def resolve_inputs(
     if unbound:
         raise UnboundDimError(f"{unbound}, or ask for formulas with --symbolic)")
     return ResolvedInputs(dims=bound, shapes=run_shapes, given_shapes=given_shapes, values=arrays)
+
+
+def open_dims(
+    inputs: Mapping[str, object],
+    *,
+    dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
+) -> tuple[str, ...]:
+    """The named dims still to bind: used by an input whose shape neither ``shapes`` nor
+    ``values`` fixes, and neither given in ``dims`` nor implied by a ``--shape``. A dim named by
+    arithmetic on other input dims (``past + seq``) is not listed: binding those derives it.
+    Checks nothing else (:func:`resolve_inputs` does)."""
+    shapes, values, dims = dict(shapes or {}), dict(values or {}), dict(dims or {})
+    given = {n: tuple(s) for n, s in shapes.items() if n in inputs}
+    bound = dict(dims)
+    for _, (dim, value) in _implied(inputs, given).items():
+        bound.setdefault(dim, value)
+    named = set(_named_dims(inputs))
+    out: dict[str, None] = {}
+    for name, t in inputs.items():
+        if name in shapes or name in values:
+            continue
+        for d in t.shape or ():  # type: ignore[attr-defined]
+            operands = _operands(d) if isinstance(d, str) else None
+            if operands is not None and operands <= named:
+                continue  # derived once its operands are bound (they are listed themselves)
+            if isinstance(d, str) and d not in bound:
+                out.setdefault(d)
+    return tuple(out)
+
+
+def _operands(name: str) -> set[str] | None:
+    """The dim names an arithmetic dim name (``past + seq``) is made of; None for a plain name."""
+    try:
+        tree = ast.parse(name, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(tree, ast.BinOp):
+        return None
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def fixing_input(
+    inputs: Mapping[str, object],
+    dim: str,
+    *,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
+) -> tuple[str, str] | None:
+    """An input declaring the named dim ``dim`` whose shape ``--shape`` sets or whose values
+    ``--value`` gives (so no binding of ``dim`` changes it): (input, the option as typed,
+    ``--shape x=1x3x48x192``), or None."""
+    for option, given in (("--shape", shapes or {}), ("--value", values or {})):
+        for name, items in given.items():
+            if dim in (getattr(inputs.get(name), "shape", None) or ()):
+                text = format_shape(tuple(items)) if option == "--shape" else ",".join(map(str, items))
+                return name, f"{option} {name}={text}"
+    return None
 
 
 def _expression(name: str, dims: Mapping[str, int]) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from graphmem.analysis.dims import inputs_text
 from graphmem.batch.search import (
     QUADRATIC_RULE,
     FitCheck,
@@ -41,6 +42,8 @@ def sweep_json(s: Sweep) -> dict[str, Any]:
         "model": {"path": s.path},
         "dim": s.dim,
         "fixed_dims": dict(s.fixed),
+        "shapes": {k: list(v) for k, v in s.shapes.items()},
+        "values": {k: list(v) for k, v in s.values.items()},
         "as_dtype": s.as_dtype,
         "rows": [
             {"value": r.value, "dims": r.dims, "weights_bytes": r.weights_bytes,
@@ -95,7 +98,7 @@ def sweep_table(s: Sweep) -> str:
     fixed = ", ".join(f"{k}={v}" for k, v in s.fixed.items()) or "none"
     kv = any(r.kv_cache_bytes is not None for r in s.rows)
     lines = [f"graphmem sweep: {s.path}",
-             f"  sweeping {s.dim}; fixed dims: {fixed}"
+             f"  sweeping {s.dim}; fixed dims: {fixed}" + inputs_text(s.shapes, s.values)
              + (f"; as {s.as_dtype}" if s.as_dtype else ""), "",
              f"  {s.dim:>8} {'weights':>11} {'act peak':>11} {'lower bnd':>11} {'inputs':>11} "
              f"{'total':>11} {'FLOPs':>11}" + (f" {'kv cache':>11}" if kv else "")]
@@ -199,6 +202,8 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
     if isinstance(r, FitCheck):
         split, top = parts(a)
         doc.update(mode="check", model={"path": a.model.path}, dims=dict(a.model.dims),
+                   shapes={k: list(v) for k, v in a.model.shapes.items()},
+                   values={k: list(v) for k, v in a.model.values.items()},
                    fits=r.fits, total_bytes=r.total_bytes, needed_bytes=r.needed_bytes,
                    headroom_bytes=r.headroom_bytes, breakdown=split, dominant=top,
                    kv_cache=kv_json(kv_cache(a)), unresolved=list(a.shapes.unresolved), **_exactness(a))
@@ -217,6 +222,7 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
         probes.append(row)
     doc.update(
         mode="solve", solve=r.dim, dims=dict(r.dims), largest=r.largest, fits=r.largest > 0,
+        shapes={k: list(v) for k, v in r.shapes.items()}, values={k: list(v) for k, v in r.values.items()},
         unbounded=r.unbounded, limit=r.limit,
         total_bytes=r.total_bytes, next_total_bytes=r.next_total_bytes,
         next_complete=r.next_complete,
@@ -282,7 +288,7 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
         dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
         verdict = "fits" if r.fits else "DOES NOT FIT"
         what = "one training step peaks at" if t is not None else "total"
-        lines += [f"  dims: {dims}",
+        lines += [f"  dims: {dims}" + inputs_text(dict(a.model.shapes), dict(a.model.values)),
                   f"  {what} {format_bytes(r.total_bytes)} ({r.total_bytes:,} bytes): {verdict}; "
                   + (f"headroom {format_bytes(r.headroom_bytes)}" if r.fits
                      else f"short by {format_bytes(-r.headroom_bytes)}")]
@@ -296,7 +302,7 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
                          "total is a lower estimate (graphmem peak lists them)")
         return "\n".join(lines)
     fixed = ", ".join(f"{k}={v}" for k, v in r.dims.items()) or "none"
-    lines.append(f"  solving {r.dim}; fixed dims: {fixed}")
+    lines.append(f"  solving {r.dim}; fixed dims: {fixed}" + inputs_text(r.shapes, r.values))
     a = r.analysis
     if a is None or r.total_bytes is None:
         first = r.probes[0]

@@ -150,6 +150,38 @@ def _as_model(model: Model | str | os.PathLike[str]) -> Model:
     return model if isinstance(model, Model) else load_model(model)
 
 
+#: The ``shapes`` and ``values`` keywords of the search functions, as :func:`graphmem.analyze`
+#: takes them (input -> whole shape; input -> values).
+InputMap = Mapping[str, Sequence[int]]
+
+
+def _inputs_given(shapes: InputMap | None, values: InputMap | None
+                  ) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    return ({k: tuple(v) for k, v in (shapes or {}).items()},
+            {k: tuple(v) for k, v in (values or {}).items()})
+
+
+def _not_fixed(m: Model, dim: str, option: str, shapes: InputMap, values: InputMap) -> None:
+    """A swept or solved dim must not be a dim of an input whose whole shape ``--shape`` sets
+    (or whose values ``--value`` gives): no value of the dim changes that input, and the option
+    contradicts every value but one.
+
+    Raises:
+        UsageError: naming the input and the option that fixes it.
+    """
+    from graphmem.analysis.dims import fixing_input
+
+    fixed = fixing_input(m.inputs, dim, shapes=shapes, values=values)
+    if fixed is not None:
+        name, given = fixed
+        raise UsageError(
+            f"{option} {dim}: input '{name}' has dim '{dim}', but {given} fixes that input's "
+            f"shape, so no value of {dim} changes it; "
+            + ("bind that input's dims with --dim instead of --shape, or " if given.startswith("--shape") else "")
+            + ("sweep" if option == "--dim" else "solve for") + " another dim"
+        )
+
+
 # --- sweep and fit ---------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,23 +231,33 @@ class Sweep:
     as_dtype: str | None
     rows: tuple[SweepRow, ...]
     fit: MemoryFit
+    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every row
+    values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every row
 
 
 def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
+          shapes: InputMap | None = None, values: InputMap | None = None,
           as_dtype: str | None = None, flops: bool = True) -> Sweep:
     """Analyze ``model`` at each value of ``spec.dim`` and fit total memory against it.
 
+    ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them) apply to every row; the
+    swept dim must not be a dim of an input they fix.
+
     Raises:
         UnknownDimError, UnboundDimError: as :func:`graphmem.analyze` (naming the model's dims).
+        UsageError: bad ``shapes``/``values``, or the swept dim is a dim of an input they fix.
     """
     from graphmem.analysis.pipeline import analyze_model
     from graphmem.views.kvcache import kv_cache
     from graphmem.views.roofline import total_flops
 
     m = _as_model(model)
+    shapes, values = _inputs_given(shapes, values)
+    _not_fixed(m, spec.dim, "--dim", shapes, values)
     rows = []
     for v in spec.values:
-        a = analyze_model(m, dims={**spec.fixed, spec.dim: v}, as_dtype=as_dtype)
+        a = analyze_model(m, dims={**spec.fixed, spec.dim: v}, shapes=shapes, values=values,
+                          as_dtype=as_dtype)
         kv = kv_cache(a)
         counted = total_flops(a) if flops else None
         rows.append(SweepRow(
@@ -230,7 +272,7 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
             approximations=tuple(f"{x.kind}: {x.detail}" for x in a.activations.approximations),
         ))
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
-                 rows=tuple(rows), fit=fit_memory(spec.dim, rows))
+                 rows=tuple(rows), fit=fit_memory(spec.dim, rows), shapes=shapes, values=values)
 
 
 def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
@@ -328,6 +370,8 @@ class SearchResult:
     monotone: bool
     violations: tuple[tuple[int, int, int, int], ...]  # (x, total, larger x, smaller total)
     training: TrainingFit | None = None  # set by :func:`search_largest_training`
+    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every probe
+    values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every probe
 
     @property
     def headroom_bytes(self) -> int | None:
@@ -363,16 +407,20 @@ def _budget(budget_bytes: int, overhead_bytes: int) -> int:
 
 
 def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_bytes: int,
-                   dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+                   dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
+                   values: InputMap | None = None, overhead_bytes: int = 0,
                    as_dtype: str | None = None, limit: int | None = None,
                    cost: Cost | None = None) -> SearchResult:
     """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc).
 
     ``cost``: what is compared with the budget at each probed value (default: the analysis
     total); the monotonicity check and every ``total_bytes`` of the result are in its terms.
+    ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them) apply to every probe;
+    ``solve`` must not be a dim of an input they fix.
 
     Raises:
-        UsageError: ``solve`` also in ``dims``; bad budget or overhead.
+        UsageError: ``solve`` also in ``dims``, or a dim of an input ``shapes``/``values`` fix;
+        bad budget or overhead; bad ``shapes``/``values``.
         UnknownDimError, UnboundDimError: ``solve`` or a ``dims`` name is not a model dim, or a
         dim is left unbound (the messages name the model's dims).
     """
@@ -381,6 +429,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
 
     m = _as_model(model)
     dims = dict(dims or {})
+    shapes, values = _inputs_given(shapes, values)
     if solve in dims:
         raise UsageError(f"--solve {solve} is also bound by --dim {solve}=…; give one of them")
     if solve not in m.symbolic_dims and all(d in m.symbolic_dims for d in dims):
@@ -388,7 +437,8 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
             check_dims(m, {solve: 1})
         except UnknownDimError as exc:  # same message, naming the option the user gave
             raise UnknownDimError(str(exc).replace("--dim", "--solve", 1)) from None
-    check_dims(m, {**dims, solve: 1})
+    _not_fixed(m, solve, "--solve", shapes, values)
+    check_dims(m, {**dims, solve: 1}, shapes=shapes, values=values)
     available = _budget(budget_bytes, overhead_bytes)
     limit = MAX_DIM if limit is None else limit
     probes: list[Probe] = []
@@ -396,7 +446,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     base: list[int] = []  # unresolved tensors at value 1: the model's own unknowns
 
     def fits(v: int) -> bool:
-        a = analyze_model(m, dims={**dims, solve: v}, as_dtype=as_dtype)
+        a = analyze_model(m, dims={**dims, solve: v}, shapes=shapes, values=values, as_dtype=as_dtype)
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
         complete = unresolved <= base[0]
@@ -434,19 +484,21 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         next_total_bytes=after.total_bytes if after is not None else None,
         next_complete=after is None or after.complete,
         unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
-        violations=violations,
+        violations=violations, shapes=shapes, values=values,
     )
 
 
 def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
-              dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+              dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
+              values: InputMap | None = None, overhead_bytes: int = 0,
               as_dtype: str | None = None, cost: Cost | None = None) -> FitCheck:
-    """Whether the model with every dim bound fits ``budget_bytes`` after ``overhead_bytes``
+    """Whether the model with every dim bound (``dims``, ``shapes``, ``values`` as
+    :func:`graphmem.analyze` takes them) fits ``budget_bytes`` after ``overhead_bytes``
     (``cost``: what is compared, default the analysis total)."""
     from graphmem.analysis.pipeline import analyze_model
 
     available = _budget(budget_bytes, overhead_bytes)
-    a = analyze_model(_as_model(model), dims=dims, as_dtype=as_dtype)
+    a = analyze_model(_as_model(model), dims=dims, shapes=shapes, values=values, as_dtype=as_dtype)
     measured = a.total_bytes if cost is None else cost(a)
     return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
                     total_bytes=measured, needed_bytes=measured + overhead_bytes,
@@ -490,7 +542,8 @@ def _checked(config: TrainingConfig | None) -> TrainingConfig:
 
 def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str,
                             budget_bytes: int, config: TrainingConfig | None = None,
-                            dims: Mapping[str, int] | None = None, overhead_bytes: int = 0,
+                            dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
+                            values: InputMap | None = None, overhead_bytes: int = 0,
                             limit: int | None = None) -> SearchResult:
     """The largest value of ``solve`` whose training step peak + overhead ≤ budget:
     :func:`search_largest` with the step peak of ``config`` (default Adam, fp32, gradients
@@ -518,8 +571,8 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
             kept[v] = e
         return e.step_peak_bytes
 
-    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, dims=dims,
-                       overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
+    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, dims=dims, shapes=shapes,
+                       values=values, overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
                        as_dtype=PRECISION_DTYPES[config.precision])
     est = kept.get(r.largest) if r.analysis is not None else None
     if r.analysis is not None and est is None:  # the kept value did not count (shapes)
@@ -530,8 +583,8 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
 
 def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: int,
                        config: TrainingConfig | None = None,
-                       dims: Mapping[str, int] | None = None,
-                       overhead_bytes: int = 0) -> FitCheck:
+                       dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
+                       values: InputMap | None = None, overhead_bytes: int = 0) -> FitCheck:
     """Whether one training step of the fully bound model fits: :func:`check_fit` with the
     step peak as its cost and ``result.training`` set."""
     from graphmem.training import estimate_training_analysis
@@ -543,7 +596,8 @@ def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: i
         held[:] = [estimate_training_analysis(a, config)]
         return held[0].step_peak_bytes
 
-    r = check_fit(model, budget_bytes=budget_bytes, dims=dims, overhead_bytes=overhead_bytes,
+    r = check_fit(model, budget_bytes=budget_bytes, dims=dims, shapes=shapes, values=values,
+                  overhead_bytes=overhead_bytes,
                   as_dtype=PRECISION_DTYPES[config.precision], cost=step_peak)
     e = held[0]
     return dataclasses.replace(r, training=TrainingFit(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import JsonOption, ModelArg, handled
+from graphmem.cli.common import JsonOption, ModelArg, ShapeOption, ValueOption, handled
 from graphmem.errors import EXIT_GATE_FAILED
 
 if TYPE_CHECKING:
@@ -123,14 +123,21 @@ SolveOption = Annotated[
 def sweep_command(
     model: ModelArg,
     dim: SweepDimOption = None,
+    shape: ShapeOption = None,
+    value: ValueOption = None,
     as_json: JsonOption = False,
     as_dtype: AsDtypeOption = None,
 ) -> None:
-    """Memory at each value of one dim, and a fitted model total ≈ fixed + per_unit × dim."""
+    """Memory at each value of one dim, and a fitted model total ≈ fixed + per_unit × dim.
+
+    --shape/--value apply to every row; the swept dim must not be a dim of an input they fix.
+    """
+    from graphmem.analysis.dims import parse_shapes, parse_values
     from graphmem.batch.search import parse_sweep_dims, sweep
     from graphmem.batch.report import sweep_json, sweep_table
 
-    result = sweep(model, parse_sweep_dims(dim), as_dtype=as_dtype)
+    result = sweep(model, parse_sweep_dims(dim), shapes=parse_shapes(shape), values=parse_values(value),
+                   as_dtype=as_dtype)
     typer.echo(json.dumps(sweep_json(result), indent=2) if as_json else sweep_table(result))
 
 
@@ -140,6 +147,8 @@ def fit_command(
     device: DeviceOption = None,
     memory: MemoryOption = None,
     dim: FitDimOption = None,
+    shape: ShapeOption = None,
+    value: ValueOption = None,
     solve: SolveOption = None,
     overhead: OverheadOption = "0",
     device_spec: DeviceSpecOption = None,
@@ -158,7 +167,7 @@ def fit_command(
     Exact search on real analyses, never extrapolated. With --train, of one training step.
     Exit 0 fits, 1 does not (or nothing fits).
     """
-    from graphmem.analysis.dims import check_dims
+    from graphmem.analysis.dims import check_dims, open_dims, parse_shapes, parse_values
     from graphmem.batch.search import (
         check_fit,
         check_fit_training,
@@ -197,10 +206,11 @@ def fit_command(
         raise UsageError(f"device '{dev.name}' has no fixed memory: give --memory SIZE")
     overhead_bytes = parse_bytes(overhead)
     dims = parse_bound_dims(dim)
+    inputs = {"shapes": parse_shapes(shape), "values": parse_values(value)}
     m = load_model(model)
     buffer = genai_past_buffer(model)
-    if buffer is not None and "past_sequence_length" in m.symbolic_dims and "past_sequence_length" not in dims \
-            and solve != "past_sequence_length":
+    if buffer is not None and solve != "past_sequence_length" \
+            and "past_sequence_length" in open_dims(m.inputs, dims=dims, **inputs):
         dims["past_sequence_length"] = buffer
         typer.echo(f"graphmem: genai_config.json beside the model: past_present_share_buffer, so the past "
                    f"inputs are onnxruntime-genai's buffer of max_length {buffer} "
@@ -208,7 +218,7 @@ def fit_command(
     if any(n not in m.symbolic_dims for n in dims):
         check_dims(m, dims)  # raises UnknownDimError naming the model's dims
     if solve is None:
-        unbound = [d for d in m.symbolic_dims if d not in dims]
+        unbound = open_dims(m.inputs, dims=dims, **inputs)
         if len(unbound) > 1:
             raise UnboundDimError(
                 f"unbound dims {', '.join(unbound)}: bind all but one with --dim and name "
@@ -218,10 +228,10 @@ def fit_command(
     shown = {"device": dev if device or device_spec else None}
     if solve is None:
         if config is not None:
-            check = check_fit_training(m, dims=dims, budget_bytes=dev.memory_bytes,
+            check = check_fit_training(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                        overhead_bytes=overhead_bytes, config=config)
         else:
-            check = check_fit(m, dims=dims, budget_bytes=dev.memory_bytes,
+            check = check_fit(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                               overhead_bytes=overhead_bytes, as_dtype=as_dtype)
         _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
@@ -229,10 +239,10 @@ def fit_command(
             raise typer.Exit(EXIT_GATE_FAILED)
         return
     if config is not None:
-        found = search_largest_training(m, solve=solve, dims=dims, budget_bytes=dev.memory_bytes,
+        found = search_largest_training(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                         overhead_bytes=overhead_bytes, config=config)
     else:
-        found = search_largest(m, solve=solve, dims=dims, budget_bytes=dev.memory_bytes,
+        found = search_largest(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                overhead_bytes=overhead_bytes, as_dtype=as_dtype)
     _warn(found.training)
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),

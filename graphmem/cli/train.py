@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, handled, parse_dims
+from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
 
 __all__ = ["register", "train"]
 
@@ -23,6 +23,8 @@ __all__ = ["register", "train"]
 def train(
     model: ModelArg,
     dim: DimOption = None,
+    shape: ShapeOption = None,
+    value: ValueOption = None,
     optimizer: Annotated[
         str, typer.Option(help="sgd | momentum | adam | adamw (state: none, 1x, 2x the weights).")
     ] = "adam",
@@ -63,7 +65,7 @@ def train(
         require()
     est = estimate_training(
         model,
-        dims=parse_dims(dim),
+        **parse_inputs(dim, shape, value),
         optimizer=optimizer,
         grads=grads,
         precision=precision,

@@ -130,13 +130,16 @@ def estimate_training(
     path: str | os.PathLike[str],
     *,
     dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int]] | None = None,
     optimizer: str = "adam",
     grads: str = "released",
     precision: str = "fp32",
     frozen: Sequence[str] = (),
     foreach: bool = False,
 ) -> TrainingEstimate:
-    """Memory of one training step of the ONNX training-mode export at ``path``.
+    """Memory of one training step of the ONNX training-mode export at ``path``; ``dims``,
+    ``shapes`` and ``values`` bind its inputs as :func:`graphmem.analyze` takes them.
 
     Raises :class:`graphmem.errors.GraphmemError` subclasses on bad input: an unknown optimizer,
     gradient mode or precision, unbound dims, a model with no trainable weights.
@@ -149,7 +152,8 @@ def estimate_training(
         foreach=foreach,
     )
     as_dtype = {"fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16"}[config.precision]
-    analysis = analyze_model(load_model(path), dims=dims, as_dtype=as_dtype, kernel_rules=False)
+    analysis = analyze_model(load_model(path), dims=dims, shapes=shapes, values=values, as_dtype=as_dtype,
+                             kernel_rules=False)
     return estimate_training_analysis(analysis, config)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphmem.analysis.dims import inputs_text
 from graphmem.views.report import model_json
 from graphmem.training.estimate import TrainingEstimate
 from graphmem.units import byte_table, format_bytes, format_count
@@ -78,7 +79,7 @@ def training_table(e: TrainingEstimate, *, top: int = 10) -> str:
     ]
     lines = [
         f"graphmem train: {a.model.path}",
-        f"  dims: {dims}; optimizer {c.optimizer}, grads {c.grads}, precision {c.precision}{frozen}",
+        f"  dims: {dims}{inputs_text(a.model.shapes, a.model.values)}; optimizer {c.optimizer}, grads {c.grads}, precision {c.precision}{frozen}",
         "",
         *byte_table(rows, width=20),
     ]

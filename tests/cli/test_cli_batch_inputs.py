@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from graphmem.schema import validate
+
 from builders import TRAIN_CNN, init, model, save, tensor
 from builders import outcome as run
 
@@ -39,6 +41,7 @@ def test_sweep_with_a_shape_for_an_input_without_named_dims(two) -> None:  # typ
     code, out, err = run("sweep", two, "--dim", "batch=1,2,4", "--shape", "x=3x4", "--json")
     assert code == 0, err
     doc = json.loads(out)
+    validate(doc, "sweep")
     assert doc["shapes"] == {"x": [3, 4]} and doc["values"] == {}
     assert [(r["value"], r["activations_peak_bytes"], r["inputs_bytes"], r["total_bytes"]) for r in doc["rows"]] == [
         (1, 128, 64, 192), (2, 160, 80, 240), (4, 224, 112, 336)]
@@ -70,6 +73,7 @@ def test_fit_solves_with_a_shape(two) -> None:  # type: ignore[no-untyped-def]
     code, out, err = run("fit", two, "--memory", "1000", "--shape", "x=3x4", "--json")
     assert code == 0, err
     doc = json.loads(out)
+    validate(doc, "fit")
     assert (doc["mode"], doc["solve"], doc["largest"]) == ("solve", "batch", 17)
     assert (doc["total_bytes"], doc["next_total_bytes"], doc["headroom_bytes"]) == (_total(17), _total(18), 40)
     assert doc["shapes"] == {"x": [3, 4]} and doc["exact"] is True
@@ -83,6 +87,7 @@ def test_fit_gate_with_shapes_only(two) -> None:  # type: ignore[no-untyped-def]
     code, out, err = run(*args, "--memory", "240")
     assert code == 0, err
     doc = json.loads(out)
+    validate(doc, "fit")
     assert (doc["mode"], doc["total_bytes"], doc["headroom_bytes"], doc["dims"]) == ("check", 240, 0, {"batch": 2})
     assert doc["shapes"] == {"x": [3, 4], "y": [2, 4]}
     code, out, _ = run(*args, "--memory", "239")

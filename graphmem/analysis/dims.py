@@ -190,6 +190,7 @@ def resolve_inputs(
                 raise UsageError(f"{option} {name}: the model has no input '{name}'; its inputs: {names}")
     given_shapes: dict[str, tuple[int, ...]] = {}
     for name, shape in shapes.items():
+        _check_tensor(name, inputs[name], "--shape")
         given_shapes[name] = _check_shape(name, shape, inputs[name].shape)  # type: ignore[attr-defined]
     known = _named_dims(inputs)
     for name, value in dims.items():
@@ -218,6 +219,8 @@ def resolve_inputs(
         if name in given_shapes:
             run_shapes[name] = given_shapes[name]
             continue
+        if _kind(t) != "tensor":
+            continue  # a sequence, map or optional: no tensor shape to bind (its values stay unresolved)
         shape = t.shape  # type: ignore[attr-defined]
         if shape is None:
             open_inputs.append((name, None))
@@ -302,6 +305,17 @@ def fixing_input(
     return None
 
 
+def _kind(t: object) -> str:
+    return getattr(t, "kind", "tensor")
+
+
+def _check_tensor(name: str, t: object, option: str) -> None:
+    kind = _kind(t)
+    if kind != "tensor":
+        what = kind.removesuffix("_type")
+        raise UsageError(f"{option} {name}: input '{name}' is a {what}, not a tensor; {option} is for tensor inputs")
+
+
 def _expression(name: str, dims: Mapping[str, int]) -> int | None:
     """The value of a dim named by arithmetic on other dims (optimum names the attention mask's
     length ``past_sequence_length + sequence_length``) once they are bound; None otherwise."""
@@ -374,6 +388,7 @@ def _concrete(shape: Sequence[object] | None, dims: Mapping[str, int]) -> bool:
 
 
 def _value_array(name: str, value: Sequence[int], t: object, given: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]) -> np.ndarray:
+    _check_tensor(name, t, "--value")
     dtype = _INT_TYPES.get(t.dtype)  # type: ignore[attr-defined]
     if dtype is None:
         raise UsageError(f"--value {name}: input '{name}' is not an integer tensor; --value is for integer inputs")

@@ -222,7 +222,7 @@ def analyze_model(
     live = analyze_liveness(main)
     arena = plan_greedy(live)
     if session.devices is None:
-        run = replay_run(program, plan, graph=g, order=order, types=runtime.types)
+        run = replay_run(program, plan, graph=g, order=order, types=runtime.types, values=runtime.values)
         scratch, in_use, unmodelled = max(run.per_step, default=0), run.peak_bytes, run.unmodelled
         step_in_use, step_scratch = run.step_high, run.per_step
     else:  # CUDA kernels' workspaces (cuDNN, cuBLAS) are not modelled
@@ -291,6 +291,7 @@ def analyze_model(
         graph=g,
         order=order,
         types=runtime.types,
+        values=runtime.values,
         flops=flop_report,
         bodies=bodies,
         placement=session.placement_info(plan, runtime.types),

@@ -140,6 +140,7 @@ class Analysis:
     order: tuple[int, ...]
     types: dict[str, TensorType]
     flops: FlopReport
+    values: dict[str, Any] = field(default_factory=dict)  # tensor -> value (numpy) shape inference computed
     placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
     steps: StepMemory | None = None  # per-step planner results, for the pictures
     # control-flow node id -> the bodies it ran (graphmem.analysis.controlflow.BodyLayers)

@@ -18,7 +18,8 @@ __all__ = ["scratch_profile", "scratch_bytes"]
 def scratch_profile(analysis: Analysis) -> ScratchProfile:
     """:func:`replay_run` of ``analysis`` (a :class:`graphmem.Analysis`)."""
     program, plan = _ort_plan(analysis)
-    return replay_run(program, plan, graph=analysis.graph, order=analysis.order, types=analysis.types)
+    return replay_run(program, plan, graph=analysis.graph, order=analysis.order, types=analysis.types,
+                      values=analysis.values)
 
 
 def _ort_plan(analysis: Analysis) -> tuple[Program, OrtPlan]:
@@ -47,5 +48,5 @@ def _ort_plan(analysis: Analysis) -> tuple[Program, OrtPlan]:
 def scratch_bytes(analysis: Analysis) -> int:
     """The largest scratch one kernel of ``analysis`` requests (requested bytes, unrounded): the
     figure reported as ``activations.scratch_bytes``."""
-    per_step, _ = step_scratch(analysis.graph, analysis.order, analysis.types)
+    per_step, _ = step_scratch(analysis.graph, analysis.order, analysis.types, analysis.values)
     return max((ks.total for ks in per_step), default=0)

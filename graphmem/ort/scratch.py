@@ -11,10 +11,13 @@ the measured high by up to 43%, MobileNetV2 at level all); this module models th
 
 * :data:`SCRATCH_RULES` — per-op scratch, each rule citing the kernel it reads (paths in
   microsoft/onnxruntime), as a list of requests made before and after the kernel's outputs:
-  Conv/FusedConv (MLAS working buffer), ConvTranspose, LRN, LSTM, Where, BiasGelu/FastGelu,
-  Softmax off the last axis, BatchNormalization in training mode (outcome ``modelled``); and the
-  kernels checked to take none (outcome ``none``); any other op is *unmodelled*: counted 0 and
-  listed in :attr:`ScratchProfile.unmodelled`, never silently assumed free;
+  Conv/FusedConv (MLAS working buffer), ConvTranspose, LRN, LSTM, GRU, Where, BiasGelu/FastGelu,
+  Softmax off the last axis, BatchNormalization in training mode, GroupQueryAttention (its flash
+  tiles follow this machine's L2 cache size, :func:`l2_cache_bytes`, and its total length is the
+  value of an input: rules also get the input values shape inference computed) (outcome
+  ``modelled``); and the kernels checked to take none (outcome ``none``); any other op is
+  *unmodelled*: counted 0 and listed in :attr:`ScratchProfile.unmodelled`, never silently
+  assumed free;
 * :class:`BfcArena` — onnxruntime 1.31's CPU arena with its defaults (1 MiB first region growing
   by powers of two, 256-byte rounding, best fit by bin, split only at 2x, coalescing on free);
 * :func:`scratch_profile` — run 1 replayed through the arena: per step, the tensors the plan
@@ -32,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import onnx
 from onnx import helper
 
@@ -55,6 +59,7 @@ __all__ = [
     "replay_run",
     "step_scratch",
     "MLAS_CONV_WORKING_BUFFER_FLOATS",
+    "l2_cache_bytes",
 ]
 
 #: ``MLAS_CONV_WORKING_BUFFER_SIZE_PER_THREAD`` (``core/mlas/lib/convolve.cpp``):
@@ -112,9 +117,13 @@ class ScratchProfile:
 
 # --- per-op scratch --------------------------------------------------------------------------
 
-#: ``rule(node, input types, output types, default-domain opset)`` → scratch, or None when a needed
-#: shape is unknown.
-ScratchRule = Callable[[onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], int], KernelScratch | None]
+#: ``rule(node, input types, output types, default-domain opset, input values)`` → scratch, or None
+#: when a needed shape (or value) is unknown. ``values[i]`` is the value of input ``i`` when shape
+#: inference computed it (small integer tensors: GroupQueryAttention's total length), else None.
+ScratchRule = Callable[
+    [onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], int, Sequence["np.ndarray | None"]],
+    KernelScratch | None,
+]
 
 
 def _attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
@@ -152,7 +161,7 @@ def _conv_pads(node: onnx.NodeProto, x: Sequence[int], k: Sequence[int], y: Sequ
     return [pads[i] + pads[i + n] for i in range(n)]
 
 
-def _mlas_conv(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _mlas_conv(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """Conv / FusedConv, float: the working buffer ``MlasConvPrepare`` asks for
     (``core/providers/cpu/nn/conv.cc``, ``core/mlas/lib/convolve.cpp``): none for a pointwise
     (1x1, stride 1, no padding) conv or a one-channel conv whose kernel spans the input row or
@@ -203,7 +212,7 @@ def _im2col(node, x, w, y, dtype, *, pointwise_free: bool):  # type: ignore[no-u
     return KernelScratch(after=(tensor_bytes(dtype, col),))
 
 
-def _conv_transpose(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _conv_transpose(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """``ConvTranspose<float>::DoConvTranspose`` (``nn/conv_transpose.cc``): a column buffer of
     ``(M/group)·prod(kernel) × prod(input spatial)`` elements, after the output."""
     x, w = _shape(ins[0]), _shape(ins[1]) if len(ins) > 1 else None
@@ -214,7 +223,7 @@ def _conv_transpose(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(tensor_bytes(ins[0].dtype, col),))
 
 
-def _lrn(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _lrn(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """``LRN<float>`` (``nn/lrn.cc``): a scale buffer like X and a padded square of
     ``(C + size - 1)·H·W`` floats."""
     x = _shape(ins[0])
@@ -224,7 +233,7 @@ def _lrn(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(4 * math.prod(x), 4 * (x[1] + size - 1) * x[2] * x[3]))
 
 
-def _lstm(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _lstm(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """``DeepCpuLstmOp`` (``rnn/lstm_base.cc``, ``rnn/uni_directional_lstm.cc``), float: hidden and
     cell buffers when Y_h / Y_c are not outputs, then per direction the UniDirectionalLstm
     buffers (hidden0, internal_memory_prev, three batch×hidden states, the 4·hidden×batch×seq
@@ -265,7 +274,7 @@ def _lstm(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def _gru(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _gru(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """``DeepCpuGruOp`` (``rnn/deep_cpu_gru.cc``, buffers from ``rnn_helpers.h`` Allocate), float:
     a hidden buffer when Y_h is not an output, then per direction (a bidirectional node keeps
     the forward direction's buffers while the reverse one runs) UniDirectionalGru's
@@ -302,7 +311,7 @@ def _gru(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def _where(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _where(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """``Where<T>`` (``tensor/where_op.cc``): the X and Y selections, each broadcast with the
     condition, are built before the output."""
     c, a, b = (_shape(t) for t in ins[:3])
@@ -328,7 +337,7 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None
     return tuple(out)
 
 
-def _bias_gelu(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _bias_gelu(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """``BiasGelu<T, approx>`` (``contrib_ops/cpu/bert/bias_gelu.cc``; FastGelu runs the same
     kernel): with a bias, a temporary like the input, after the output; without, none."""
     if len(node.input) < 2 or not node.input[1]:
@@ -337,7 +346,7 @@ def _bias_gelu(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     return None if size is None else KernelScratch(after=(size,))
 
 
-def _softmax(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _softmax(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """``Softmax<T>::ComputeImplOpset13`` (``math/softmax.cc``): along the last axis none; along
     another, a transposed input and an intermediate output, each like X. Before opset 13
     ``Softmax<T>::ComputeImpl`` works on a 2-D view: no buffer."""
@@ -355,7 +364,7 @@ def _softmax(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     return None if size is None else KernelScratch(after=(size, size))
 
 
-def _batch_norm(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def _batch_norm(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     """``BatchNorm<T>`` (``nn/batch_norm.h``): in training mode (more than one output) without the
     saved-mean/inv-std outputs, it computes them in two temporaries shaped like the mean, after Y."""
     train = len(node.output) > 1  # is_train_: OutputDefs().size() > 1
@@ -366,7 +375,79 @@ def _batch_norm(node, ins, outs, opset):  # type: ignore[no-untyped-def]
     return None if mean is None else KernelScratch(after=(mean, mean))
 
 
-def _none(node, ins, outs, opset):  # type: ignore[no-untyped-def]
+def l2_cache_bytes() -> int:
+    """The L2 cache size onnxruntime's ``Env::GetL2CacheSize`` reports on this machine
+    (``core/platform/posix/env.cc``: ``sysconf(_SC_LEVEL2_CACHE_SIZE)``); 0 when unknown. It sizes
+    GroupQueryAttention's flash tiles, so that kernel's scratch is machine-specific."""
+    import os
+
+    try:  # glibc's _SC_LEVEL2_CACHE_SIZE; Python's sysconf table has no name for it
+        return max(int(os.sysconf(os.sysconf_names.get("SC_LEVEL2_CACHE_SIZE", 191))), 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+def _gqa_value(v: np.ndarray | None) -> int | None:
+    if v is None or v.size != 1:
+        return None
+    return int(v.reshape(-1)[0])
+
+
+def _group_query_attention(node, ins, outs, opset, values, *, l2: int | None = None):  # type: ignore[no-untyped-def]
+    """``GroupQueryAttention<float>`` (``contrib_ops/cpu/bert/group_query_attention.cc`` Compute;
+    ``gqa_attention_base.h`` ApplyAttentionFlash and ApplyAttention; ``attention_utils.cc``
+    MaybeTransposeToBNSH). After the outputs, held to the end: Q — with K and V unless QKV come
+    packed — transposed to BNSH; with ``do_rotary`` the rotated copies (RotaryQKV, or RotaryQ and
+    RotaryK); then the flash kernel's per-thread buffer: for one new token (total + head) floats,
+    else q_block·(2 + kv_block + head) floats, kv_block = min(L2 / (32·head), total) and q_block
+    = min(L2 / (32·head), 2·head, S). Off the flash path (total length 1, softcap, smooth softmax,
+    a head sink or the QK output) the attention probabilities, B·N·S·present floats, instead.
+    total: the value of input 6 (the longest sequence's length, as seqlens_k's maximum + 1 with
+    a full attention mask). One intra-op thread; float only; no quantized or windowed KV cache."""
+    q = _shape(ins[0])
+    total = _gqa_value(values[6]) if len(values) > 6 else None
+    if q is None or len(q) != 3 or total is None or ins[0].dtype != onnx.TensorProto.FLOAT:  # type: ignore[union-attr]
+        return None
+    quantized = _attr(node, "k_quant_type", b"NONE") not in (b"NONE", "NONE") or _attr(node, "kv_cache_bit_width", 0)
+    if quantized or _attr(node, "sliding_window_cache", 0) == 1:
+        return None
+    b, s, hidden = q
+    heads, kv_heads = _attr(node, "num_heads", 0), _attr(node, "kv_num_heads", 0)
+    packed = len(node.input) < 2 or not node.input[1]
+    if heads <= 0 or kv_heads <= 0:
+        return None
+    head = hidden // (heads + 2 * kv_heads) if packed else hidden // heads
+    f = 4
+    if packed:
+        req = [f * b * (heads + 2 * kv_heads) * s * head]
+    else:
+        k = _shape(ins[1])
+        if k is None or len(k) != 3:
+            return None
+        kv_len = k[1]
+        req = [f * b * heads * s * head, f * b * kv_heads * kv_len * head, f * b * kv_heads * kv_len * head]
+    if _attr(node, "do_rotary", 0) == 1:
+        req += [req[0]] if packed else [f * b * heads * s * head, f * b * kv_heads * s * head]
+    present = [o for o in outs[1:3] if o is not None]
+    has = lambda i, names: len(names) > i and bool(names[i])  # noqa: E731
+    flash = (total > 1 and _attr(node, "softcap", 0.0) == 0.0 and _attr(node, "smooth_softmax", 0) != 1
+             and not has(11, node.input) and not has(3, node.output) and has(1, node.output) and has(2, node.output))
+    if flash:
+        cache = l2_cache_bytes() if l2 is None else l2
+        kv_block0 = max(cache // (f * 4 * 2 * head), 1)
+        if s == 1:
+            req.append(f * (total + head))
+        else:
+            kv_block, q_block = min(kv_block0, total), min(kv_block0, 2 * head, s)
+            req.append(f * (2 * q_block + q_block * kv_block + q_block * head))
+    else:
+        shape = _shape(present[0]) if present else None
+        present_len = shape[2] if shape is not None and len(shape) == 4 else total
+        req.append(f * b * heads * s * present_len)
+    return KernelScratch(after=tuple(r for r in req if r > 0))
+
+
+def _none(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     return KernelScratch()
 
 
@@ -381,6 +462,7 @@ _MODELLED = {
     ("", "Where"): _where,
     (MS, "BiasGelu"): _bias_gelu,
     (MS, "FastGelu"): _bias_gelu,
+    (MS, "GroupQueryAttention"): _group_query_attention,
     ("", "Softmax"): _softmax,
     ("", "LogSoftmax"): _softmax,
 }
@@ -391,7 +473,11 @@ _MODELLED = {
 _NONE = (
     [(NCHWC, op) for op in ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                              "ReorderInput", "ReorderOutput", "Upsample")]
-    + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "SkipLayerNormalization")]
+    # SkipSimplifiedLayerNormalization is SkipLayerNorm<float, true> (contrib_ops/cpu/skip_layer_norm.cc),
+    # SimplifiedLayerNormalization LayerNormImpl (providers/cpu/nn/layer_norm_impl.cc): float, no scratch
+    # QuickGelu (contrib_ops/cpu/activations.h) runs MlasComputeLogistic into its output
+    + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "QuickGelu", "SkipLayerNormalization",
+                           "SkipSimplifiedLayerNormalization")]
     # Confirmed by scripts/probe_scratch.py on the float16/quantized corpus (every distinct node
     # run alone: in-use high-water = graphmem's arena replay without scratch). QLinearConv,
     # QLinearMatMul, ConvInteger, QGemm, DynamicQuantizeMatMul and NhwcMaxPool do take scratch.
@@ -404,7 +490,8 @@ _NONE = (
         "Div", "Dropout", "Elu", "Equal", "Erf", "Expand", "Flatten", "Gather", "GatherElements", "Gemm",
         "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "Identity", "LayerNormalization",
         "LeakyRelu", "Less", "LessOrEqual", "MatMul", "MaxPool", "Mul", "Neg", "Not", "Or", "Pad", "Pow",
-        "Range", "Reciprocal", "Relu", "Reshape", "Selu", "Shape", "Sigmoid", "Size", "Slice", "Softplus",
+        "Range", "Reciprocal", "Relu", "Reshape", "Selu", "Shape", "Sigmoid", "SimplifiedLayerNormalization",
+        "Size", "Slice", "Softplus",
         "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Transpose", "Unsqueeze",
     )]
 )
@@ -423,12 +510,18 @@ def kernel_scratch(
     outs: Sequence[TensorType | None],
     *,
     opset: int = 13,
+    values: Sequence[np.ndarray | None] | None = None,
 ) -> KernelScratch | None:
-    """The scratch one run of ``node`` requests, from its runtime input and output types; an
-    empty :class:`KernelScratch` for a kernel without scratch; None when unmodelled. ``opset``:
-    the model's default-domain opset (Softmax before 13 flattens instead of transposing)."""
+    """The scratch one run of ``node`` requests, from its runtime input and output types (and the
+    input values shape inference computed, ``values[i]`` for input ``i``); an empty
+    :class:`KernelScratch` for a kernel without scratch; None when unmodelled. ``opset``: the
+    model's default-domain opset (Softmax before 13 flattens instead of transposing)."""
     entry = SCRATCH_RULES.of(node)
-    return None if entry is None else entry.rule(node, ins, outs, opset)
+    if entry is None:
+        return None
+    vals = list(values or ())
+    vals += [None] * (len(ins) - len(vals))
+    return entry.rule(node, ins, outs, opset, vals)
 
 
 # --- run 1 through the arena -----------------------------------------------------------------
@@ -455,16 +548,22 @@ def _prepacked_in_arena(graph: OpGraph) -> list[int]:
 
 
 def step_scratch(
-    graph: OpGraph, order: Sequence[int], types: Mapping[str, TensorType]
+    graph: OpGraph,
+    order: Sequence[int],
+    types: Mapping[str, TensorType],
+    values: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[list[KernelScratch], list[str]]:
-    """Each step's scratch (empty when unmodelled), and the unmodelled op types."""
+    """Each step's scratch (empty when unmodelled), and the unmodelled op types; ``values``: the
+    tensor values shape inference computed."""
     out: list[KernelScratch] = []
     unmodelled: dict[str, None] = {}
+    known = values or {}
     for nid in order:
         node = graph.node(nid)
         ins = [types.get(x) if x else None for x in node.input]
         outs = [types.get(x) if x else None for x in node.output]
-        ks = kernel_scratch(node, ins, outs, opset=graph.model.opset)
+        vals = [known.get(x) if x else None for x in node.input]
+        ks = kernel_scratch(node, ins, outs, opset=graph.model.opset, values=vals)
         if ks is None:
             unmodelled[f"{node.domain + ':' if node.domain else ''}{node.op_type}"] = None
             ks = KernelScratch()
@@ -479,15 +578,16 @@ def replay_run(
     graph: OpGraph,
     order: Sequence[int],
     types: Mapping[str, TensorType],
+    values: Mapping[str, np.ndarray] | None = None,
 ) -> ScratchProfile:
-    """Replay run 1 of ``plan`` (over ``graph`` run in ``order``, runtime ``types``) through
-    :class:`BfcArena`.
+    """Replay run 1 of ``plan`` (over ``graph`` run in ``order``, runtime ``types`` and the tensor
+    ``values`` shape inference computed) through :class:`BfcArena`.
 
     Per step: the step's *before* scratch, the buffers the plan requests at it (in request
     order), its *after* scratch; all scratch is freed; the arena's in-use is sampled (as the
     profiler does, before releases); then the buffers whose last reader it was are released.
     """
-    scratch, unmodelled = step_scratch(graph, order, types)
+    scratch, unmodelled = step_scratch(graph, order, types, values)
     arena = BfcArena()
     for size in _prepacked_in_arena(graph):
         arena.alloc(size)

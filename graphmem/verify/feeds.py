@@ -35,7 +35,8 @@ def make_feeds(
     Symbolic dimensions are resolved through ``dims``; an unbound one raises
     MeasureError naming it.  Floats are standard normal cast to the input's
     dtype, bools uniform, integers uniform in ``int_range`` (half-open) or,
-    when None, in a range safe for the input's consumers (see ``safe_int_range``).
+    when None, in a range safe for the input's consumers (see ``safe_int_range``), except
+    integer inputs named ``attention_mask``, all ones (a full sequence).
     ``shapes`` give inputs' whole shapes (``--shape``) and ``values`` their values (``--value``,
     laid out in the input's shape).
     """
@@ -55,7 +56,16 @@ def make_feeds(
             continue
         bounds = int_range if int_range is not None else safe_int_range(graph, value.name, dims)
         feeds[value.name] = random_array(rng, dtype, shape, bounds)
+        if int_range is None and _is_attention_mask(value.name, dtype):
+            # A full sequence, as decoders run: GroupQueryAttention sizes its scratch by the
+            # longest row of the mask (seqlens_k), which a prediction takes to be the whole length.
+            # Drawn first all the same, so the other inputs get the values they always had.
+            feeds[value.name] = np.ones(shape, dtype=dtype)
     return feeds
+
+
+def _is_attention_mask(name: str, dtype: np.dtype) -> bool:
+    return "attention_mask" in name.lower() and np.issubdtype(dtype, np.integer)
 
 
 def input_dtype(value: onnx.ValueInfoProto) -> np.dtype:

@@ -48,15 +48,6 @@ def approximations(
             kind="unresolved_tensor", node=label.get(nid, "") if nid is not None else "",
             detail=f"tensor '{name}' has no static size: it is not in the figures",
         ))
-    for name, t in g.model.inputs.items():
-        negative = [d for d in (t.shape or ()) if isinstance(d, int) and d < 0]
-        if negative:
-            out.append(Approximation(
-                kind="value_assumed", node="",
-                detail=f"input '{name}' declares dim {negative[0]}: onnxruntime plans reuse on the shapes and "
-                "shape values derived from it, taken here as the number it is (32 B off on a BERT with "
-                "[-1, -1] inputs)",
-            ))
     for nid in order:
         node = g.node(nid)
         if has_subgraph(node) and nid not in planned:

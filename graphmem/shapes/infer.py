@@ -73,14 +73,15 @@ class ShapeResult:
     type_conflicts: tuple[tuple[str, str, int, int], ...] = ()
 
 
-def bind_shape(shape: Shape | None, dims: Mapping[str, int], *, run: bool = False) -> Shape | None:
-    """Replace named dims that ``dims`` binds by their values. ``run``: a negative dim value
-    (``-1``, a dynamic dim in some exporters' files) says nothing about the run: unknown."""
+def bind_shape(shape: Shape | None, dims: Mapping[str, int]) -> Shape | None:
+    """Replace named dims that ``dims`` binds by their values. A negative dim value (``-1``, a
+    dynamic dim in some exporters' files) is unknown in both views: it says nothing about the run,
+    and onnxruntime clears it when it builds the graph (``core/graph/node_arg.cc``
+    RemoveInvalidValues: "they don't affect shape inferencing or the allocation planner"), so its
+    reuse rule and data propagation see an unknown dim, not the number -1."""
     if shape is None:
         return None
-    if run:
-        return tuple(None if isinstance(d, int) and d < 0 else dims.get(d, d) if isinstance(d, str) else d for d in shape)
-    return tuple(dims.get(d, d) if isinstance(d, str) else d for d in shape)
+    return tuple(None if isinstance(d, int) and d < 0 else dims.get(d, d) if isinstance(d, str) else d for d in shape)
 
 
 def infer_types(
@@ -111,7 +112,7 @@ def infer_types(
     types: dict[str, TensorType] = {}
     values: dict[str, np.ndarray] = {}
     for name, t in model.inputs.items():
-        shape = tuple(shapes[name]) if name in shapes else bind_shape(t.shape, dims, run=run)
+        shape = tuple(shapes[name]) if name in shapes else bind_shape(t.shape, dims)
         types[name] = TensorType(dtype=t.dtype, shape=shape, kind=t.kind)
     for name, w in model.weights.items():
         types[name] = TensorType(dtype=w.dtype, shape=w.dims)
@@ -138,7 +139,7 @@ def infer_types(
                 if out:
                     have = declared.get(out)
                     if have is not None:
-                        have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims, run=run), kind=have.kind)
+                        have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
                     types[out] = _merge(out_types.get(out), have)
             values.update({k: v for k, v in out_values.items() if _keep_value(view, v)})
             continue
@@ -154,7 +155,7 @@ def infer_types(
             have = declared.get(out)
             new = inferred.get(out)
             if have is not None:
-                have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims, run=run), kind=have.kind)
+                have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
                 if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and node.domain in ("", "ai.onnx"):
                     conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
             types[out] = _merge(new, have, prefer_inferred_rank=run)

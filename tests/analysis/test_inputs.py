@@ -139,3 +139,25 @@ def test_cli_shape_and_value_options(paddle_like) -> None:  # type: ignore[no-un
     assert doc["activations"]["peak_bytes"] == 960 and doc["model"]["shapes"] == {"x": [2, 3, 4, 5]}
     code, out, err = outcome("peak", str(paddle_like), "--shape", "x=2x3x4")
     assert code == 2 and err.startswith("graphmem: error: --shape x=2x3x4: the input has 4 dims")
+
+
+def test_minus_one_dims_are_unknown_to_onnxruntimes_reuse_rule(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # x, y [-1, 4] (paddle's dynamic dims). onnxruntime clears a negative dim_value when it builds
+    # the graph (core/graph/node_arg.cc RemoveInvalidValues), so a [-1, 4] and b [-1, 4] do not
+    # share a buffer although their declared shapes are equal as numbers. --shape x=2x4, y=3x4;
+    # onnxruntime's order (graphmem's too): b, c, a, a2.
+    #   Neg b   48 B        held 48
+    #   Neg c   48 B (out)  held 96, then b released: 48
+    #   Neg a   32 B        held 80  (taking b's freed 48 B buffer, [-1, 4] as numbers, would hold 96)
+    #   Neg a2  32 B (out)  held 112 <- peak (128 with that reuse)
+    from graphmem.verify import measure
+
+    nodes = [helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["a2"]),
+             helper.make_node("Neg", ["y"], ["b"]), helper.make_node("Neg", ["b"], ["c"])]
+    path = _save(tmp_path, "neg1", nodes, [_vi("x", F, [-1, 4]), _vi("y", F, [-1, 4])],
+                 [_vi("a2", F, [-1, 4]), _vi("c", F, [-1, 4])])
+    a = graphmem.analyze(path, shapes={"x": (2, 4), "y": (3, 4)})
+    assert a.activations.peak_bytes == 112
+    assert not [x for x in a.activations.approximations if x.kind == "value_assumed"]
+    feeds = {"x": np.zeros((2, 4), np.float32), "y": np.zeros((3, 4), np.float32)}
+    assert measure(str(path), feeds, runs=1).runs[0].requested_peak == 112

@@ -54,10 +54,22 @@ def _paddle_like(tmp_path):  # type: ignore[no-untyped-def]
     return path
 
 
+def _data_dependent(tmp_path):  # type: ignore[no-untyped-def]
+    # x [4] -> NonZero -> y int64 [1, ?]: its size depends on x's values (unresolved_tensor).
+    g = helper.make_graph([helper.make_node("NonZero", ["x"], ["y"])], "nz", [_vi("x", [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    path = tmp_path / "nonzero.onnx"
+    onnx.save(m, str(path))
+    return path
+
+
 def test_documents_carry_no_negative_figure_and_say_why(tmp_path) -> None:  # type: ignore[no-untyped-def]
     paddle = str(_paddle_like(tmp_path))
     runs = [
-        ("peak", paddle, "--shape", "x=2x3x4x5"),  # -1 dims: value_assumed
+        ("peak", paddle, "--shape", "x=2x3x4x5"),  # -1 dims: unknown to onnxruntime too, no approximation
+        ("peak", str(_data_dependent(tmp_path))),  # NonZero: unresolved_tensor
         ("peak", str(MODELS / "tiny_lstm.onnx"), "--dim", "batch=2", "--dim", "seq=8"),
         ("peak", str(MODELS / "tiny_gpt2.onnx"), "--dim", "batch=1", "--dim", "seq=0"),  # empty sequence
         ("verify", paddle, "--shape", "x=2x3x4x5"),
@@ -76,15 +88,14 @@ def test_documents_carry_no_negative_figure_and_say_why(tmp_path) -> None:  # ty
             assert _said_why(doc["verify"]), args
         else:
             assert all(r["exact"] == (r["approximations"] == []) for r in doc["rows"])
-    assert seen_inexact  # the -1 model is said to be approximate
+    assert seen_inexact  # the NonZero model is said to be approximate
 
 
 def test_require_exact_fails_an_approximate_figure(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    paddle = str(_paddle_like(tmp_path))
-    code, out, err = outcome("peak", paddle, "--shape", "x=2x3x4x5", "--require-exact", "--json")
+    code, out, err = outcome("peak", str(_data_dependent(tmp_path)), "--require-exact", "--json")
     assert code == 1
     failure = json.loads(out)["gate"]["failures"][0]
     assert (failure["reason"], failure["option"]) == ("approximate", "--require-exact")
-    assert "value_assumed" in err
+    assert "unresolved_tensor" in err
     code, _, err = outcome("peak", str(MODELS / "tiny_cnn.onnx"), "--dim", "batch=1", "--require-exact")
     assert code == 0, err

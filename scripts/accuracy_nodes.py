@@ -2,8 +2,9 @@
 
 ``onnx.backend.test.case.node.collect_testcases`` builds ~1,900 small single-op models written by
 the onnx project. Each one that onnxruntime 1.31 can run (CPU, ORT_DISABLE_ALL) is measured and
-compared with graphmem's prediction (run on the case's own inputs, since some shapes depend on
-input values: TopK's k, Tile's repeats, Resize's sizes given as graph inputs); the script prints every mismatch with its op type and the
+compared with graphmem's prediction on the case's own inputs (their shapes as ``--shape``, the
+values of small integer inputs as ``--value``: TopK's k, Tile's repeats, Resize's sizes, trip
+counts given as graph inputs); the script prints every mismatch with its op type and the
 counts: exact, off, skipped (onnxruntime cannot run it, or graphmem rejects it as documented,
 e.g. string tensors).
 
@@ -60,7 +61,15 @@ def main() -> int:
                 onnx.save(case.model, str(path))
                 model = load_model(path)
                 dims = {d: 2 for d in model.symbolic_dims}
-                predicted = graphmem.analyze(path, dims=dims).activations.peak_bytes
+                own = _case_feeds(case)
+                if own is not None:  # the run's own shapes, and its small integer inputs' values (--shape, --value)
+                    own = {k: v for k, v in own.items() if k in model.inputs and model.inputs[k].kind == "tensor"}
+                    inputs = {"shapes": {k: v.shape for k, v in own.items()},
+                              "values": {k: tuple(int(x) for x in v.reshape(-1)) for k, v in own.items()
+                                         if v.dtype.kind in "iub" and 0 < v.size <= 64}}
+                else:
+                    inputs = {"dims": dims}
+                predicted = graphmem.analyze(path, **inputs).activations.peak_bytes
             except GraphmemError:
                 counts["rejected by graphmem (documented input errors)"] += 1
                 continue

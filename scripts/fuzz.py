@@ -28,7 +28,11 @@ checks, each a problem class in the summary:
   and to an onnxruntime ``InferenceSession`` (CPU, ORT_DISABLE_ALL), each in its own child:
   ``accepted_invalid`` counts those onnxruntime refuses to load (``accepted_external_absent``
   those whose only problem is absent external data, the documented exception),
-  ``accepted_checker_only`` those only the checker refuses.
+  ``accepted_checker_only`` those only the checker refuses;
+* graphmem's internal-error line (``graphmem: error: internal error: Type at graphmem/x.py:N in f``)
+  counts as a traceback, with that root cause;
+* informational, not a problem: ``refused_loadable`` counts mutants graphmem refused (exit 2)
+  that onnxruntime loads, with graphmem's reasons.
 
 Cases are deterministic: case ``i`` of seed ``s`` depends on nothing but ``(s, i)`` and the seed
 files, so ``--only i`` replays one. Results go to ``OUT/results.jsonl`` (one line per case) and
@@ -1351,11 +1355,17 @@ def loadability(path: Path, cache: Path) -> dict[str, Any]:
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ORT_LOG = re.compile(r"\[[EWIVF]:onnxruntime|onnxruntime::|:onnxruntime:")
+#: graphmem's report of a bug: ``graphmem: error: internal error: Type at graphmem/x.py:12 in f: …``
+_INTERNAL = re.compile(r"internal error: ([\w.]+) at (graphmem/[\w/]+\.py):\d+ in (\S+?):")
 _FRAME = re.compile(r'File "([^"]*)", line (\d+), in (\S+)')
 
 
 def root_cause(stderr: str) -> str:
-    """``ExcType at graphmem/file.py:function`` of the last traceback in ``stderr``."""
+    """``ExcType at graphmem/file.py:function`` of the last traceback in ``stderr``, or of
+    graphmem's one-line ``internal error`` report (which names the same)."""
+    internal = _INTERNAL.search(stderr)
+    if internal and "Traceback (most recent call last)" not in stderr:
+        return f"{internal.group(1)} at {internal.group(2)}:{internal.group(3)}"
     block = stderr[stderr.rfind("Traceback (most recent call last)") :]
     frames = _FRAME.findall(block)
     inner = [f for f in frames if "/graphmem/" in f[0] and "/scripts/" not in f[0]]
@@ -1401,7 +1411,7 @@ def evaluate(case: Case, root: Path, before: dict[str, str], code: int | None, a
         problems["timeout"] = "killed after the timeout"
     elif abnormal:
         problems["crash"] = abnormal
-    if "Traceback (most recent call last)" in err:
+    if "Traceback (most recent call last)" in err or _INTERNAL.search(err):
         cause = root_cause(err)
         problems["memory" if cause.startswith("MemoryError") else "traceback"] = cause
     if code is not None and code not in (0, 1, 2):
@@ -1474,6 +1484,11 @@ def evaluate(case: Case, root: Path, before: dict[str, str], code: int | None, a
                     problems.setdefault("accepted_invalid", f"{name}: {v['ort']}"[:300])
             elif v["checker"] != "ok":
                 problems.setdefault("accepted_checker_only", f"{name}: {v['checker']}"[:300])
+    if code == 2 and case.klass in ("proto", "byte") and not problems and (root / "model.onnx").is_file():
+        v = loadability(root / "model.onnx", load_cache)
+        verdicts["model.onnx"] = v
+        if v["ort"] == "ok":  # informational: graphmem refused what onnxruntime loads
+            problems["refused_loadable"] = (lines[0] if lines else "")[:300]
     return {
         **case.describe(),
         "exit": code,
@@ -1577,7 +1592,8 @@ def _keep(case: Case, out_dir: Path) -> None:
 
 PROBLEMS = ("traceback", "memory", "crash", "timeout", "bad_exit", "exit1_not_gate", "multiline_error",
             "control_chars", "ort_log", "stray_stderr", "overwrite", "stray_write", "schema_invalid", "negative",
-            "accepted_invalid", "accepted_external_absent", "accepted_checker_only", "fuzzer_error")
+            "accepted_invalid", "accepted_external_absent", "accepted_checker_only", "fuzzer_error",
+            "refused_loadable")
 
 
 def summarize(results: list[dict[str, Any]], *, seconds: float) -> str:
@@ -1622,17 +1638,19 @@ def summarize(results: list[dict[str, Any]], *, seconds: float) -> str:
                              f"{r['problems'][p][:140]!r}")
                 if len(seen) >= 6:
                     break
-    for p in ("accepted_invalid", "accepted_checker_only"):
+    for p in ("accepted_invalid", "accepted_checker_only", "refused_loadable"):
         rs = [r for r in results if p in r["problems"]]
         if rs:
             reasons = collections.Counter(_reason(r["problems"][p]) for r in rs)
-            lines += ["", f"{p}: why onnxruntime/the checker refuses (top 15 of {len(reasons)}):"]
+            why = "graphmem's reasons" if p == "refused_loadable" else "why onnxruntime/the checker refuses"
+            lines += ["", f"{p}: {why} (top 15 of {len(reasons)}):"]
             for reason, k in reasons.most_common(15):
                 lines.append(f"  {k:>5}  {reason}")
     return "\n".join(lines)
 
 
 def _reason(text: str) -> str:
+    text = text.replace("graphmem: error: ", "")
     text = re.sub(r"\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
     text = re.sub(r"Load model from \S+ failed:", "", text)
     text = re.sub(r"/onnxruntime_src/\S+/", "", text)

@@ -19,6 +19,8 @@ __all__ = [
     "RuntimeUnavailableError",
     "MeasureError",
     "CorruptProtobufError",
+    "InvalidModelError",
+    "TensorSizeError",
     "ConfigError",
     "UnknownDeviceError",
     "FlopsUnavailableError",
@@ -84,6 +86,17 @@ class MeasureError(GraphmemError):
 
 class CorruptProtobufError(ModelLoadError):
     """The bytes are not a well-formed protobuf (truncated, or not protobuf at all)."""
+
+
+class InvalidModelError(ModelLoadError):
+    """The file is ONNX, but not a model onnxruntime would load: the checker's or onnxruntime's
+    own reason (unknown op or attribute, types or shapes that do not infer, an opset onnxruntime
+    does not support, a weight whose data does not match its dims, no CPU kernel for a node)."""
+
+
+class TensorSizeError(GraphmemError):
+    """A tensor (named in the message) would be larger than int64 bytes can count, or larger than
+    any machine: its dims are absurd."""
 
 
 class ConfigError(UsageError):

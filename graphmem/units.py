@@ -7,6 +7,7 @@ Plain counts ("25M", "4G") use decimal SI prefixes.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from graphmem.errors import UsageError
 
@@ -30,6 +31,7 @@ _BYTE_UNITS = {
     "t": 1 << 40,
 }
 _COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9, "t": 10**12, "p": 10**15}
+INT64_MAX = (1 << 63) - 1
 _NUMBER = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
 
 
@@ -75,8 +77,10 @@ def _parse(text: str, units: dict[str, int], what: str) -> int:
     m = _NUMBER.match(text)
     if not m or m.group(2).lower() not in units:
         raise UsageError(f"'{text}' is not {what}")
-    value = float(m.group(1)) * units[m.group(2).lower()]
-    return int(round(value))
+    value = round(Fraction(m.group(1)) * units[m.group(2).lower()])  # exact: no float overflow
+    if value > INT64_MAX:
+        raise UsageError(f"'{text}' is absurdly large (more than 2**63 - 1)")
+    return value
 
 
 _BINARY_UNITS = tuple(("B KiB MiB GiB TiB PiB".split()[i], 1 << (10 * i)) for i in range(6))

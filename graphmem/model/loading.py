@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from graphmem.model.dtypes import tensor_bytes
 from graphmem.errors import CorruptProtobufError, ModelLoadError
 from graphmem.model.protoscan import read_stripped
 from graphmem.model.types import TensorType, type_from_proto
+from graphmem.model.validate import check_model
 
 __all__ = [
     "Weight", "Model", "load_model", "model_from_proto", "model_from_graph", "constant_weight", "KEEP_VALUE_MAX_ELEMENTS",
@@ -90,37 +92,50 @@ class Model:
         return tuple(seen)
 
 
-def load_model(path: str | os.PathLike[str]) -> Model:
+def load_model(path: str | os.PathLike[str], *, validate: bool = True) -> Model:
     """Read ``path`` as ONNX; raise :class:`ModelLoadError` with one line on any bad file.
 
-    Never writes anything, never opens external-data files.
+    With ``validate`` (the default, for every file a user gives) a model onnxruntime would refuse
+    to load is refused with its reason (:mod:`graphmem.model.validate`); graphs onnxruntime wrote
+    itself are loaded with ``validate=False``. Never writes anything, never opens external-data
+    files.
     """
     p = Path(path)
-    if not p.exists():
-        raise ModelLoadError(f"{p}: no such file")
-    if p.is_dir():
-        raise ModelLoadError(f"{p}: is a directory, not an ONNX file")
     try:
-        size = p.stat().st_size
+        st = p.stat()
+    except FileNotFoundError:
+        raise ModelLoadError(f"{p}: no such file") from None
     except OSError as exc:
-        raise ModelLoadError(f"{p}: cannot read ({exc.strerror})") from None
-    if size == 0:
+        raise ModelLoadError(f"{p}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelLoadError(f"{p}: is a directory, not an ONNX file")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+        raise ModelLoadError(f"{p}: not a regular file, not an ONNX model")
+    if st.st_size == 0:
         raise ModelLoadError(f"{p}: empty file, not an ONNX model")
+    skipped: dict[bytes, tuple[int, int]] = {}
     try:
-        proto = read_stripped(p, KEEP_VALUE_MAX_ELEMENTS)
+        proto = read_stripped(p, KEEP_VALUE_MAX_ELEMENTS, skipped=skipped)
     except (CorruptProtobufError, DecodeError, ValueError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelLoadError(f"{p}: not a readable ONNX model (truncated or corrupt: {reason})") from None
+    _check_is_model(proto, str(p))
+    if validate:
+        check_model(proto, path=str(p), skipped={k.decode("utf-8", "replace"): v for k, v in skipped.items()})
     return model_from_proto(proto, path=str(p))
+
+
+def _check_is_model(proto: onnx.ModelProto, path: str) -> None:
+    if not proto.HasField("graph") or (proto.ir_version == 0 and not proto.opset_import):
+        raise ModelLoadError(f"{path}: not an ONNX model (no graph or no ir_version)")
+    if len(proto.graph.node) == 0 and len(proto.graph.output) == 0:
+        raise ModelLoadError(f"{path}: not an ONNX model (the graph has no nodes and no outputs)")
 
 
 def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model:
     """Build a :class:`Model` from a parsed proto, dropping its weight payloads in place."""
-    if not proto.HasField("graph") or (proto.ir_version == 0 and not proto.opset_import):
-        raise ModelLoadError(f"{path}: not an ONNX model (no graph or no ir_version)")
+    _check_is_model(proto, path)
     graph = proto.graph
-    if len(graph.node) == 0 and len(graph.output) == 0:
-        raise ModelLoadError(f"{path}: not an ONNX model (the graph has no nodes and no outputs)")
     opsets = {o.domain or "": o.version for o in proto.opset_import}
     if "ai.onnx" in opsets and "" not in opsets:
         opsets[""] = opsets["ai.onnx"]

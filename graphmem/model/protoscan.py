@@ -26,17 +26,29 @@ __all__ = ["read_stripped"]
 _MODEL_GRAPH = 7  # ModelProto.graph
 _GRAPH_INITIALIZER = 5  # GraphProto.initializer
 _TENSOR_DIMS = 1
+_TENSOR_NAME = 8
 _TENSOR_PAYLOADS = frozenset({4, 5, 6, 7, 9, 10, 11})  # float/int32/string/int64/raw/double/uint64
 
 
-def read_stripped(path: Path, keep_elements: int) -> onnx.ModelProto:
-    """Parse the model at ``path`` with payloads of initializers above ``keep_elements`` dropped."""
+def read_stripped(
+    path: Path, keep_elements: int, *, skipped: dict[bytes, tuple[int, int]] | None = None
+) -> onnx.ModelProto:
+    """Parse the model at ``path`` with payloads of initializers above ``keep_elements`` dropped.
+
+    ``skipped``, when given, receives for each dropped payload the tensor's raw name (bytes, as
+    in the file) -> (payload field number, payload bytes): what the tensor held, to check against
+    its dims without reading it.
+    """
+    problem = None
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         data = memoryview(mm)
         try:
-            stripped = _strip_model(data, keep_elements)
-        finally:
-            data.release()
+            stripped = _strip_model(data, keep_elements, {} if skipped is None else skipped)
+        except CorruptProtobufError as exc:
+            problem = str(exc)  # leave the except block: its traceback holds views of the map
+        data.release()  # no view of the map is alive any more (the mmap can close)
+    if problem is not None:
+        raise CorruptProtobufError(problem)
     model = onnx.ModelProto()
     try:
         model.ParseFromString(bytes(stripped))
@@ -106,23 +118,23 @@ def _length_delimited(number: int, payload: bytes | bytearray) -> bytes:
     return _encode_varint((number << 3) | 2) + _encode_varint(len(payload)) + bytes(payload)
 
 
-def _strip_model(buf: memoryview, keep: int) -> bytearray:
+def _strip_model(buf: memoryview, keep: int, skipped: dict[bytes, tuple[int, int]]) -> bytearray:
     out = bytearray()
     for number, wire, start, value, end in _fields(buf):
         if number == _MODEL_GRAPH and wire == 2:
-            out += _length_delimited(number, _strip_graph(buf[value:end], keep))
+            out += _length_delimited(number, _strip_graph(buf[value:end], keep, skipped))
         else:
             out += buf[start:end]
     return out
 
 
-def _strip_graph(buf: memoryview, keep: int) -> bytearray:
+def _strip_graph(buf: memoryview, keep: int, skipped: dict[bytes, tuple[int, int]]) -> bytearray:
     out = bytearray()
     for number, wire, start, value, end in _fields(buf):
         if number == _GRAPH_INITIALIZER and wire == 2:
             tensor = buf[value:end]
             if _numel(tensor) > keep:
-                out += _length_delimited(number, _strip_tensor(tensor))
+                out += _length_delimited(number, _strip_tensor(tensor, skipped))
                 continue
         out += buf[start:end]
     return out
@@ -143,9 +155,18 @@ def _numel(tensor: memoryview) -> int:
     return math.prod(dims)
 
 
-def _strip_tensor(tensor: memoryview) -> bytearray:
+def _strip_tensor(tensor: memoryview, skipped: dict[bytes, tuple[int, int]]) -> bytearray:
     out = bytearray()
-    for number, _wire, start, _value, end in _fields(tensor):
+    name = b""
+    payload: tuple[int, int] | None = None
+    for number, wire, start, value, end in _fields(tensor):
         if number not in _TENSOR_PAYLOADS:
             out += tensor[start:end]
+            if number == _TENSOR_NAME and wire == 2:
+                name = bytes(tensor[value:end])
+        elif wire == 2:
+            length = end - value
+            payload = (number, length + (payload[1] if payload and payload[0] == number else 0))
+    if payload is not None:
+        skipped[name] = payload
     return out

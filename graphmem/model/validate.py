@@ -1,0 +1,234 @@
+"""Stage 1b — refuse, with its reason, a file that is not a valid ONNX model.
+
+A model onnxruntime cannot load has no activation peak: answering it with a figure (exit 0) tells
+a user who gates a deployment on graphmem that the model is fine. The checks here are those of
+ONNX itself, which onnxruntime applies when it builds its graph (``core/graph/graph.cc``
+``Graph::Resolve``/``VerifyNodeAndOpMatch``: each node's schema, attributes and input types,
+strict shape inference; ``core/framework/tensorprotoutils.cc``: payload sizes, external data):
+
+* ``onnx.checker.check_model(full_check=True)`` (strict type and shape inference included) on a
+  proxy of the stripped model: weights whose payload graphmem did not read (large ones, external
+  data) become graph inputs of the same dtype and dims, all the checker and shape inference look
+  at; ``ai.onnx`` spelled out is the default domain, and the nodes are put in topological order
+  (onnxruntime accepts both, the checker alone would not);
+* no negative dim in a weight; payload sizes that match the dims, also of the payloads graphmem
+  skipped (their lengths come from :mod:`graphmem.model.protoscan`);
+* external-data entries well formed: a location inside the model's folder, offsets and lengths
+  that are non-negative integers, within the file when it exists. **An absent external-data file
+  is accepted**: graphmem never reads weight bytes (the one documented difference from
+  onnxruntime, which needs them to load).
+
+What only onnxruntime refuses (opsets newer than it supports, nodes without a CPU kernel for
+their types) is checked by :mod:`graphmem.ort.loadable` once types are known.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+from graphmem.errors import InvalidModelError
+from graphmem.model.dtypes import element_bits
+
+__all__ = ["check_model", "checker_proxy"]
+
+_PAYLOAD_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+_MAX_REASON = 300
+
+
+def check_model(
+    proto: onnx.ModelProto, *, path: str, skipped: Mapping[str, tuple[str, int]] | None = None
+) -> None:
+    """Raise :class:`InvalidModelError` when ``proto`` is not a valid ONNX model (module doc).
+
+    Parameters
+    ----------
+    proto: the model as :func:`graphmem.model.protoscan.read_stripped` returns it (large payloads
+        dropped); not modified.
+    path: the file, for messages and for resolving external-data locations.
+    skipped: initializer name -> (payload field, byte length) of the payloads that were dropped.
+    """
+    _check_weights(proto, path, skipped or {})
+    proxy = checker_proxy(proto)
+    try:
+        onnx.checker.check_model(proxy, full_check=True)
+    except Exception as exc:  # noqa: BLE001 - ValidationError, InferenceError and C++ errors alike
+        raise InvalidModelError(f"{path}: not a valid ONNX model (onnxruntime refuses it too): {_first_line(exc)}") from None
+
+
+def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``proto`` the checker can judge as onnxruntime would (see module doc)."""
+    proxy = onnx.ModelProto()
+    proxy.CopyFrom(proto)
+    graph = proxy.graph
+    for opset in proxy.opset_import:
+        if opset.domain == "ai.onnx":
+            opset.domain = ""
+    for node in graph.node:
+        if node.domain == "ai.onnx":
+            node.domain = ""
+    inputs = {vi.name for vi in graph.input}
+    kept = []
+    for t in graph.initializer:
+        if t.data_location == TensorProto.EXTERNAL or not _has_payload(t):
+            if t.name not in inputs:
+                graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        else:
+            kept.append(t)
+    if len(kept) != len(graph.initializer):
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+    _unshaped_io(proxy)
+    _sort_nodes(graph)
+    return proxy
+
+
+#: Domain of the proxy's stand-in nodes: unknown to ONNX, so the checker and inference skip them.
+_PROXY_DOMAIN = "graphmem.proxy"
+
+
+def _unshaped_io(proxy: onnx.ModelProto) -> None:
+    """onnxruntime loads graph inputs and outputs declared without a shape (it infers the
+    outputs); the checker demands one. In the proxy, an input without a shape becomes the output
+    of a stand-in node (its element type kept in ``value_info``) and an output without a
+    type or shape is no longer listed as an output."""
+    graph = proxy.graph
+    shapeless = [
+        vi for vi in graph.input
+        if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")
+    ]
+    if shapeless:
+        names = {vi.name for vi in shapeless}
+        kept = [vi for vi in graph.input if vi.name not in names]
+        del graph.input[:]
+        graph.input.extend(kept)
+        for vi in shapeless:
+            graph.node.insert(0, helper.make_node("Source", [], [vi.name], domain=_PROXY_DOMAIN))
+            graph.value_info.append(vi)
+        proxy.opset_import.add(domain=_PROXY_DOMAIN, version=1)
+    outputs = [vi for vi in graph.output if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")
+               or vi.HasField("type") and not vi.type.HasField("tensor_type")]
+    if len(outputs) != len(graph.output):
+        del graph.output[:]
+        graph.output.extend(outputs)
+
+
+def _has_payload(t: onnx.TensorProto) -> bool:
+    if t.HasField("raw_data"):
+        return True
+    return any(len(getattr(t, f)) for f in _PAYLOAD_FIELDS[1:]) or math.prod(t.dims) == 0
+
+
+def _sort_nodes(graph: onnx.GraphProto) -> None:
+    """Put the nodes in a topological order (Kahn, file order among the ready ones); a graph
+    with a cycle is left as it is (the graph stage reports the cycle)."""
+    produced: dict[str, int] = {}
+    for i, node in enumerate(graph.node):
+        for out in node.output:
+            if out:
+                produced.setdefault(out, i)
+    deps = [{produced[x] for x in node.input if x in produced and produced[x] != i} for i, node in enumerate(graph.node)]
+    if all(all(d < i for d in ds) for i, ds in enumerate(deps)):
+        return
+    users: dict[int, list[int]] = {}
+    for i, ds in enumerate(deps):
+        for d in ds:
+            users.setdefault(d, []).append(i)
+    waiting = [len(ds) for ds in deps]
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users.get(i, ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(graph.node):
+        return
+    nodes = [graph.node[i] for i in order]
+    copies = []
+    for n in nodes:
+        c = onnx.NodeProto()
+        c.CopyFrom(n)
+        copies.append(c)
+    del graph.node[:]
+    graph.node.extend(copies)
+
+
+def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tuple[str, int]]) -> None:
+    base = Path(path).parent
+    for node in proto.graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR and any(d < 0 for d in attr.t.dims):
+                raise InvalidModelError(
+                    f"{path}: not a valid ONNX model: the tensor of {node.op_type} node '{node.name}' "
+                    f"has a negative dim {list(attr.t.dims)}"
+                )
+    for t in proto.graph.initializer:
+        if any(d < 0 for d in t.dims):
+            raise InvalidModelError(f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}")
+        if t.data_location == TensorProto.EXTERNAL:
+            _check_external(t, path, base)
+            continue
+        field, length = skipped.get(t.name, (None, 0))
+        if field is None and t.HasField("raw_data"):
+            field, length = "raw_data", len(t.raw_data)
+        if field == "raw_data":
+            want = _payload_bytes(t)
+            if want is not None and want != length:
+                raise InvalidModelError(
+                    f"{path}: not a valid ONNX model: initializer '{t.name}' holds "
+                    f"{length:,} bytes of data but its dims {list(t.dims)} need {want:,}"
+                )
+
+
+def _payload_bytes(t: onnx.TensorProto) -> int | None:
+    bits = element_bits(t.data_type)
+    if bits is None:
+        return None
+    return (math.prod(t.dims) * bits + 7) // 8
+
+
+def _check_external(t: onnx.TensorProto, path: str, base: Path) -> None:
+    """Well-formed external-data entries (``tensorprotoutils.cc``, ``tensor_external_data_info.cc``);
+    an absent file is accepted (see module doc)."""
+    info = {e.key: e.value for e in t.external_data}
+    location = info.get("location", "")
+    where = f"{path}: not a valid ONNX model: initializer '{t.name}'"
+    if not location:
+        raise InvalidModelError(f"{where} has external data without a location")
+    if os.path.isabs(location) or ".." in Path(location).parts:
+        raise InvalidModelError(f"{where} has external data outside the model's folder ('{location}')")
+    numbers = {}
+    for key in ("offset", "length"):
+        text = info.get(key)
+        if text is None:
+            continue
+        if not text.strip().isdigit():
+            raise InvalidModelError(f"{where} has external data {key} '{text}' (not a non-negative integer)")
+        numbers[key] = int(text)
+    want = _payload_bytes(t)
+    if "length" in numbers and want is not None and numbers["length"] != want:
+        raise InvalidModelError(
+            f"{where} has {numbers['length']:,} bytes of external data but its dims {list(t.dims)} need {want:,}"
+        )
+    file = base / location
+    if file.is_file():
+        end = numbers.get("offset", 0) + (numbers.get("length", want or 0))
+        size = file.stat().st_size
+        if end > size:
+            raise InvalidModelError(f"{where} reads bytes up to {end:,} of '{location}', which has {size:,}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if len(line) <= _MAX_REASON else line[: _MAX_REASON - 1] + "…"

@@ -27,6 +27,7 @@ __all__ = [
     "MissingExtraError",
     "SchemaError",
     "PlanInvariantError",
+    "one_line",
     "EXIT_OK",
     "EXIT_GATE_FAILED",
     "EXIT_INPUT_ERROR",
@@ -122,3 +123,9 @@ class SchemaError(GraphmemError, ValueError):
 
 class PlanInvariantError(GraphmemError):
     """A plan broke an invariant: a bug in a planner, never a user error."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control or invisible formatting character escaped (a tensor named
+    ``a\\nb`` is shown as ``a\\nb``, never as two lines; terminal escapes are shown, not run)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text.strip())

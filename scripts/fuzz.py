@@ -17,8 +17,8 @@ checks, each a problem class in the summary:
 
 * exit code in {0, 1, 2}, and 1 only when the command line has a gate;
 * no traceback, no crash (signal), no timeout, no MemoryError;
-* on failure, stderr is exactly one line ``graphmem: error: …`` (gate failures: every line
-  ``graphmem: …``); no control characters in stderr nor in table output; no onnxruntime log
+* on failure, stderr is exactly one line ``graphmem: error: …`` (besides ``graphmem check``'s
+  one status line per model; gate failures: every line ``graphmem: …``); no control characters in stderr nor in table output; no onnxruntime log
   lines anywhere;
 * every input file (models, configs, device files, their links) has the same hash afterwards, and
   nothing but ``--output`` appeared in the case folder or its private ``TMPDIR``;
@@ -1419,8 +1419,10 @@ def evaluate(case: Case, root: Path, before: dict[str, str], code: int | None, a
     if code == 1 and not _gate_in(case) and "traceback" not in problems:
         problems["exit1_not_gate"] = err.strip().splitlines()[0][:200] if err.strip() else "(no stderr)"
     lines = err.splitlines()
+    progress = [ln for ln in lines if ln.startswith("graphmem check: [")]  # check's per-model lines
     if code == 2 and "traceback" not in problems:
-        if len(lines) != 1 or not lines[0].startswith("graphmem: error: "):
+        errors = [ln for ln in lines if ln not in progress]
+        if len(errors) != 1 or not errors[0].startswith("graphmem: error: "):
             problems["multiline_error"] = f"{len(lines)} lines: {err[:200]!r}"
     if code == 1 and "traceback" not in problems:
         bad = [ln for ln in lines if not ln.startswith(("graphmem: ", "graphmem check: "))]
@@ -1438,15 +1440,19 @@ def evaluate(case: Case, root: Path, before: dict[str, str], code: int | None, a
         problems["ort_log"] = (_ORT_LOG.search(err) or _ORT_LOG.search(out)).string[:200]
     # inputs unchanged, nothing new but --output
     after = _snapshot(root)
+    inputs = _inputs(case)
+    output_names = set()
+    if case.output:  # the output and, when it is a link, the file it leads to
+        output_names.add(os.path.normpath(case.output))
+        output_names.add(os.path.relpath(os.path.realpath(root / case.output), root))
     for name, digest in before.items():
-        if name.startswith("tmp/") or name == "tmp":
+        if name.startswith("tmp/") or name == "tmp" or after.get(name) == digest:
             continue
-        if after.get(name) != digest:
+        if name in inputs:
             problems["overwrite"] = f"{name} changed"
             break
-    output_names = set()
-    if case.output:
-        output_names.add(os.path.normpath(case.output))
+        if name not in output_names:
+            problems["stray_write"] = f"{name} changed"
     new = [n for n in after if n not in before and os.path.normpath(n) not in output_names]
     if new:
         problems["stray_write"] = ", ".join(sorted(new)[:5])
@@ -1474,7 +1480,7 @@ def evaluate(case: Case, root: Path, before: dict[str, str], code: int | None, a
     if code == 0 and not problems.keys() & {"traceback", "crash", "timeout"}:
         for name in case.models:
             path = root / name
-            if name in before and path.is_file() and f"{name}" in case.argv + _config_models(case):
+            if name in before and path.is_file() and name in _read_args(case) + _config_models(case):
                 verdicts[name] = loadability(path, load_cache)
         for name, v in verdicts.items():
             if v["ort"] != "ok":
@@ -1498,6 +1504,32 @@ def evaluate(case: Case, root: Path, before: dict[str, str], code: int | None, a
         "stderr": err[-2000:],
         "verdicts": verdicts,
     }
+
+
+def _inputs(case: Case) -> set[str]:
+    """The files the command reads: its models, and its configuration or devices file.
+    A hard link shares its target's content, so both names of a linked input are inputs."""
+    names = {m for m in case.models if m in _read_args(case) or (case.argv[:1] == ["check"] and m == "model.onnx")}
+    if case.argv[:1] == ["check"]:
+        names.add("graphmem.toml")
+    names |= {f for f in ("devices.toml",) if f in case.argv}
+    for kind, name, target in case.links:
+        if kind == "hardlink" and target in names:
+            names.add(name)
+    return names
+
+
+def _read_args(case: Case) -> list[str]:
+    """The command line without its ``--output FILE`` (the one file graphmem may write)."""
+    out, skip = [], False
+    for arg in case.argv:
+        if skip:
+            skip = False
+        elif arg in ("--output", "-o"):
+            skip = True
+        else:
+            out.append(arg)
+    return out
 
 
 def _config_models(case: Case) -> list[str]:

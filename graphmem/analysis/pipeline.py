@@ -25,7 +25,7 @@ from graphmem.analysis.result import (
     WeightsInfo,
 )
 from graphmem.analysis.whatif import cast_floats, cast_weights
-from graphmem.errors import ModelLoadError, ShapeInferenceError, UnsupportedOpError, UsageError
+from graphmem.errors import ModelLoadError, ShapeInferenceError, TensorSizeError, UnsupportedOpError, UsageError
 from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
@@ -42,6 +42,7 @@ from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort
+from graphmem.ort.loadable import check_opsets
 from graphmem.ort.scratch import replay_run
 from graphmem.ort.session import CUDA_RUNTIME, PROVIDERS, main_device_only, session_graph
 from graphmem.flops import count_flops
@@ -147,6 +148,7 @@ def analyze_model(
     if execution_order not in orders:
         raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
     ordering = orders[execution_order]
+    check_opsets(model.path, model.opsets)
     given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)
     bound = given.dims
     file_nodes = len(model.nodes)
@@ -193,6 +195,10 @@ def analyze_model(
             model, g = ins.model, build_graph(ins.model)
             order = ordering(g)
             runtime, static = replace(runtime, types=ins.runtime), replace(static, types=ins.static)
+    produced = [o for nid in order for o in g.node(nid).output if o]
+    _check_sizes(runtime.types, produced)  # before any planner adds sizes up
+    _check_sizes(runtime.types, list(model.inputs), strings=False)
+    _check_weight_sizes(model)
     rewritten = remove_duplicate_casts(model, static.types)
     if rewritten is not model:  # onnxruntime runs the rewritten graph, in its own order
         model, g = rewritten, build_graph(rewritten)
@@ -230,7 +236,6 @@ def analyze_model(
         step_in_use = step_scratch = None
     produced = [o for nid in order for o in g.node(nid).output if o]
     unresolved = tuple(n for n in produced if tensor_size(runtime.types.get(n)) is None)
-    _check_sizes(runtime.types, produced)
     weights = _weights(model)
     inputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.inputs)
     outputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.outputs)
@@ -396,14 +401,21 @@ def _check_domains(g: OpGraph, types: dict[str, TensorType]) -> None:
                 )
 
 
-def _check_sizes(types: dict[str, TensorType], names: list[str]) -> None:
+def _check_sizes(types: dict[str, TensorType], names: list[str], *, strings: bool = True) -> None:
+    """Refuse string tensors (``strings``) and tensors of absurd size, naming the first one."""
     for name in names:
         t = types.get(name)
-        if t is not None and t.kind == "tensor" and t.dtype == 8:  # onnx.TensorProto.STRING
+        if strings and t is not None and t.kind == "tensor" and t.dtype == 8:  # onnx.TensorProto.STRING
             raise ShapeInferenceError(f"tensor '{name}' holds strings, whose size is unknown statically")
         size = tensor_size(t)
         if size is not None and size > MAX_TENSOR_BYTES:
-            raise UsageError(f"tensor '{name}' would take {size} bytes: the dims are absurd")
+            raise TensorSizeError(f"tensor '{name}' would take {size:,} bytes (more than 2**60): its dims are absurd")
+
+
+def _check_weight_sizes(model: Model) -> None:
+    for w in model.weights.values():
+        if w.nbytes is not None and w.nbytes > MAX_TENSOR_BYTES:
+            raise TensorSizeError(f"weight '{w.name}' would take {w.nbytes:,} bytes (more than 2**60): its dims are absurd")
 
 
 def _weights(model: Model) -> WeightsInfo:

@@ -7,6 +7,7 @@ Every command calls a library function and renders its result; errors from the
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -22,7 +23,8 @@ from graphmem.cli.batch import (
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, handled, parse_dims, parse_inputs,
+    DimOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, internal_error, parse_dims,
+    parse_inputs,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -34,7 +36,7 @@ from graphmem.cli.gate import (
     OutputOption,
     RequireExactOption,
 )
-from graphmem.errors import EXIT_INPUT_ERROR, UsageError
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, UsageError
 
 __all__ = ["app", "main", "run"]
 
@@ -143,7 +145,8 @@ def peak(
 
         write_plot(peak_plot(result), plot, inputs=[model])
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
-    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table))
+    inputs = [model, *([devices_file] if devices_file else [])]
+    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs))
 
 
 def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
@@ -160,14 +163,36 @@ def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI with ``argv``; return the exit code instead of exiting."""
+    """Run the CLI with ``argv``; return the exit code instead of exiting.
+
+    Every failure ends here as one line on stderr and exit 2: typer's usage errors (a bad option
+    value, a missing argument), errors raised outside a command, and bugs — an uncaught exception
+    is reported as ``graphmem: error: internal error: …`` naming where it was raised (set
+    ``GRAPHMEM_DEBUG=1`` for the traceback), never exit 1, which only a failed gate returns.
+    """
+    from typer import _click as click
+
     try:
-        app(args=argv, prog_name="graphmem")
+        code = app(args=argv, prog_name="graphmem", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError:
+        return fail("no command given (graphmem --help lists them)")
+    except click.ClickException as exc:
+        return fail(exc.format_message())
+    except KeyboardInterrupt:
+        return fail("interrupted")
     except SystemExit as exc:
         if exc.code is None:
             return 0
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT_ERROR
-    return 0
+    except GraphmemError as exc:
+        return fail(str(exc), exc.exit_code)
+    except MemoryError:
+        return fail("out of memory (the model or the options need more memory than this machine lets graphmem have)")
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported in one line
+        if os.environ.get("GRAPHMEM_DEBUG"):
+            raise
+        return fail(internal_error(exc))
+    return code if isinstance(code, int) else 0
 
 
 def run() -> None:

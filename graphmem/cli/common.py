@@ -9,6 +9,7 @@ Each command group lives in a small ``graphmem/cli/*.py`` module and is register
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -17,10 +18,13 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from graphmem.analysis.dims import parse_dims, parse_inputs
-from graphmem.errors import GraphmemError
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, one_line
 from graphmem.ort.runtime import RuntimeVersionWarning
 
-__all__ = ["handled", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption", "JsonOption", "ModelArg", "PlotOption"]
+__all__ = [
+    "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
+    "JsonOption", "ModelArg", "PlotOption",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,7 +89,27 @@ def handled(fn: F) -> F:
                 warnings.showwarning = _show_warning
                 return fn(*args, **kwargs)
         except GraphmemError as exc:
-            typer.echo(f"graphmem: error: {exc}", err=True)
-            raise typer.Exit(exc.exit_code) from None
+            raise typer.Exit(fail(str(exc), exc.exit_code)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def fail(message: str, code: int = EXIT_INPUT_ERROR) -> int:
+    """Print ``graphmem: error: MESSAGE`` as one line (control characters escaped) and return ``code``."""
+    typer.echo(f"graphmem: error: {one_line(message)}", err=True)
+    return code
+
+
+def internal_error(exc: BaseException) -> str:
+    """One line naming a bug: the exception and the innermost graphmem frame it was raised in."""
+    import traceback
+
+    where = ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = frame.filename.replace(os.sep, "/")
+        if "/graphmem/" in path:
+            where = f" at {path[path.rindex('/graphmem/') + 1 :]}:{frame.lineno} in {frame.name}"
+            break
+    text = str(exc).strip().splitlines()
+    detail = text[0][:200] if text else ""
+    return f"internal error: {type(exc).__name__}{where}: {detail} (a bug in graphmem: please report it)"

@@ -50,7 +50,7 @@ def layers_command(
     fmt = resolve_format(fmt, as_json=as_json)
     a = analyze(model, **parse_inputs(dim, shape, value))
     doc = layers_json(a, str(model), sort=sort, top=top, group=group)
-    raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=()))
+    raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=(), inputs=[model]))
 
 
 def layers_json(

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from graphmem.cli.common import DimOption, JsonOption, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.errors import one_line
 from graphmem.errors import EXIT_INPUT_ERROR
 
 __all__ = [
@@ -126,7 +127,8 @@ def check(
     doc = check_document(cfg, outcomes)
     errors = [f"{o.spec.name}: {o.error}" for o in outcomes if o.status == "error"]
     failures = [f"{o.spec.name}: {m}" for o in outcomes for m in o.messages]
-    code = deliver(render_check(doc, fmt), fmt=fmt, output=output, failures=failures)
+    inputs = [cfg.path, *(spec.path for spec in cfg.models)]
+    code = deliver(render_check(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=inputs)
     if errors:
         report_failures(errors, doc_on_stdout=output is None and fmt != "table", kind="error")
         code = EXIT_INPUT_ERROR
@@ -142,7 +144,7 @@ class _Progress:
 
     def update(self, outcome: Any, done: int, total: int) -> None:
         status = {"pass": "ok", "fail": "FAIL", "error": "ERROR"}[outcome.status]
-        text = f"[{done}/{total}] {status:<5} {outcome.spec.name} ({outcome.seconds:.2f} s)"
+        text = f"[{done}/{total}] {status:<5} {one_line(outcome.spec.name)} ({outcome.seconds:.2f} s)"
         if self.tty:
             sys.stderr.write(f"\r\x1b[Kgraphmem check: {text}")
         else:
@@ -217,4 +219,4 @@ def diff(
         write_plot(diff_plot(before, after), plot, inputs=[old, new])
     doc = compare(before, after, thresholds=thresholds, top=top)
     failures = [f["message"] for f in doc["gate"]["failures"]]
-    raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures))
+    raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new]))

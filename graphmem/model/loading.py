@@ -136,6 +136,7 @@ def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model
     """Build a :class:`Model` from a parsed proto, dropping its weight payloads in place."""
     _check_is_model(proto, path)
     graph = proto.graph
+    _drop_references(graph)
     opsets = {o.domain or "": o.version for o in proto.opset_import}
     if "ai.onnx" in opsets and "" not in opsets:
         opsets[""] = opsets["ai.onnx"]
@@ -202,6 +203,18 @@ def constant_weight(node: onnx.NodeProto, path: str, values: dict[str, np.ndarra
         return None
     _keep_small_value(tensor, values)
     return _weight(tensor, from_constant=True)
+
+
+def _drop_references(graph: onnx.GraphProto) -> None:
+    """A node attribute outside a function that also names a function attribute
+    (``ref_attr_name``) has nothing to refer to: onnx's checker accepts it and onnxruntime uses
+    the attribute's own value (measured with onnxruntime 1.31), so graphmem reads that value too."""
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.ref_attr_name:
+                attr.ClearField("ref_attr_name")
+            for sub in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
+                _drop_references(sub)
 
 
 def _weight(t: TensorProto, *, from_constant: bool) -> Weight:

@@ -45,6 +45,8 @@ def tensor_size(t: TensorType | None) -> int | None:
     """Exact bytes of a tensor with a concrete shape and a sized dtype; None otherwise."""
     if t is None or t.kind != "tensor" or not is_concrete(t.shape):
         return None
+    if any(d < 0 for d in t.shape):  # type: ignore[operator]  # inferred from odd values: no size
+        return None
     return tensor_bytes(t.dtype, numel(t.shape))  # type: ignore[arg-type]
 
 

@@ -43,7 +43,7 @@ _MAX_REASON = 300
 
 
 def check_model(
-    proto: onnx.ModelProto, *, path: str, skipped: Mapping[str, tuple[str, int]] | None = None
+    proto: onnx.ModelProto, *, path: str, skipped: Mapping[str, tuple[int, int]] | None = None
 ) -> None:
     """Raise :class:`InvalidModelError` when ``proto`` is not a valid ONNX model (module doc).
 
@@ -59,7 +59,7 @@ def check_model(
     try:
         onnx.checker.check_model(proxy, full_check=True)
     except Exception as exc:  # noqa: BLE001 - ValidationError, InferenceError and C++ errors alike
-        raise InvalidModelError(f"{path}: not a valid ONNX model (onnxruntime refuses it too): {_first_line(exc)}") from None
+        raise InvalidModelError(f"{path}: not a valid ONNX model (onnx checker): {_first_line(exc)}") from None
 
 
 def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -163,7 +163,7 @@ def _sort_nodes(graph: onnx.GraphProto) -> None:
     graph.node.extend(copies)
 
 
-def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tuple[str, int]]) -> None:
+def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tuple[int, int]]) -> None:
     base = Path(path).parent
     for node in proto.graph.node:
         for attr in node.attribute:
@@ -179,15 +179,49 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
             _check_external(t, path, base)
             continue
         field, length = skipped.get(t.name, (None, 0))
-        if field is None and t.HasField("raw_data"):
-            field, length = "raw_data", len(t.raw_data)
-        if field == "raw_data":
-            want = _payload_bytes(t)
-            if want is not None and want != length:
-                raise InvalidModelError(
-                    f"{path}: not a valid ONNX model: initializer '{t.name}' holds "
-                    f"{length:,} bytes of data but its dims {list(t.dims)} need {want:,}"
-                )
+        _check_payload(t, path, field, length)
+
+
+#: TensorProto payload fields: number -> (name, bytes per stored value; 0 = varint, uncountable).
+_FIELDS = {4: ("float_data", 4), 5: ("int32_data", 0), 6: ("string_data", 0), 7: ("int64_data", 0),
+           9: ("raw_data", 1), 10: ("double_data", 8), 11: ("uint64_data", 0)}
+_VALUES_PER_ELEMENT = {TensorProto.COMPLEX64: 2, TensorProto.COMPLEX128: 2}
+
+
+def _check_payload(t: onnx.TensorProto, path: str, field: int | None, length: int) -> None:
+    """The stored data fits the dims (``tensorprotoutils.cc`` UnpackTensor: onnxruntime refuses a
+    tensor whose data count differs from its shape). ``field``/``length``: a payload the scanner
+    skipped; otherwise the tensor's own fields are counted."""
+    numel = math.prod(t.dims)
+    where = f"{path}: not a valid ONNX model: initializer '{t.name}'"
+    if field is None:
+        for number, (name, _) in _FIELDS.items():
+            if name == "raw_data" and t.HasField("raw_data"):
+                field, length = number, len(t.raw_data)
+            elif name != "raw_data" and len(getattr(t, name)):
+                field, length = number, len(getattr(t, name)) * (_FIELDS[number][1] or 1)
+                if not _FIELDS[number][1]:  # varint fields: their count is exact here
+                    count = len(getattr(t, name))
+                    _check_count(where, t, count, numel)
+                    return
+        if field is None:
+            return
+    name, size = _FIELDS.get(field, ("", 0))
+    if name == "raw_data":
+        want = _payload_bytes(t)
+        if want is not None and want != length:
+            raise InvalidModelError(f"{where} holds {length:,} bytes of data but its dims {list(t.dims)} need {want:,}")
+    elif size:
+        _check_count(where, t, length // size, numel)
+
+
+def _check_count(where: str, t: onnx.TensorProto, count: int, numel: int) -> None:
+    bits = element_bits(t.data_type)
+    if bits is None or bits < 8:  # strings, and packed sub-byte types (two per stored value)
+        return
+    want = numel * _VALUES_PER_ELEMENT.get(t.data_type, 1)
+    if count != want:
+        raise InvalidModelError(f"{where} holds {count:,} values but its dims {list(t.dims)} need {want:,}")
 
 
 def _payload_bytes(t: onnx.TensorProto) -> int | None:

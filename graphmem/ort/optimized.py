@@ -29,10 +29,7 @@ def optimized_model(path: Path, graph_opt: str, workdir: Path, *, always: bool =
     """
     if graph_opt == "none" and not always:
         return path
-    from graphmem.ort.runtime import onnxruntime as _runtime
-
-    ort = _runtime()
-
+    from graphmem.ort.runtime import create_session
     from graphmem.verify.providers import session_options
 
     out = workdir / f"optimized_{graph_opt}.onnx"
@@ -41,7 +38,7 @@ def optimized_model(path: Path, graph_opt: str, workdir: Path, *, always: bool =
     options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
     options.log_severity_level = 3
     try:
-        ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        create_session(str(path), options, ["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
         raise UnsupportedOpError(f"onnxruntime could not optimize the model: {str(exc).splitlines()[0]}") from None
     return out

@@ -92,13 +92,14 @@ def verify(
 
     import graphmem
     from graphmem.model.loading import load_model
-    from graphmem.verify.feeds import make_feeds
+    from graphmem.verify.feeds import check_seed, make_feeds
     from graphmem.verify.measure import measure
     from graphmem.ort.optimized import optimized_model
     from graphmem.verify.weights import missing_weights, with_random_weights
 
     path = Path(path)
     dims = dict(dims or {})
+    check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
         work = Path(tmp)

@@ -8,6 +8,9 @@ consumers of each input.
 
 from __future__ import annotations
 
+import math
+import os
+import resource
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -44,13 +47,18 @@ def make_feeds(
         _check_range(int_range)
     graph = model.graph
     initializers = {init.name for init in graph.initializer}
-    rng = np.random.default_rng(seed)
-    feeds: dict[str, np.ndarray] = {}
+    rng = np.random.default_rng(check_seed(seed))
+    wanted = []
     for value in graph.input:
         if value.name in initializers:
             continue
         dtype = input_dtype(value)
         shape = tuple(shapes[value.name]) if shapes and value.name in shapes else input_shape(value, dims)
+        wanted.append((value, dtype, shape))
+    fresh = [(dtype, shape) for value, dtype, shape in wanted if not (values and value.name in values)]
+    check_allocation(sum(generation_bytes(dtype, shape) for dtype, shape in fresh), "random inputs")
+    feeds: dict[str, np.ndarray] = {}
+    for value, dtype, shape in wanted:
         if values and value.name in values:
             feeds[value.name] = np.asarray(values[value.name], dtype=dtype).reshape(shape)
             continue
@@ -66,6 +74,40 @@ def make_feeds(
 
 def _is_attention_mask(name: str, dtype: np.dtype) -> bool:
     return "attention_mask" in name.lower() and np.issubdtype(dtype, np.integer)
+
+
+def check_seed(seed: int) -> int:
+    """A seed numpy accepts: an integer >= 0 (UsageError otherwise)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UsageError(f"--seed {seed}: a seed must be an integer >= 0")
+    return int(seed)
+
+
+def generation_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> int:
+    """Bytes that making one random array takes at its largest (floats are drawn as float64,
+    complex as two of them, then cast)."""
+    n = math.prod(shape)
+    return n * (max(dtype.itemsize, 8) + dtype.itemsize) * (2 if dtype.kind == "c" else 1)
+
+
+def memory_limit() -> int:
+    """Bytes this process may use: the machine's memory, or the address-space limit if lower."""
+    limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        limit = min(limit, soft)
+    return limit
+
+
+def check_allocation(nbytes: int, what: str) -> None:
+    """Refuse, before allocating, to make more than half of :func:`memory_limit` of ``what``
+    (the session that measures needs the rest)."""
+    limit = memory_limit() // 2
+    if nbytes > limit:
+        raise MeasureError(
+            f"verify would allocate {nbytes:,} bytes of {what}, more than half of the "
+            f"{2 * limit:,} bytes this process may use: bind smaller dims"
+        )
 
 
 def input_dtype(value: onnx.ValueInfoProto) -> np.dtype:
@@ -181,3 +223,5 @@ def _check_range(int_range: tuple[int, int]) -> None:
     """Reject an empty or malformed half-open integer range."""
     if len(int_range) != 2 or int_range[0] >= int_range[1]:
         raise UsageError(f"int_range must be (low, high) with low < high, got {int_range!r}")
+    if int_range[0] < -(1 << 63) or int_range[1] > (1 << 63):
+        raise UsageError(f"int_range {int_range!r}: beyond the int64 range")

@@ -410,12 +410,10 @@ def output_info(name: str, value: Any) -> OutputInfo:
 
 def _create_session(source: str | bytes, options: onnxruntime.SessionOptions, provider: str) -> onnxruntime.InferenceSession:
     """A session on ``provider``; MeasureError if ORT fails or silently falls back."""
-    from graphmem.ort.runtime import onnxruntime as _runtime
-
-    ort = _runtime()
+    from graphmem.ort.runtime import create_session
 
     try:
-        session = ort.InferenceSession(source, options, providers=session_providers(provider))
+        session = create_session(source, options, session_providers(provider))
     except Exception as exc:  # onnxruntime raises bare Exception subclasses
         raise MeasureError(f"onnxruntime could not create the session: {_one_line(exc)}") from exc
     got = session.get_providers()
@@ -431,11 +429,13 @@ def _run_session(session: onnxruntime.InferenceSession, feeds: Mapping[str, np.n
     Outputs live in the session's arena: holding them would inflate the next
     run's baseline, so only their description is kept.
     """
+    from graphmem.ort.runtime import run_session
+
     names = [meta.name for meta in session.get_outputs()]
     described = []
     for _ in range(runs):
         try:
-            outputs = session.run(None, dict(feeds))
+            outputs = run_session(session, dict(feeds))
         except Exception as exc:  # onnxruntime raises bare Exception subclasses
             raise MeasureError(f"onnxruntime run failed: {_one_line(exc)}") from exc
         described.append(tuple(output_info(name, value) for name, value in zip(names, outputs)))

@@ -103,7 +103,6 @@ def session_options(
     from graphmem.ort.runtime import onnxruntime as _runtime
 
     ort = _runtime()
-
     levels = {
         "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
         "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -121,6 +120,7 @@ def session_options(
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.enable_mem_pattern = mem_pattern
     options.enable_profiling = profile
+    options.log_severity_level = 3  # errors only; graphmem.ort.runtime captures what is still printed
     if optimized_path is not None:
         options.optimized_model_filepath = str(optimized_path)
     return options

@@ -26,6 +26,8 @@ def run_every_output(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) ->
 
     ort = _runtime()
 
+    from graphmem.ort.runtime import create_session, run_session
+
     proto = onnx.ModelProto()
     proto.CopyFrom(model)
     known = {o.name for o in proto.graph.output}
@@ -37,10 +39,10 @@ def run_every_output(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) ->
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
-    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = create_session(proto.SerializeToString(), options, ["CPUExecutionProvider"])
     del proto
     names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, dict(feeds))))
+    return dict(zip(names, run_session(session, dict(feeds), names)))
 
 
 def runtime_types(path: str | Path, dims: Mapping[str, int]) -> dict[str, tuple[tuple[int, ...], int]]:

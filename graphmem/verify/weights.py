@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from graphmem.model.dtypes import is_float
 from graphmem.errors import ExternalDataError
+from graphmem.verify.feeds import check_allocation, check_seed, generation_bytes
 
 __all__ = ["with_random_weights", "missing_weights"]
 
@@ -42,7 +43,12 @@ def with_random_weights(path: Path, out: Path, *, seed: int = 0) -> Path:
     """Write to ``out`` a copy of ``path`` with every missing float weight synthesized."""
     names = set(missing_weights(path))
     model = onnx.load(str(path), load_external_data=False)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
+    wanted = [t for t in model.graph.initializer if t.name in names and is_float(t.data_type)]
+    check_allocation(
+        sum(generation_bytes(np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)), tuple(t.dims)) for t in wanted),
+        "random weights",
+    )
     for k, t in enumerate(model.graph.initializer):
         if t.name not in names:
             if t.data_location == TensorProto.EXTERNAL:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError, one_line
 from graphmem.gate.budgets import Budgets, apply_gate, evaluate, lookup
 from graphmem.views.formats import check_format, render_peak
 
@@ -39,7 +39,7 @@ def report_failures(
     messages = list(messages)
     head = "gate failed" if kind == "gate" else "error"
     for m in messages:
-        print(f"graphmem: {head}: {m}", file=sys.stderr)
+        print(f"graphmem: {head}: {one_line(m)}", file=sys.stderr)
     if os.environ.get("GITHUB_ACTIONS"):
         stream = sys.stderr if doc_on_stdout else sys.stdout
         for m in messages:
@@ -56,9 +56,13 @@ def write_atomic(
 
     A reader never sees a half-written file. A symlink is followed; a device or pipe
     (``/dev/stdout``) is written directly. ``option`` names the flag in messages; a ``path`` that
-    is one of ``inputs`` (the models read) is refused. Raises :class:`UsageError` when it cannot
-    write.
+    is one of ``inputs`` (the models, the configuration read), or a symbolic or hard link to one,
+    is refused: a report never replaces what it reports on. Raises :class:`UsageError` when it
+    cannot write.
     """
+    for source in inputs:
+        if _same_file(path, source):
+            raise UsageError(f"{option} {path}: is an input of this command ('{source}', or a link to it); it is never written over")
     path = Path(os.path.realpath(path))
     if any(path == Path(os.path.realpath(x)) for x in inputs):
         raise UsageError(f"{option} {path}: is an input of this command; it is never written over")
@@ -94,6 +98,13 @@ def _open(target: Path | int, binary: bool):  # type: ignore[no-untyped-def]
     return open(target, "wb") if binary else open(target, "w", encoding="utf-8", newline="")
 
 
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)  # follows symbolic links; hard links share the inode
+    except (OSError, ValueError):
+        return False
+
+
 def _mode_for(path: Path) -> int:
     """The replaced file's permissions, or what ``open`` would give a new file (0o666 − umask)."""
     try:
@@ -104,12 +115,15 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def deliver(text: str, *, fmt: str, output: Path | None, failures: Iterable[str]) -> int:
-    """Write ``text`` to ``output`` (atomically) or stdout, report ``failures``; return 0 or 1."""
+def deliver(
+    text: str, *, fmt: str, output: Path | None, failures: Iterable[str], inputs: Iterable[str | os.PathLike[str]] = ()
+) -> int:
+    """Write ``text`` to ``output`` (atomically; never over one of ``inputs``) or stdout, report
+    ``failures``; return 0 or 1."""
     if not text.endswith("\n"):
         text += "\n"
     if output is not None:
-        write_atomic(output, text)
+        write_atomic(output, text, inputs=inputs)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -119,7 +133,8 @@ def deliver(text: str, *, fmt: str, output: Path | None, failures: Iterable[str]
 
 
 def finish(
-    doc: Mapping[str, Any], *, budgets: Budgets, fmt: str, output: Path | None, table: str
+    doc: Mapping[str, Any], *, budgets: Budgets, fmt: str, output: Path | None, table: str,
+    inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> int:
     """The end of ``graphmem peak``: gate ``doc``, render it as ``fmt``, write it, return 0 or 1.
 
@@ -142,7 +157,7 @@ def finish(
         messages = [_located(doc, f.message) for f in result.failures]
     else:
         messages = []
-    return deliver(render_peak(doc, fmt, table=table), fmt=fmt, output=output, failures=messages)
+    return deliver(render_peak(doc, fmt, table=table), fmt=fmt, output=output, failures=messages, inputs=inputs)
 
 
 def _located(doc: Mapping[str, Any], message: str) -> str:

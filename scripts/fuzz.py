@@ -1723,7 +1723,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="results folder (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the files of every case with a problem")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--summarize", type=Path, nargs="+", metavar="RESULTS",
+                    help="print the summary of results.jsonl files of earlier (or split) runs; run nothing")
     args = ap.parse_args(argv)
+    if args.summarize:
+        merged: dict[int, dict[str, Any]] = {}
+        for path in args.summarize:
+            for line in path.read_text().splitlines():
+                r = json.loads(line)
+                merged[r["index"]] = r
+        results = [merged[i] for i in sorted(merged)]
+        print(summarize(results, seconds=sum(r.get("seconds", 0) for r in results)))
+        return 0
     import importlib
     import pkgutil
 

@@ -7,6 +7,7 @@ budgets, render in the requested format, write, report, return the exit code.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -16,6 +17,9 @@ from typing import Any, Literal
 from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError, one_line
 from graphmem.gate.budgets import Budgets, apply_gate, evaluate, lookup
 from graphmem.views.formats import check_format, render_peak
+
+#: Control characters other than newline and tab, and the invisible bidirectional controls.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 __all__ = ["annotation", "report_failures", "write_atomic", "deliver", "finish"]
 
@@ -120,6 +124,8 @@ def deliver(
 ) -> int:
     """Write ``text`` to ``output`` (atomically; never over one of ``inputs``) or stdout, report
     ``failures``; return 0 or 1."""
+    if fmt in ("table", "markdown"):  # names from the file may hold terminal escapes: show them, never run them
+        text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
     if not text.endswith("\n"):
         text += "\n"
     if output is not None:

@@ -1436,8 +1436,11 @@ def evaluate(case: Case, root: Path, before: dict[str, str], code: int | None, a
         problems["control_chars"] = "stderr: " + repr(_CONTROL.search(err.rstrip("\n")).group())
     elif case.doc is None and _CONTROL.search(out.replace("\n", "")):
         problems["control_chars"] = "stdout: " + repr(_CONTROL.search(out.replace("\n", "")).group())
-    if _ORT_LOG.search(err) or _ORT_LOG.search(out):
-        problems["ort_log"] = (_ORT_LOG.search(err) or _ORT_LOG.search(out)).string[:200]
+    # onnxruntime's reason inside graphmem's own one-line message is how it should reach the user
+    foreign = [ln for ln in lines if not ln.startswith("graphmem")] + ([out] if case.doc is None else [])
+    logged = [ln for ln in foreign if _ORT_LOG.search(ln)]
+    if logged:
+        problems["ort_log"] = logged[0][:200]
     # inputs unchanged, nothing new but --output
     after = _snapshot(root)
     inputs = _inputs(case)

@@ -54,12 +54,30 @@ def check_model(
     path: the file, for messages and for resolving external-data locations.
     skipped: initializer name -> (payload field, byte length) of the payloads that were dropped.
     """
+    _check_text(proto.graph, path)
     _check_weights(proto, path, skipped or {})
     proxy = checker_proxy(proto)
     try:
         onnx.checker.check_model(proxy, full_check=True)
     except Exception as exc:  # noqa: BLE001 - ValidationError, InferenceError and C++ errors alike
         raise InvalidModelError(f"{path}: not a valid ONNX model (onnx checker): {_first_line(exc)}") from None
+
+
+def _check_text(graph: onnx.GraphProto, path: str) -> None:
+    """Names are text: protobuf hands a string field that is not valid UTF-8 over as bytes."""
+    def bad(value: object) -> bool:
+        return not isinstance(value, str)
+
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else ()
+        if bad(vi.name) or any(bad(d.dim_param) for d in dims):
+            raise InvalidModelError(f"{path}: not a valid ONNX model: a graph input, output or value_info name is not UTF-8 text ({vi.name!r})")
+    for node in graph.node:
+        if bad(node.name) or bad(node.op_type) or bad(node.domain) or any(bad(x) for x in (*node.input, *node.output)):
+            raise InvalidModelError(f"{path}: not a valid ONNX model: a name of node {node.name!r} is not UTF-8 text")
+    for t in graph.initializer:
+        if bad(t.name):
+            raise InvalidModelError(f"{path}: not a valid ONNX model: an initializer name is not UTF-8 text ({t.name!r})")
 
 
 def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:

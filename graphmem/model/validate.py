@@ -102,6 +102,8 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     if len(kept) != len(graph.initializer):
         del graph.initializer[:]
         graph.initializer.extend(kept)
+    for node in graph.node:
+        _hoist_body_weights(node, graph, inputs)
     _unshaped_io(proxy)
     _sort_nodes(graph)
     return proxy
@@ -135,6 +137,25 @@ def _unshaped_io(proxy: onnx.ModelProto) -> None:
     if len(outputs) != len(graph.output):
         del graph.output[:]
         graph.output.extend(outputs)
+
+
+def _hoist_body_weights(node: onnx.NodeProto, main: onnx.GraphProto, inputs: set[str]) -> None:
+    """Weights of control-flow bodies kept in external data become inputs of the main graph:
+    a body sees outer-scope values by name, so the checker resolves them the same way."""
+    for attr in node.attribute:
+        for body in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
+            kept = []
+            for t in body.initializer:
+                if (t.data_location == TensorProto.EXTERNAL or not _has_payload(t)) and t.name not in inputs:
+                    main.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+                    inputs.add(t.name)
+                else:
+                    kept.append(t)
+            if len(kept) != len(body.initializer):
+                del body.initializer[:]
+                body.initializer.extend(kept)
+            for inner in body.node:
+                _hoist_body_weights(inner, main, inputs)
 
 
 def _has_payload(t: onnx.TensorProto) -> bool:

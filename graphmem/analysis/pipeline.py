@@ -148,7 +148,7 @@ def analyze_model(
     if execution_order not in orders:
         raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
     ordering = orders[execution_order]
-    check_opsets(model.path, model.opsets, model.ir_version)
+    check_opsets(model.path, model.opsets)
     given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)
     bound = given.dims
     file_nodes = len(model.nodes)

@@ -173,6 +173,8 @@ def _mlas_conv(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     if element_bits(ins[0].dtype) != 32:  # Conv<T> for other types: im2col unless pointwise
         return _im2col(node, x, w, y, ins[0].dtype, pointwise_free=True)
     group = _attr(node, "group", 1)
+    if not isinstance(group, int) or group < 1:  # onnxruntime's Conv refuses it at run time: no figure
+        return None
     kernel = list(_attr(node, "kernel_shape", w[2:]))
     in_sp, out_sp = list(x[2:]), list(y[2:])
     if len(kernel) > 3:  # Conv<float> beyond 3-D: always the column buffer

@@ -35,8 +35,9 @@ from graphmem.model.program import build_program, tensor_size
 from graphmem.model.subgraphs import body_graphs, body_model
 from graphmem.model.types import TensorType, is_concrete
 from graphmem.ort.allocation import OrtPlan, plan_ort
-from graphmem.ort.controlflow import Frame, Kernel, replay
+from graphmem.ort.controlflow import Frame, Kernel, Scratch, Temp, Upfront, replay
 from graphmem.ort.rules import prepacks, sharing, unwritten_outputs
+from graphmem.ort.scratch import step_scratch
 from graphmem.planner.program import Program, Step
 from graphmem.shapes.controlflow import BodyRun, ControlFlowShapes
 
@@ -45,7 +46,7 @@ __all__ = ["SHORT", "BranchChoice", "ControlFlowPlan", "control_flow_approximati
 #: Label of each subgraph attribute in paths such as ``If_3/then/MatMul_1``.
 SHORT = {"then_branch": "then", "else_branch": "else", "body": "body"}
 
-_LOOP_SCALARS = 8 + 1  # loop.cc: int64 iteration number + bool condition, temp-space allocator
+_ITER_NUM, _COND = 8, 1  # loop.cc: int64 iteration number, bool condition (the CPU allocator: the arena)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +70,8 @@ class ControlFlowPlan:
     tensors: list[str] = field(default_factory=list)  # body tensors planned (path-qualified), once per body
     seen: set[str] = field(default_factory=set)
     frames: dict[object, tuple[BodyRun, Frame]] = field(default_factory=dict)
+    scratch_unmodelled: dict[str, None] = field(default_factory=dict)  # body op types without a scratch rule
+    scratch_bytes: int = 0  # the largest scratch one body kernel requests
 
 
 def plan_control_flow(
@@ -172,6 +175,7 @@ class _Node:
         )
         index = {n: i for i, n in enumerate(names)}
         kept = tuple(index[n] for n in (kept_drop or {}) if n in index)
+        scratch = self._scratch(run)
         return Frame(
             label=body_label,
             program=program,
@@ -184,7 +188,16 @@ class _Node:
             nested=nested,
             ops=tuple(run.graph.node(nid).op_type for nid in run.order),
             delayed={index[b]: p for b, p in (delayed or {}).items() if b in index},
+            scratch=scratch,
         )
+
+    def _scratch(self, run: BodyRun) -> tuple[Scratch, ...]:
+        """Each body step's kernel scratch (``graphmem.ort.scratch``), from the body's runtime types;
+        op types without a rule are noted (counted 0)."""
+        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types)  # type: ignore[attr-defined]
+        self.result.scratch_unmodelled.update(dict.fromkeys(unmodelled))
+        self.result.scratch_bytes = max([self.result.scratch_bytes, *(ks.total for ks in per_step)])
+        return tuple((ks.before, ks.after) for ks in per_step)
 
 
 def _adjust(program: Program, names, *, provided, shared, sizes) -> Program:  # type: ignore[no-untyped-def]
@@ -310,7 +323,7 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
             provided.add(body_out)  # delayed into a reused parent buffer: nothing requested
         elif ctx.value(out) is not None:
             delayed[body_out] = ctx.value(out)  # type: ignore[assignment]  # the custom fetch allocator
-    return Kernel(frames=(ctx.frame(run, provided=frozenset(provided), delayed=delayed),), upfront=tuple(upfront))
+    return Kernel(frames=(ctx.frame(run, provided=frozenset(provided), delayed=delayed),), before=tuple(Upfront(v) for v in upfront))
 
 
 def _kernel_peak(kernel: Kernel, parent: Program) -> int:
@@ -347,7 +360,11 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
         if i == 0:  # the first condition scalar goes unless the body hands that same value back
             cond_allocated = not _same_value(run, outs[0], run.feeds[1] if len(run.feeds) > 1 else "")
         frames.append(ctx.frame(run, shared=frozenset(shared), kept_drop=drop, copies=tuple(copies)))
-    return Kernel(frames=tuple(frames), held=_LOOP_SCALARS, released_before={1: 1} if cond_allocated else {})
+    # loop.cc LoopImpl::Initialize: the iteration number, then the condition (the first released
+    # before iteration 2 unless the body hands it back)
+    return Kernel(
+        frames=tuple(frames), before=(Temp(_ITER_NUM), Temp(_COND)), released_before={1: (1,)} if cond_allocated else {}
+    )
 
 
 def _same_value(run: BodyRun, output: str, feed: str) -> bool:
@@ -401,37 +418,42 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
         batch, seq = int(shape[0]), int(shape[1])  # type: ignore[arg-type]
     else:
         batch, seq = 1, steps
-    held = 0
-    for k in range(n_scan):
-        if not v8 and in_axes[k] != 0:  # scan_9.cc SetupInputs: transposed into a temp buffer
-            held += _bytes(parent.get(inputs[n_state + k]))
-    for k in range(n_state):  # scan_utils.cc LoopStateVariable: a_ (seq > 1), b_ (seq > 2), per batch entry
-        held += batch * _bytes(body_types.get(run.feeds[k])) * ((seq > 1) + (seq > 2))
-    upfront: list[int] = []
+    # scan_9.cc ScanImpl::Initialize then Execute (scan_8.cc the same without transposes), in order:
+    before: list[Temp | Upfront] = []
+    for k in range(n_scan):  # SetupInputs: an input scanned on another axis is transposed into a temporary
+        if not v8 and in_axes[k] != 0:
+            before.append(Temp(_bytes(parent.get(inputs[n_state + k]))))
     first_sizes: dict[str, int] = {}
+    delayed: dict[str, int] = {}
     outs = _outputs(run)
-    for k, out in enumerate(node.output):
+    for k, out in enumerate(node.output):  # AllocateOutputTensors, in output order
         v = ctx.value(out) if out else None
         if k < n_state:  # OutputIterator for a loop state: the final state, allocated upfront
             if v is not None:
-                upfront.append(v)
+                before.append(Upfront(v))
             continue
         axis = out_axes[k - n_state] if k - n_state < len(out_axes) else 0
         final = _bytes(parent.get(out))
         if not v8 and axis != 0:
-            held += final  # a temporary of the untransposed shape; the output is written after
+            before.append(Temp(final))  # a temporary of the untransposed shape; the output is written after
         elif _static_concrete(ctx, "body", outs[k], body_types):
             if v is not None:
-                upfront.append(v)
-        elif out and ctx.fresh(out):
-            first_sizes[outs[k]] = final  # OutputIterator::AllocateSubgraphOutput, iteration 1
+                before.append(Upfront(v))
+        elif out and ctx.fresh(out) and v is not None:
+            first_sizes[outs[k]] = final  # OutputIterator::AllocateSubgraphOutput: by iteration 1, whole
+            delayed[outs[k]] = v
+    # CreateLoopStateVariables (scan_utils.cc LoopStateVariable): per batch entry, per state, a_
+    # when seq > 1 and b_ when seq > 2, shaped like the state
+    for _ in range(batch):
+        for k in range(n_state):
+            state = _bytes(body_types.get(run.feeds[k]))
+            before.extend([Temp(state)] * ((seq > 1) + (seq > 2)))
     provided = frozenset(outs)
-    # an output allocated by iteration 1 stays allocated until the Scan ends (it is the Scan's)
-    frames = [ctx.frame(run, provided=provided - set(first_sizes), sizes=first_sizes, kept_drop=dict.fromkeys(first_sizes))]
+    frames = [ctx.frame(run, provided=provided - set(first_sizes), sizes=first_sizes, delayed=delayed)]
     if steps > 1:
         later = ctx.frame(run, provided=provided)
         frames.extend([later] * (steps - 1))
-    return Kernel(frames=tuple(frames), held=held, upfront=tuple(upfront))
+    return Kernel(frames=tuple(frames), before=tuple(before))
 
 
 def control_flow_approximations(flow: ControlFlowPlan) -> list:  # type: ignore[type-arg]

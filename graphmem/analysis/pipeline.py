@@ -43,7 +43,8 @@ from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort
 from graphmem.ort.loadable import check_opsets
-from graphmem.ort.scratch import replay_run
+from graphmem.ort.scratch import prepacked_in_arena, replay_run
+from graphmem.ort.scratch import step_scratch as scratch_per_step
 from graphmem.ort.session import CUDA_RUNTIME, PROVIDERS, main_device_only, session_graph
 from graphmem.flops import count_flops
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
@@ -223,7 +224,11 @@ def analyze_model(
             session.static, session.runtime, model.opset, model,
         )
         ops = tuple(session.graph.node(nid).op_type for nid in session.order)
-        flow_replay = replay(program, plan, flow.kernels, ops=ops)
+        top_scratch, _ = scratch_per_step(g, order, runtime.types)
+        flow_replay = replay(
+            program, plan, flow.kernels, ops=ops, scratch=[(ks.before, ks.after) for ks in top_scratch],
+            prepacked=prepacked_in_arena(g),
+        )
     main = main_device_only(program)
     live = analyze_liveness(main)
     arena = plan_greedy(live)
@@ -254,8 +259,10 @@ def analyze_model(
         step_ops = tuple(x.op for x in samples)
         flow_approximations.extend(control_flow_approximations(flow))
         unresolved = unresolved + tuple(flow.unresolved)
-        # kernel scratch and the BFC arena are not replayed through bodies: no in-use figure
-        in_use, unmodelled = None, (*unmodelled, "the bodies of If/Loop/Scan (arena in-use not replayed)")
+        # kernel scratch and the arena replayed through the bodies (graphmem.ort.controlflow)
+        in_use = flow_replay.in_use_peak_bytes
+        scratch = max(scratch, flow.scratch_bytes)
+        unmodelled = tuple(dict.fromkeys((*unmodelled, *flow.scratch_unmodelled)))
         produced = produced + list(flow.tensors)
     assumed = {c.node: c.assumed for c in flow.choices} if flow is not None else {}
     flop_report, bodies = flops_with_bodies(g, runtime, order, assumed=assumed)

@@ -1,46 +1,75 @@
 """Run 1 of a program whose steps run subgraphs (If, Loop, Scan), as onnxruntime 1.31 runs them.
 
 Nothing here knows ONNX: a control-flow step is described by a :class:`Kernel` (what the node
-allocates itself, which of its outputs it allocates before its bodies, and each body execution
-as a :class:`Frame` over a planned body :class:`~graphmem.planner.program.Program`). The rules,
-with the measurements that confirm them, are in the project notes (controlflow.md); each is
-cited where it is applied:
+allocates itself, in which order, and each body execution as a :class:`Frame` over a planned
+body :class:`~graphmem.planner.program.Program`). The run is replayed as onnxruntime makes its
+requests and releases, one at a time, through the CPU arena (:class:`~graphmem.ort.arena.BfcArena`),
+so both figures come out of one replay: the requested bytes the profiler samples after each kernel
+and the arena's in-use high-water mark, kernel scratch included. The rules, with the measurements
+that confirm them, are in ``docs/controlflow-rules.md``; each is cited where it is applied:
 
 * a body execution is a fresh ExecutionFrame over the body's own plan, on the same arena
-  (``core/framework/utils.cc`` ExecuteSubgraph, ``execution_frame.cc``); its samples are the
-  profiler's node events of the body kernels, on top of what the enclosing frames hold;
+  (``core/framework/utils.cc`` ExecuteSubgraph, ``execution_frame.cc``): its values are requested
+  when their node runs and released by the body's release plan, whatever is left when the frame
+  ends; its samples are the profiler's node events of the body kernels;
 * the memory pattern (``execution_frame.cc``, ``session_state.cc`` GetMemoryPatternGroup /
   CalculateMemoryPatternsKey, ``mem_pattern_planner.h``): the first execution of a body with a
   given feed-shape key traces its planned allocations (graph outputs excluded; sizes rounded up
   to ``kAllocAlignment`` = 256, ``core/framework/allocator.h``) with a best-fit offset planner;
   a later execution with a cached key requests one block of the pattern's peak size when its
-  frame is created and places each planned value of the same size in it;
+  frame is created (after copying initializers it returns, IExecutionFrame::Init) and places
+  each planned value of the same size in it;
 * per kernel (``providers/cpu/controlflow/if.cc``, ``loop.cc``, ``scan_8.cc``, ``scan_9.cc``,
-  ``scan_utils.cc``): temporaries the kernel holds during its bodies, outputs allocated before
-  the bodies, Loop outputs kept between iterations (:class:`Frame` ``kept``/``dropped_at``).
+  ``scan_utils.cc``): temporaries and outputs requested before the bodies, in the kernel's order
+  (:attr:`Kernel.before`), outputs a body allocates for its node (:attr:`Frame.delayed`), Loop
+  fetches kept between iterations (:attr:`Frame.kept`), the node's remaining outputs requested
+  after its bodies, then everything the kernel held released;
+* kernel scratch (:mod:`graphmem.ort.scratch`) per step, requested around the step's outputs and
+  released before its sample, as in :func:`graphmem.ort.scratch.replay_run`.
 
 The node's own sample comes first in the timeline (the profiler's event for it starts before its
-bodies' events) and is the parent plan's figure after the node: everything the kernel held is
-released before it is sampled.
+bodies' events) and is the figure after the node: everything the kernel held is released before
+it is sampled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from graphmem.ort.allocation import OrtPlan
+from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.planner.program import Program
 
-__all__ = ["ALIGNMENT", "Frame", "Kernel", "PatternCache", "Replay", "Sample", "align", "replay"]
+__all__ = [
+    "ALIGNMENT", "Frame", "Kernel", "PatternCache", "Replay", "Sample", "Scratch", "Temp", "Upfront", "align", "replay",
+]
 
 #: ``kAllocAlignment`` (``core/framework/allocator.h``): memory-pattern block sizes are rounded up to it.
 ALIGNMENT = 256
+
+#: One step's kernel scratch: bytes requested before its outputs, and after them.
+Scratch = tuple[tuple[int, ...], tuple[int, ...]]
+NO_SCRATCH: Scratch = ((), ())
 
 
 def align(size: int) -> int:
     """``IAllocator::CalcMemSizeForArrayWithAlignment<kAllocAlignment>``: bytes rounded up to 256."""
     return (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+@dataclass(frozen=True, slots=True)
+class Temp:
+    """A temporary of the kernel (temp-space allocator): ``bytes``, held until the kernel ends."""
+
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Upfront:
+    """An output of the control-flow step (a value of the parent program) allocated before its bodies."""
+
+    value: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,8 +81,8 @@ class Frame:
     the memory-pattern key of this execution's feeds; ``pattern`` says whether the body's session
     uses memory patterns at all. ``kept``: output values of this frame that stay held after it
     (Loop fetches); ``dropped_at``: per kept value, how many frames later the kernel releases it,
-    before that frame starts (None: held until the kernel ends). ``nested``: body step index -> the kernel that
-    step runs.
+    before that frame starts (None: held until the kernel ends). ``nested``: body step index -> the
+    kernel that step runs. ``scratch``: each step's kernel scratch (none when empty).
     """
 
     label: str  # prefix of this frame's sample labels, e.g. "Loop_1/body/"
@@ -66,55 +95,72 @@ class Frame:
     dropped_at: Mapping[int, int | None] = field(default_factory=dict)
     nested: Mapping[int, Kernel] = field(default_factory=dict)
     ops: tuple[str, ...] = ()  # op type of each step (for the timeline)
-    delayed: Mapping[int, int] = field(default_factory=dict)  # body output -> enclosing value it is allocated into
+    # body output -> the enclosing step's output it is allocated as (If's delayed outputs, a Scan
+    # output allocated by its first iteration): requested by the body, released by the enclosing plan
+    delayed: Mapping[int, int] = field(default_factory=dict)
     # outputs that are initializers of the body: copied into a buffer of their own when the frame
     # is created (IExecutionFrame init), kept as fetches: (bytes, frames until released or None)
     copies: tuple[tuple[int, int | None], ...] = ()
+    scratch: tuple[Scratch, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Kernel:
     """What one control-flow node does when it runs.
 
-    ``held``: bytes of the kernel's own temporaries, requested before its first body and held
-    until it ends (Loop's iteration-number and condition scalars, Scan's transposed inputs,
-    loop-state buffers and temporary outputs). ``released_before``: frame index -> bytes of those
-    temporaries released before that frame starts (Loop's first condition scalar).
-    ``upfront``: parent values (outputs of this step) allocated before the bodies run; the rest of
-    the step's outputs are allocated by its bodies or after them.
+    ``before``: in request order, the kernel's own temporaries (:class:`Temp`: Loop's
+    iteration-number and condition scalars, Scan's transposed inputs, loop-state buffers and
+    temporary outputs), held until it ends, and the step's outputs allocated before the bodies
+    (:class:`Upfront`). ``released_before``: frame index -> positions (among the temporaries) of
+    those released before that frame starts (Loop's first condition scalar). The step's other
+    outputs are allocated by its bodies (:attr:`Frame.delayed`) or after them.
     """
 
     frames: tuple[Frame, ...]
-    held: int = 0
-    released_before: Mapping[int, int] = field(default_factory=dict)
-    upfront: tuple[int, ...] = ()
+    before: tuple[Temp | Upfront, ...] = ()
+    released_before: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def held(self) -> int:
+        """Bytes of the kernel's temporaries."""
+        return sum(t.bytes for t in self.before if isinstance(t, Temp))
+
+    @property
+    def upfront(self) -> tuple[int, ...]:
+        """Parent values allocated before the bodies."""
+        return tuple(t.value for t in self.before if isinstance(t, Upfront))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sample:
-    """The arena's requested bytes after one kernel (a profiler node event)."""
+    """The arena after one kernel (a profiler node event): requested bytes (tensors), and the
+    arena's in-use bytes (chunks) at the kernel's highest point, its scratch included."""
 
     label: str
     bytes: int
     depth: int  # 0: a step of the top program; n: inside n bodies
     op: str = ""
+    in_use: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Replay:
-    """Every sample of run 1 in the profiler's order, and the peak."""
+    """Every sample of run 1 in the profiler's order, the requested peak, and the arena's in-use
+    high-water mark over the run (chunk bytes above what it held before run 1)."""
 
     samples: tuple[Sample, ...]
     peak_bytes: int
     peak_label: str
+    in_use_peak_bytes: int = 0
 
     @classmethod
-    def of(cls, samples: list[Sample]) -> Replay:
+    def of(cls, samples: list[Sample], in_use_peak: int = 0) -> Replay:
         best = max(samples, key=lambda s: s.bytes, default=None)
         return cls(
             samples=tuple(samples),
             peak_bytes=best.bytes if best is not None else 0,
             peak_label=best.label if best is not None else "",
+            in_use_peak_bytes=in_use_peak,
         )
 
 
@@ -126,77 +172,183 @@ class PatternCache:
 
 
 def replay(
-    program: Program, plan: OrtPlan, kernels: Mapping[int, Kernel], *, label: str = "", ops: tuple[str, ...] = ()
+    program: Program,
+    plan: OrtPlan,
+    kernels: Mapping[int, Kernel],
+    *,
+    label: str = "",
+    ops: tuple[str, ...] = (),
+    scratch: Sequence[Scratch] = (),
+    prepacked: Sequence[int] = (),
 ) -> Replay:
-    """Run 1 of ``program`` (planned as ``plan``) whose steps in ``kernels`` run bodies."""
-    samples: list[Sample] = []
-    _run_program(program, plan, kernels, ops, base=0, label=label, depth=0, cache=PatternCache(), out=samples)
-    return Replay.of(samples)
+    """Run 1 of ``program`` (planned as ``plan``) whose steps in ``kernels`` run bodies.
+
+    ``scratch``: each top step's kernel scratch; ``prepacked``: chunks kernels hold in the arena
+    from session creation on (the in-use figures are above them)."""
+    memory = _Memory()
+    for size in prepacked:
+        memory.arena.alloc(size)
+    memory.base = memory.arena.in_use
+    memory.arena.high = memory.base
+    run = _Run(program, plan, kernels, ops, tuple(scratch), label=label, depth=0)
+    run.execute(memory, PatternCache())
+    return Replay.of(memory.samples, memory.arena.high - memory.base)  # type: ignore[arg-type]
 
 
-def _sizes(program: Program, plan: OrtPlan) -> dict[int, int]:
-    return {b: program.values[b].size or 0 for b in plan.fresh}
+class _Memory:
+    """The requests and releases of run 1: requested bytes, the arena's chunks, the samples."""
+
+    __slots__ = ("arena", "requested", "base", "samples", "step_high")
+
+    def __init__(self) -> None:
+        self.arena = BfcArena()
+        self.requested = 0
+        self.base = 0
+        self.samples: list[Sample | None] = []
+        self.step_high = 0  # arena in-use at its highest since the current step began
+
+    def take(self, size: int) -> tuple[int, Chunk | None]:
+        self.requested += size
+        chunk = self.arena.alloc(size)
+        self.step_high = max(self.step_high, self.arena.in_use)
+        return size, chunk
+
+    def give(self, held: tuple[int, Chunk | None] | None) -> None:
+        if held is None:
+            return
+        self.requested -= held[0]
+        self.arena.free(held[1])
+
+    def begin_step(self) -> None:
+        self.step_high = self.arena.in_use
 
 
-def _run_program(program, plan, kernels, ops, *, base, label, depth, cache, out, placed=frozenset(), block=0) -> None:  # type: ignore[no-untyped-def]
-    """Samples of one frame over ``plan``: each fresh buffer is requested at its step and held
-    to its release, except those in ``placed`` (in the frame's pattern block of ``block`` bytes,
-    or provided by an enclosing kernel)."""
-    sizes = _sizes(program, plan)
-    requested = [(b, start, end) for b, start, end in zip(plan.fresh, plan.alloc_step, plan.free_step) if b not in placed]
-    for s, step in enumerate(program.steps):
-        held = block + sum(sizes[b] for b, start, end in requested if start <= s and (end is None or end >= s))
-        op = ops[s] if s < len(ops) else ""
-        out.append(Sample(label=label + step.label, bytes=base + held, depth=depth, op=op))
-        kernel = kernels.get(s)
-        if kernel is None:
-            continue
-        before = block + sum(sizes[b] for b, start, end in requested if start < s and (end is None or end >= s))
-        upfront = sum(sizes[v] for v in kernel.upfront if v in sizes and v not in placed and _alloc_at(plan, v) == s)
-        _run_kernel(kernel, base=base + before + upfront, depth=depth + 1, cache=cache, out=out, placed=placed)
+Held = tuple[int, "Chunk | None"]
 
 
-def _alloc_at(plan: OrtPlan, value: int) -> int | None:
-    for b, start in zip(plan.fresh, plan.alloc_step):
-        if b == value:
-            return start
-    return None
+class _Run:
+    """One frame over ``plan``: requests each fresh buffer at its step (except those in
+    ``placed``: in the frame's pattern block or provided by the enclosing kernel), releases it
+    after its release step, runs the kernels of control-flow steps."""
+
+    def __init__(self, program, plan, kernels, ops, scratch, *, label, depth, placed=frozenset(), delayed=None, outer=None):  # type: ignore[no-untyped-def]
+        # ``outer``: the enclosing frame (whose step outputs ``delayed`` values are allocated as)
+        self.program, self.plan, self.kernels, self.ops, self.scratch = program, plan, kernels, ops, scratch
+        self.label, self.depth, self.placed = label, depth, placed
+        self.delayed: Mapping[int, int] = delayed or {}
+        self.outer: _Run | None = outer
+        self.handles: dict[int, Held] = {}
+        self.requests: dict[int, list[int]] = {}
+        self.releases: dict[int, list[int]] = {}
+        for b, start, end in zip(plan.fresh, plan.alloc_step, plan.free_step):
+            self.requests.setdefault(start, []).append(b)
+            if end is not None:
+                self.releases.setdefault(end, []).append(b)
+
+    def size(self, b: int) -> int:
+        return self.program.values[b].size or 0
+
+    def request(self, memory: _Memory, b: int) -> None:
+        """The buffer of fresh value ``b``, unless placed or already allocated for it."""
+        if b in self.placed or b in self.handles:
+            return
+        parent = self.delayed.get(b)
+        if parent is not None and self.outer is not None:  # allocated as the enclosing step's output, its size
+            size = self.outer.program.values[parent].size
+            self.outer.handles[parent] = memory.take(size if size is not None else self.size(b))
+        else:
+            self.handles[b] = memory.take(self.size(b))
+
+    def execute(self, memory: _Memory, cache: PatternCache) -> None:
+        for s, step in enumerate(self.program.steps):
+            memory.begin_step()
+            op = self.ops[s] if s < len(self.ops) else ""
+            kernel = self.kernels.get(s)
+            if kernel is None:
+                before, after = self.scratch[s] if s < len(self.scratch) else NO_SCRATCH
+                temps = [memory.take(n) for n in before]
+                for b in self.requests.get(s, ()):
+                    self.request(memory, b)
+                temps += [memory.take(n) for n in after]
+                high = memory.step_high
+                for t in reversed(temps):
+                    memory.give(t)
+                memory.samples.append(Sample(
+                    label=self.label + step.label, bytes=memory.requested, depth=self.depth, op=op, in_use=high - memory.base,
+                ))
+            else:
+                at = len(memory.samples)
+                memory.samples.append(None)  # the node's event starts before its bodies' events
+                held = _run_kernel(kernel, self, s, memory, cache)
+                for b in self.requests.get(s, ()):  # the node's outputs its bodies did not allocate
+                    self.request(memory, b)
+                for h in held:
+                    memory.give(h)
+                memory.samples[at] = Sample(
+                    label=self.label + step.label, bytes=memory.requested, depth=self.depth, op=op,
+                    in_use=memory.arena.in_use - memory.base,
+                )
+            for b in self.releases.get(s, ()):
+                memory.give(self.handles.pop(b, None))
 
 
-def _run_kernel(kernel: Kernel, *, base: int, depth: int, cache: PatternCache, out: list[Sample], placed=frozenset()) -> None:  # type: ignore[no-untyped-def]
-    """The samples of one control-flow node's bodies, on top of ``base`` held by its frames;
-    ``placed``: values of the enclosing frame that need no request of their own."""
-    held = kernel.held
-    kept: list[tuple[int, int | None]] = []  # (bytes, frame index before which it is released)
+def _run_kernel(kernel: Kernel, parent: _Run, step: int, memory: _Memory, cache: PatternCache) -> list[Held]:
+    """Run one control-flow node's bodies inside step ``step`` of ``parent``; returns what the
+    kernel still holds (released when it ends, after its remaining outputs are allocated)."""
+    here = set(parent.requests.get(step, ()))
+    temps: list[Held | None] = []
+    for item in kernel.before:
+        if isinstance(item, Temp):
+            temps.append(memory.take(item.bytes))
+        elif item.value in here:
+            parent.request(memory, item.value)
+    kept: list[tuple[Held, int | None]] = []  # (buffer, frame index before which it is released)
     for i, frame in enumerate(kernel.frames):
-        held -= kernel.released_before.get(i, 0)
-        kept = [(b, until) for b, until in kept if until is None or until > i]
-        outer = base + held + sum(b for b, _ in kept)
-        into = frozenset(v for v, parent in frame.delayed.items() if parent in placed)
-        copied = sum(size for size, _ in frame.copies)
-        frame_out = _run_frame(frame, base=outer + copied, depth=depth, cache=cache, out=out, into=into)
-        kept.extend((size, None if after is None else i + after) for size, after in frame.copies)
-        for v in frame.kept:
-            after = frame.dropped_at.get(v)
-            kept.append((frame_out.get(v, 0), None if after is None else i + after))
+        for t in kernel.released_before.get(i, ()):
+            memory.give(temps[t])
+            temps[t] = None
+        for h, until in kept:
+            if until is not None and until <= i:
+                memory.give(h)
+        kept = [(h, until) for h, until in kept if until is None or until > i]
+        for h, after in _run_frame(frame, parent, memory, cache, depth=parent.depth + 1):
+            kept.append((h, None if after is None else i + after))
+    return [t for t in temps if t is not None] + [h for h, _ in kept]
 
 
-def _run_frame(frame: Frame, *, base: int, depth: int, cache: PatternCache, out: list[Sample], into=frozenset()) -> dict[int, int]:  # type: ignore[no-untyped-def]
-    """Samples of one body execution; returns the bytes of its kept output buffers. ``into``:
-    outputs allocated into a buffer the enclosing frame already holds (no request)."""
+def _run_frame(frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache, *, depth: int) -> list[tuple[Held, int | None]]:
+    """One body execution; returns the buffers the kernel keeps after it, each with the number of
+    frames after which it is released (None: when the kernel ends)."""
     program, plan = frame.program, frame.plan
-    sizes = _sizes(program, plan)
+    sizes = {b: program.values[b].size or 0 for b in plan.fresh}
     outputs = {b for b in plan.fresh if program.values[b].output}
+    # outputs allocated into a buffer the enclosing frame already holds (no request)
+    into = frozenset(v for v, p in frame.delayed.items() if p in parent.placed)
     cached = cache.patterns.get((frame.body, frame.key)) if frame.pattern else None
     if cached is None:
         if frame.pattern:
             cache.patterns[(frame.body, frame.key)] = _trace_pattern(plan, sizes, outputs)
-        placed, block = frozenset(into), 0
+        placed, block_size = into, 0
     else:  # ExecutionFrame with a cached pattern: one block for the planned values of matching size
-        block, blocks = cached
+        block_size, blocks = cached
         placed = frozenset(b for b in plan.fresh if b not in outputs and blocks.get(b) == align(sizes[b])) | into
-    _run_program(program, plan, frame.nested, frame.ops, base=base, label=frame.label, depth=depth, cache=cache, out=out, placed=placed, block=block)
-    return {v: sizes[plan.buffer_of[v]] for v in frame.kept if plan.buffer_of[v] in sizes and plan.buffer_of[v] not in placed}
+    copies = [(memory.take(size), after) for size, after in frame.copies]
+    block = memory.take(block_size) if block_size else None
+    run = _Run(
+        program, plan, frame.nested, frame.ops, frame.scratch, label=frame.label, depth=depth,
+        placed=placed, delayed=frame.delayed, outer=parent,
+    )
+    run.execute(memory, cache)
+    kept = list(copies)
+    for v in frame.kept:
+        b = plan.buffer_of[v]
+        h = run.handles.pop(b, None) or run.handles.pop(v, None)
+        if h is not None:
+            kept.append((h, frame.dropped_at.get(v)))
+    for h in run.handles.values():  # the frame ends: what it still holds is released
+        memory.give(h)
+    memory.give(block)
+    return kept
 
 
 def _trace_pattern(plan: OrtPlan, sizes: Mapping[int, int], outputs: set[int]) -> tuple[int, dict[int, int]]:

@@ -58,6 +58,7 @@ __all__ = [
     "kernel_scratch",
     "replay_run",
     "step_scratch",
+    "prepacked_in_arena",
     "MLAS_CONV_WORKING_BUFFER_FLOATS",
     "l2_cache_bytes",
 ]
@@ -487,6 +488,13 @@ _NONE = (
                            "QLinearGlobalAveragePool")]
     + [("", op) for op in ("DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger",
                            "Exp", "ReduceMax", "ReduceSum")]
+    # If, Loop and Scan take no scratch of their own: their temporaries (Loop's scalars, Scan's
+    # transposed inputs and loop-state buffers) are requests graphmem.ort.controlflow replays
+    + [("", op) for op in ("If", "Loop", "Scan")]
+    # Confirmed by scripts/probe_scratch_controlflow.py (every distinct node of the control-flow
+    # corpus, bodies included, run alone). DFT's work vectors are heap vectors, not arena chunks
+    # (``signal/dft.cc``).
+    + [("", op) for op in ("DFT", "Log", "Mod", "ReduceMean", "ReduceSumSquare")]
     + [("", op) for op in (
         "Add", "And", "AveragePool", "Cast", "Clip", "Concat", "ConstantOfShape",
         "Div", "Dropout", "Elu", "Equal", "Erf", "Expand", "Flatten", "Gather", "GatherElements", "Gemm",
@@ -529,7 +537,7 @@ def kernel_scratch(
 # --- run 1 through the arena -----------------------------------------------------------------
 
 
-def _prepacked_in_arena(graph: OpGraph) -> list[int]:
+def prepacked_in_arena(graph: OpGraph) -> list[int]:
     """Bytes kernels keep in the arena from session creation on: ConvTranspose<float> packs its
     filter with ``alloc->Alloc`` (``nn/conv_transpose.cc`` PrePack; other kernels pack with
     ``Reserve``, outside the arena's chunks). In node order, as ``PrepackConstantInitializedTensors``."""
@@ -591,7 +599,7 @@ def replay_run(
     """
     scratch, unmodelled = step_scratch(graph, order, types, values)
     arena = BfcArena()
-    for size in _prepacked_in_arena(graph):
+    for size in prepacked_in_arena(graph):
         arena.alloc(size)
     base = arena.in_use
     arena.high = base

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphmem.ort.allocation import plan_ort
-from graphmem.ort.controlflow import Frame, Kernel, _BestFit, align, replay
+from graphmem.ort.controlflow import Frame, Kernel, Temp, Upfront, _BestFit, align, replay
 from graphmem.planner.program import Program, Step, Value
 
 
@@ -43,7 +43,7 @@ def test_loop_frames_pattern_and_kept_outputs() -> None:
     body = _body([300, 200])
     plan = plan_ort(body)
     frame = Frame(label="cf/body/", program=body, plan=plan, body="cf/body", key=7, kept=(2,), dropped_at={2: 2})
-    kernel = Kernel(frames=(frame, frame, frame), held=9, released_before={1: 1})
+    kernel = Kernel(frames=(frame, frame, frame), before=(Temp(8), Temp(1)), released_before={1: (1,)})
     parent = _parent()
     r = replay(parent, plan_ort(parent), {1: kernel})
     got = [(s.label, s.bytes) for s in r.samples]
@@ -73,7 +73,7 @@ def test_upfront_outputs_are_held_during_the_body() -> None:
     body = _body([300])
     frame = Frame(label="b/", program=body, plan=plan_ort(body), body="b", key=0)
     parent = _parent()
-    r = replay(parent, plan_ort(parent), {1: Kernel(frames=(frame,), upfront=(2,))})
+    r = replay(parent, plan_ort(parent), {1: Kernel(frames=(frame,), before=(Upfront(2),))})
     assert [s.bytes for s in r.samples] == [1_000, 1_300, 1_600]  # body sample: x + y + t0
 
 

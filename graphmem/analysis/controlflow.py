@@ -31,7 +31,7 @@ import onnx
 
 from graphmem.errors import UnboundDimError
 from graphmem.model.loading import Model
-from graphmem.model.program import build_program, tensor_size
+from graphmem.model.program import build_program, sequence_elements, tensor_size, value_size
 from graphmem.model.subgraphs import body_graphs, body_model
 from graphmem.model.types import TensorType, is_concrete
 from graphmem.ort.allocation import OrtPlan, plan_ort
@@ -72,6 +72,7 @@ class ControlFlowPlan:
     frames: dict[object, tuple[BodyRun, Frame]] = field(default_factory=dict)
     scratch_unmodelled: dict[str, None] = field(default_factory=dict)  # body op types without a scratch rule
     scratch_bytes: int = 0  # the largest scratch one body kernel requests
+    assumed: list[tuple[str, str]] = field(default_factory=list)  # (node, what): value_assumed approximations
 
 
 def plan_control_flow(
@@ -156,7 +157,7 @@ class _Node:
         static_types = static.shapes.types if static is not None else {}  # type: ignore[attr-defined]
         program, names = build_program(
             run.graph, run.order, runtime=run.shapes.types, static=static_types,  # type: ignore[attr-defined]
-            sharing=sharing, unwritten=unwritten_outputs,
+            sharing=sharing, unwritten=unwritten_outputs, values_known=run.shapes.values,  # type: ignore[attr-defined]
         )
         program = _adjust(program, names, provided=provided, shared=shared, sizes=sizes or {})
         plan = plan_ort(program)
@@ -166,7 +167,7 @@ class _Node:
             self.result.seen.add(body_label)
             produced = [o for nid in run.order for o in run.graph.node(nid).output if o]
             self.result.tensors.extend(body_label + o for o in produced)
-            self.result.unresolved.extend(body_label + o for o in produced if tensor_size(run.shapes.types.get(o)) is None)  # type: ignore[attr-defined]
+            self.result.unresolved.extend(body_label + o for o in produced if value_size(run.shapes.types.get(o)) is None)  # type: ignore[attr-defined]
         nested: dict[int, Kernel] = {}
         _kernels_of(
             program, plan, names, run.order, run.graph.protos, run.shapes.bodies,  # type: ignore[attr-defined]
@@ -244,6 +245,8 @@ def _pattern_enabled(run: BodyRun, body_static, outer_static, released) -> bool:
     outer-scope initializer released after prepacking is fed as an empty value."""
     if any(name in released for name in run.model.inputs if name not in run.feeds):
         return False
+    if any(t.kind != "tensor" for t in run.model.inputs.values()):  # a sequence feed: not all tensors
+        return False
     for name in run.model.inputs:
         t = body_static.get(name) or outer_static.get(name)
         if t is None or t.shape is None:
@@ -311,8 +314,18 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
     upfront: list[int] = []
     provided: set[str] = set()
     delayed: dict[str, int] = {}
+    elements = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values)  # type: ignore[attr-defined]
     for out, body_out in zip(ctx.node.output, _outputs(run)):
         if not out:
+            continue
+        t = run.shapes.types.get(body_out)  # type: ignore[attr-defined]
+        if t is not None and t.kind == "sequence_type":
+            # the If's output is the branch's sequence (if.cc: non-tensor fetches are moved): its
+            # element buffers are allocated by the branch as the If output's
+            for j, element in enumerate(elements.holds.get(body_out, ())):
+                v = ctx.value(f"{out}#{j}")
+                if element is not None and v is not None:
+                    delayed[element] = v
             continue
         if _static_concrete(ctx, run.attr, body_out, run.shapes.types):  # type: ignore[attr-defined]
             provided.add(body_out)  # IfImpl::AllocateOutputTensors: allocated before the branch
@@ -344,6 +357,7 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     frames = []
     carried = len(ctx.node.input) - 2
     cond_allocated = False
+    owners = _sequence_owners(ctx, cfs.runs, carried)
     for i, run in enumerate(cfs.runs):
         outs = _outputs(run)
         shared = _shared_outputs(run)
@@ -357,14 +371,49 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
                 copies.append((run.model.weights[name].nbytes or 0, after))
                 continue
             drop[name] = after
+        # element buffers of the sequences it returns: the later sequences hold them (shared); those
+        # the Loop's output sequence ends with are that output's, the others are held to the end
+        delayed = owners[i]
+        for element in sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).read_by(outs):  # type: ignore[attr-defined]
+            if element not in delayed:
+                drop[element] = None
         if i == 0:  # the first condition scalar goes unless the body hands that same value back
             cond_allocated = not _same_value(run, outs[0], run.feeds[1] if len(run.feeds) > 1 else "")
-        frames.append(ctx.frame(run, shared=frozenset(shared), kept_drop=drop, copies=tuple(copies)))
+        frames.append(ctx.frame(run, shared=frozenset(shared), kept_drop=drop, copies=tuple(copies), delayed=delayed))
     # loop.cc LoopImpl::Initialize: the iteration number, then the condition (the first released
     # before iteration 2 unless the body hands it back)
     return Kernel(
         frames=tuple(frames), before=(Temp(_ITER_NUM), Temp(_COND)), released_before={1: (1,)} if cond_allocated else {}
     )
+
+
+def _sequence_owners(ctx: _Node, runs, carried: int) -> list[dict[str, int]]:  # type: ignore[no-untyped-def]
+    """Per iteration, the element buffers it allocates that the Loop's output sequences end with,
+    and the parent value each becomes (``out#j``). onnxruntime 1.31 hands the last iteration's
+    carried sequence to the Loop output with its elements (measured on a TorchScript
+    ``list.append`` loop: no copy at the end, the in-use peak stays below what copies need), and
+    every iteration's sequence shares the elements of the one before."""
+    owners: list[dict[str, int]] = [{} for _ in runs]
+    for c in range(carried):
+        out = ctx.node.output[c] if c < len(ctx.node.output) else ""
+        t = ctx.runtime_types.get(out) if out else None
+        if t is None or t.kind != "sequence_type":
+            continue
+        initial = ctx.runtime_types.get(ctx.node.input[2 + c])
+        track: list[tuple[int, str]] = [(-1, "")] * len((initial.elements or ()) if initial is not None else ())
+        for i, run in enumerate(runs):
+            holds = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).holds  # type: ignore[attr-defined]
+            body_out = _outputs(run)[c + 1]
+            before = iter(track)
+            track = [next(before, (-1, "")) if e is None else (i, e) for e in holds.get(body_out, ())]
+        for j, (i, element) in enumerate(track):
+            v = ctx.value(f"{out}#{j}")
+            if i < 0:
+                ctx.result.assumed.append((ctx.label, f"the output sequence '{out}' keeps elements of the sequence "
+                                           "the Loop was given: counted as buffers of its own"))
+            elif v is not None:
+                owners[i][element] = v
+    return owners
 
 
 def _same_value(run: BodyRun, output: str, feed: str) -> bool:
@@ -472,4 +521,5 @@ def control_flow_approximations(flow: ControlFlowPlan) -> list:  # type: ignore[
         for c in flow.choices
     ]
     out.extend(Approximation(kind="unresolved_tensor", node=n, detail="body tensor without a static size") for n in flow.unresolved)
+    out.extend(Approximation(kind="value_assumed", node=n, detail=d) for n, d in dict.fromkeys(flow.assumed))
     return out

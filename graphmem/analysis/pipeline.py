@@ -29,7 +29,7 @@ from graphmem.errors import ModelLoadError, ShapeInferenceError, TensorSizeError
 from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
-from graphmem.model.program import build_program, tensor_size
+from graphmem.model.program import build_program, tensor_size, value_size
 from graphmem.ort.functions import inline_functions
 from graphmem.model.subgraphs import all_weights
 from graphmem.analysis.bodyflops import flops_with_bodies
@@ -213,6 +213,7 @@ def analyze_model(
         sharing=sharing,
         unwritten=unwritten_outputs,
         devices=session.devices,
+        values_known=runtime.values,
     )
     plan = plan_ort(program)
     flow = None
@@ -240,7 +241,7 @@ def analyze_model(
         scratch, in_use, unmodelled = 0, None, ("every CUDA kernel",)
         step_in_use = step_scratch = None
     produced = [o for nid in order for o in g.node(nid).output if o]
-    unresolved = tuple(n for n in produced if tensor_size(runtime.types.get(n)) is None)
+    unresolved = tuple(n for n in produced if value_size(runtime.types.get(n)) is None)
     weights = _weights(model)
     inputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.inputs)
     outputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.outputs)

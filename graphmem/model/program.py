@@ -19,7 +19,7 @@ from graphmem.model.graph import OpGraph
 from graphmem.planner.program import Key, Program, Step, Value
 from graphmem.model.types import TensorType, is_concrete, numel
 
-__all__ = ["build_program", "tensor_size", "reuse_key", "Devices"]
+__all__ = ["build_program", "tensor_size", "value_size", "reuse_key", "Devices", "SequenceElements", "sequence_elements"]
 
 Pairs = tuple[tuple[int, int], ...]
 SharingRule = Callable[[str, str], tuple[Pairs, Pairs]]
@@ -50,6 +50,105 @@ def tensor_size(t: TensorType | None) -> int | None:
     return tensor_bytes(t.dtype, numel(t.shape))  # type: ignore[arg-type]
 
 
+def value_size(t: TensorType | None) -> int | None:
+    """Bytes a value takes in the arena: a tensor's (:func:`tensor_size`); a sequence's own object
+    none (its elements are buffers of their own, :func:`sequence_elements`) when every element's
+    size is known; None otherwise."""
+    if t is not None and t.kind == "sequence_type":
+        if t.elements is None or any(tensor_size(e) is None for e in t.elements):
+            return None
+        return 0
+    return tensor_size(t)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SequenceElements:
+    """The element buffers of a graph's sequences, as onnxruntime 1.31 shares them.
+
+    ``holds``: sequence name -> the element buffers it holds in order (None for an element the
+    graph did not allocate: of a graph input, a body feed or an outer value); ``created``: element
+    buffer name -> (node id that allocates it, its type), in allocation order.
+    """
+
+    holds: Mapping[str, tuple[str | None, ...]]
+    created: Mapping[str, tuple[int, TensorType]]
+    # elements an Identity's output sequence holds: the planner gives that output its input's slot
+    # (``allocation_planner.cc`` FindReusableInput before the non-tensor case; ``identity_op.h``:
+    # "the output is an alias of the input: nothing to be done") and releases only the slot's
+    # first value, so the output's reference holds them until the frame ends (measured: Identity
+    # of a sequence keeps its elements to the end of the run)
+    pinned: frozenset[str] = frozenset()
+
+    def read_by(self, names) -> list[str]:  # type: ignore[no-untyped-def]
+        """The element buffers of the sequences among ``names``."""
+        return [e for n in names if n in self.holds for e in self.holds[n] if e is not None]
+
+
+def sequence_elements(
+    g: OpGraph, order: tuple[int, ...], runtime: Mapping[str, TensorType], values: Mapping[str, object] | None = None
+) -> SequenceElements:
+    """Which element buffers each sequence holds (``core/providers/cpu/sequence/sequence_ops.cc``,
+    measured on onnxruntime 1.31): SequenceConstruct and SequenceInsert copy the tensors they add
+    into new buffers (CloneTensor, temp-space allocator: the arena) and share the input sequence's
+    (TensorSeq holds OrtValues); SequenceErase and Identity share; SplitToSequence allocates its
+    pieces; a Loop copies a carried sequence into its output element by element (``loop.cc``); an
+    If's output sequence is the branch's, whose elements the branch allocated. An element buffer
+    is released when no live sequence holds it any more. ``values``: known input values (positions)."""
+    values = values or {}
+    holds: dict[str, tuple[str | None, ...]] = {}
+    created: dict[str, tuple[int, TensorType]] = {}
+    pinned: set[str] = set()
+    for name in g.model.inputs:
+        t = runtime.get(name)
+        if t is not None and t.kind == "sequence_type":
+            holds[name] = (None,) * len(t.elements or ())
+
+    def new(nid: int, out: str, elements) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+        names = []
+        for t in elements:
+            name = f"{out}#{len(names)}"
+            created[name] = (nid, t)
+            names.append(name)
+        return tuple(names)
+
+    for nid in order:
+        node = g.node(nid)
+        op = node.op_type if node.domain in ("", "ai.onnx") else ""
+        for k, out in enumerate(node.output):
+            t = runtime.get(out)
+            if not out or t is None or t.kind != "sequence_type":
+                continue
+            src = holds.get(node.input[0], ()) if node.input else ()
+            if op in ("SequenceEmpty",):
+                holds[out] = ()
+            elif op == "SequenceConstruct":
+                holds[out] = new(nid, out, [runtime.get(x) for x in node.input])
+            elif op == "SequenceInsert" and t.elements is not None:
+                pos = _position(values, node, 2, len(src), insert=True)
+                added = new(nid, out, [t.elements[pos]])
+                holds[out] = src[:pos] + added + src[pos:]
+            elif op == "SequenceErase" and t.elements is not None:
+                pos = _position(values, node, 1, len(src), insert=False)
+                holds[out] = src[:pos] + src[pos + 1 :]
+            elif op == "Identity":
+                holds[out] = src
+                pinned.update(e for e in src if e is not None)
+            else:  # SplitToSequence, a Loop's copies, an If's branch: new buffers, one per element
+                holds[out] = new(nid, out, t.elements or ())
+    return SequenceElements(holds=holds, created=created, pinned=frozenset(pinned))
+
+
+def _position(values: Mapping[str, object], node: onnx.NodeProto, at: int, size: int, *, insert: bool) -> int:
+    """The position input ``at`` of SequenceInsert / SequenceErase as an index into a sequence of
+    ``size`` elements (default: append, erase the last)."""
+    name = node.input[at] if len(node.input) > at else ""
+    if not name:
+        return size if insert else size - 1
+    v = values.get(name)
+    pos = int(v.reshape(-1)[0]) if v is not None else (size if insert else size - 1)  # type: ignore[attr-defined]
+    return pos + size if pos < 0 else pos
+
+
 def reuse_key(t: TensorType | None) -> Key:
     """The static identity the runtime compares for reuse; None when it never matches."""
     if t is None or t.kind != "tensor" or t.shape is None:
@@ -69,27 +168,38 @@ def build_program(
     sharing: SharingRule,
     unwritten: Callable[[str, str], tuple[int, ...]] = lambda domain, op: (),
     devices: Devices | None = None,
+    values_known: Mapping[str, object] | None = None,
 ) -> tuple[Program, tuple[str, ...]]:
     """The planners' input, and the tensor name of each value (same indices).
 
     ``order`` is the order the steps run in; with ``devices``, values carry their device and
-    steps their stream (one device, one stream, when None)."""
+    steps their stream (one device, one stream, when None). The element buffers of sequences
+    (:func:`sequence_elements`; ``values_known``: the runtime values, for positions) are values
+    of their own, named ``seq#k``: written by the step that allocates them, read by every step
+    that reads a sequence holding them, never reused, graph outputs when a graph output holds them."""
     model = g.model
     names: list[str] = []
     index: dict[str, int] = {}
     values: list[Value] = []
+    seqs = sequence_elements(g, order, runtime, values_known)
+    kept = set(seqs.read_by(model.outputs)) | seqs.pinned
+    by_node: dict[int, list[str]] = {}
+    for element, (nid, _) in seqs.created.items():
+        by_node.setdefault(nid, []).append(element)
 
     def add(name: str, *, source: bool) -> int:
         index[name] = len(values)
         names.append(name)
+        element = seqs.created.get(name)
         values.append(
             Value(
                 name=name,
-                size=tensor_size(runtime.get(name)),
-                key=reuse_key(static.get(name)),
+                size=value_size(runtime.get(name) if element is None else element[1]),
+                key=None if element is not None else reuse_key(static.get(name)),
                 source=source,
-                output=name in model.outputs,
+                output=name in model.outputs or name in kept,
                 device=devices.value.get(name, "cpu") if devices is not None else "cpu",
+                dynamic=element is not None,
             )
         )
         return index[name]
@@ -106,6 +216,7 @@ def build_program(
                 in_pos[k] = len(inputs)
                 inputs.append(index[name])
         inputs.extend(index[name] for name in g.implicit.get(nid, ()) if name in index)
+        inputs.extend(index[e] for e in seqs.read_by((*node.input, *g.implicit.get(nid, ()))) if e in index)
         out_pos: dict[int, int] = {}
         outputs: list[int] = []
         # a graph output is allocated even when the kernel never writes it (onnx backend test
@@ -121,6 +232,8 @@ def build_program(
             elif name:
                 out_pos[k] = len(outputs)
                 outputs.append(add(name, source=False))
+                # the element buffers the step allocates for this sequence, right after it
+                outputs.extend(add(e, source=False) for e in by_node.get(nid, ()) if e.rsplit("#", 1)[0] == name)
         on_main = devices is not None and devices.node[nid] == devices.main
         alias, inplace = devices.main_sharing(node) if on_main else sharing(node.domain, node.op_type)  # type: ignore[union-attr]
         steps.append(

@@ -22,13 +22,16 @@ Shape = tuple[Dim, ...]
 class TensorType:
     """Element type (ONNX enum; 0 = unknown) and shape (None = rank unknown) of one value.
 
-    ``kind`` is "tensor" for dense tensors; sequences, maps and optionals keep their kind and
-    have no shape here (their size is unknown statically).
+    ``kind`` is "tensor" for dense tensors; sequences, maps and optionals keep their kind. A
+    sequence (``sequence_type``) has its elements' element type and, as ``shape``, the shape the
+    file or ONNX inference gives every element; ``elements`` are the types of its elements in
+    order when the runtime view knows them (None: unknown), the only way its size is known.
     """
 
     dtype: int
     shape: Shape | None
     kind: str = "tensor"
+    elements: tuple[TensorType, ...] | None = None
 
 
 UNKNOWN = TensorType(dtype=0, shape=None)
@@ -37,6 +40,9 @@ UNKNOWN = TensorType(dtype=0, shape=None)
 def type_from_proto(tp: onnx.TypeProto) -> TensorType:
     """Read an ONNX TypeProto; dims without value or name become ``None``."""
     which = tp.WhichOneof("value")
+    if which == "sequence_type" and tp.sequence_type.elem_type.WhichOneof("value") == "tensor_type":
+        element = type_from_proto(tp.sequence_type.elem_type)
+        return TensorType(dtype=element.dtype, shape=element.shape, kind="sequence_type")
     if which != "tensor_type":
         return TensorType(dtype=0, shape=None, kind=which or "unknown")
     tt = tp.tensor_type
@@ -56,6 +62,9 @@ def type_from_proto(tp: onnx.TypeProto) -> TensorType:
 def type_to_proto(t: TensorType) -> onnx.TypeProto:
     """Write a TensorType back as an ONNX TypeProto (for per-node shape inference)."""
     tp = onnx.TypeProto()
+    if t.kind == "sequence_type":  # a sequence of tensors: its element type
+        tp.sequence_type.elem_type.CopyFrom(type_to_proto(TensorType(dtype=t.dtype, shape=t.shape)))
+        return tp
     tt = tp.tensor_type
     tt.elem_type = t.dtype
     if t.shape is not None:

@@ -321,7 +321,8 @@ def _run_frame(frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache,
     frames after which it is released (None: when the kernel ends)."""
     program, plan = frame.program, frame.plan
     sizes = {b: program.values[b].size or 0 for b in plan.fresh}
-    outputs = {b for b in plan.fresh if program.values[b].output}
+    # graph outputs and what kernels allocate while they run (sequence elements) are not traced
+    outputs = {b for b in plan.fresh if program.values[b].output or program.values[b].dynamic}
     # outputs allocated into a buffer the enclosing frame already holds (no request)
     into = frozenset(v for v, p in frame.delayed.items() if p in parent.placed)
     cached = cache.patterns.get((frame.body, frame.key)) if frame.pattern else None

@@ -495,6 +495,11 @@ _NONE = (
     # corpus, bodies included, run alone). DFT's work vectors are heap vectors, not arena chunks
     # (``signal/dft.cc``).
     + [("", op) for op in ("DFT", "Log", "Mod", "ReduceMean", "ReduceSumSquare")]
+    # Sequence kernels: the element buffers they allocate (``sequence/sequence_ops.cc`` CloneTensor,
+    # SplitToSequence's pieces) are values of the program (graphmem.model.program.sequence_elements),
+    # not scratch; run alone (tests/ort/test_sequences.py) their in-use high is the replay's.
+    + [("", op) for op in ("SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt",
+                           "SequenceLength", "ConcatFromSequence", "SplitToSequence")]
     + [("", op) for op in (
         "Add", "And", "AveragePool", "Cast", "Clip", "Concat", "ConstantOfShape",
         "Div", "Dropout", "Elu", "Equal", "Erf", "Expand", "Flatten", "Gather", "GatherElements", "Gemm",

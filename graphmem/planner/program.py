@@ -33,6 +33,8 @@ class Value:
     source: bool = False  # graph input or weight: owned outside the planned memory
     output: bool = False  # graph output: its own buffer, held to the end of the run
     device: str = "cpu"  # the memory (allocator) the value lives in
+    # allocated by its kernel while it runs (a sequence's element): outside a frame's memory pattern
+    dynamic: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

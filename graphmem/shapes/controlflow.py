@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnx
@@ -143,8 +143,8 @@ def _merge_input(given: TensorType | None, declared: TensorType) -> TensorType:
     if given is None:
         return declared
     if given.shape is None and declared.shape is not None:
-        return TensorType(dtype=given.dtype or declared.dtype, shape=declared.shape, kind=given.kind)
-    return TensorType(dtype=given.dtype or declared.dtype, shape=given.shape, kind=given.kind)
+        return replace(given, dtype=given.dtype or declared.dtype, shape=declared.shape)
+    return replace(given, dtype=given.dtype or declared.dtype)  # a sequence keeps its elements
 
 
 def _outputs(run: BodyRun) -> list[tuple[str, TensorType | None, np.ndarray | None]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -33,6 +33,7 @@ from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.model.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
 from graphmem.model.subgraphs import is_control_flow
 from graphmem.shapes.controlflow import ControlFlowShapes, infer_control_flow
+from graphmem.shapes.sequences import infer_sequence
 
 __all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape", "op_schema"]
 
@@ -113,7 +114,7 @@ def infer_types(
     values: dict[str, np.ndarray] = {}
     for name, t in model.inputs.items():
         shape = tuple(shapes[name]) if name in shapes else bind_shape(t.shape, dims)
-        types[name] = TensorType(dtype=t.dtype, shape=shape, kind=t.kind)
+        types[name] = replace(t, shape=shape)  # a sequence keeps its elements
     for name, w in model.weights.items():
         types[name] = TensorType(dtype=w.dtype, shape=w.dims)
     for name, v in model.values.items():
@@ -143,6 +144,8 @@ def infer_types(
                     types[out] = _merge(out_types.get(out), have)
             values.update({k: v for k, v in out_values.items() if _keep_value(view, v)})
             continue
+        if view is RUNTIME and _typed_as_sequence(node, types, values, declared):
+            continue
         if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
             continue
         inferred = _infer_node(model, node, types, values, serialized, data_bytes, blocks)
@@ -159,6 +162,11 @@ def infer_types(
                 if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and node.domain in ("", "ai.onnx"):
                     conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
             types[out] = _merge(new, have, prefer_inferred_rank=run)
+            if not run and types[out].kind == "sequence_type" and types[out].shape is not None:
+                # onnxruntime's graph keeps no element shape for a sequence: what SequenceAt or
+                # ConcatFromSequence return has none (measured: a SequenceAt output is reused by
+                # nothing and reuses nothing, although onnx infers its shape)
+                types[out] = replace(types[out], shape=None)
         if view is RUNTIME:
             _fill_runtime_gaps(node, types)
         if view.value_ops is None or node.op_type in view.value_ops:
@@ -166,6 +174,21 @@ def infer_types(
     return ShapeResult(
         types=types, values=values, failed_nodes=tuple(failed), bodies=bodies, type_conflicts=tuple(conflicts)
     )
+
+
+def _typed_as_sequence(node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]
+    """Runtime view: a sequence op typed with its elements (:mod:`graphmem.shapes.sequences`)."""
+    if not is_default_domain(node.domain):
+        return False
+    result = infer_sequence(node, types, values)
+    if result is None:
+        return False
+    out_types, out_values = result
+    for out in node.output:
+        if out and out in out_types:
+            types[out] = _merge(out_types[out], declared.get(out), prefer_inferred_rank=True)
+    values.update(out_values)
+    return all(not out or out in out_types for out in node.output)
 
 
 def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]
@@ -304,6 +327,8 @@ def _merge(inferred: TensorType | None, declared: TensorType | None, *, prefer_i
     Per dim: an inferred value wins; else a declared value stays; else the declared name is
     preferred over an inferred one. A rank mismatch keeps the declared type.
     """
+    if inferred is not None and inferred.elements is not None:
+        return inferred  # a sequence whose elements the run gives
     if inferred is None or inferred.kind != "tensor":
         return declared if declared is not None else (inferred or TensorType(dtype=0, shape=None))
     if declared is None or declared.kind != "tensor":

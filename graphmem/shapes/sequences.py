@@ -1,0 +1,173 @@
+"""Sequences in the runtime view: the type of every element, as the run builds them.
+
+A sequence's size is the sum of its elements', so the runtime view types each sequence with its
+elements (:attr:`graphmem.model.types.TensorType.elements`), following what onnxruntime's
+kernels do (``core/providers/cpu/sequence/sequence_ops.cc``, ``concat_from_sequence.cc``):
+SequenceEmpty has none; SequenceConstruct has its inputs; SequenceInsert its input's elements
+and the tensor, at ``position`` (default: appended); SequenceErase drops the one at ``position``
+(default: the last); SplitToSequence the pieces of its input; Identity passes a sequence on.
+SequenceAt, SequenceLength and ConcatFromSequence read them. A position or split that is not a
+known value leaves the elements unknown (the sequence is then unresolved, never guessed).
+
+How the elements' buffers are shared between sequences is the program's business
+(:func:`graphmem.model.program.sequence_elements`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from graphmem.model.types import Dim, TensorType, is_concrete
+
+__all__ = ["SEQUENCE_OPS", "infer_sequence", "sequence_of", "is_sequence"]
+
+#: Ops of the default domain whose runtime types this module gives.
+SEQUENCE_OPS = frozenset({
+    "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
+    "ConcatFromSequence", "SplitToSequence",
+})
+
+_SEQ = "sequence_type"
+
+
+def is_sequence(t: TensorType | None) -> bool:
+    return t is not None and t.kind == _SEQ
+
+
+def sequence_of(dtype: int, elements: tuple[TensorType, ...] | None, declared: TensorType | None = None) -> TensorType:
+    """A sequence type: ``elements`` known (or None), the common element shape as its ``shape``."""
+    shape = declared.shape if declared is not None else None
+    if elements:
+        shape = _common(tuple(e.shape for e in elements))
+    elif elements is not None and declared is None:
+        shape = None
+    return TensorType(dtype=dtype or (declared.dtype if declared is not None else 0), shape=shape, kind=_SEQ, elements=elements)
+
+
+def _common(shapes: tuple[tuple[Dim, ...] | None, ...]) -> tuple[Dim, ...] | None:
+    """onnx's union of element shapes: dims kept where every element agrees."""
+    if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:  # type: ignore[arg-type]
+        return None
+    return tuple(d[0] if all(x == d[0] for x in d) else None for d in zip(*shapes))  # type: ignore[misc]
+
+
+def _attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _int(values: Mapping[str, np.ndarray], name: str) -> int | None:
+    v = values.get(name)
+    if v is None or v.size != 1:
+        return None
+    return int(v.reshape(-1)[0])
+
+
+def infer_sequence(
+    node: onnx.NodeProto, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray]
+) -> tuple[dict[str, TensorType], dict[str, np.ndarray]] | None:
+    """Output types (and SequenceLength's value) of a sequence op in the runtime view; None when
+    this module does not type ``node`` (the caller infers it as any op)."""
+    op = node.op_type
+    ins = [types.get(x) if x else None for x in node.input]
+    out = node.output[0] if node.output else ""
+    if op == "Identity" and ins and is_sequence(ins[0]):
+        return {out: ins[0]}, {}  # type: ignore[dict-item]
+    if op not in SEQUENCE_OPS:
+        return None
+    if op == "SequenceEmpty":
+        return {out: sequence_of(_attr(node, "dtype", onnx.TensorProto.FLOAT), ())}, {}
+    if op == "SequenceConstruct":
+        elements = tuple(t for t in ins if t is not None)
+        known = len(elements) == len(ins) and all(t.kind == "tensor" for t in elements)
+        return {out: sequence_of(elements[0].dtype if elements else 0, elements if known else None)}, {}
+    seq = ins[0] if ins else None
+    if op == "SplitToSequence":
+        return {out: _split(node, seq, values)}, {}
+    if seq is None or not is_sequence(seq):
+        return None
+    elements = seq.elements
+    if op == "SequenceInsert":
+        x = ins[1] if len(ins) > 1 else None
+        pos = _int(values, node.input[2]) if len(node.input) > 2 and node.input[2] else len(elements or ())
+        if elements is None or x is None or pos is None:
+            return {out: sequence_of(seq.dtype, None, seq)}, {}
+        pos = pos + len(elements) if pos < 0 else pos
+        return {out: sequence_of(seq.dtype, elements[:pos] + (x,) + elements[pos:])}, {}
+    if op == "SequenceErase":
+        pos = _int(values, node.input[1]) if len(node.input) > 1 and node.input[1] else -1
+        if elements is None or pos is None or not elements:
+            return {out: sequence_of(seq.dtype, None, seq)}, {}
+        pos = pos + len(elements) if pos < 0 else pos
+        return {out: sequence_of(seq.dtype, elements[:pos] + elements[pos + 1 :])}, {}
+    if op == "SequenceLength":
+        if elements is None:
+            return None
+        return {out: TensorType(dtype=onnx.TensorProto.INT64, shape=())}, {out: np.array(len(elements), np.int64)}
+    if op == "SequenceAt":
+        pos = _int(values, node.input[1]) if len(node.input) > 1 else None
+        if elements is None or pos is None or not -len(elements) <= pos < len(elements):
+            return None
+        return {out: elements[pos]}, {}
+    if op == "ConcatFromSequence":
+        concat = _concat(node, elements)
+        return ({out: concat}, {}) if concat is not None else None
+    return None
+
+
+def _concat(node: onnx.NodeProto, elements: tuple[TensorType, ...] | None) -> TensorType | None:
+    """``ConcatFromSequence`` (``sequence/concat_from_sequence.cc``): the elements concatenated
+    on ``axis``, or stacked on a new one with ``new_axis``."""
+    if not elements or not all(is_concrete(e.shape) for e in elements):
+        return None
+    new_axis = _attr(node, "new_axis", 0)
+    rank = len(elements[0].shape) + (1 if new_axis else 0)  # type: ignore[arg-type]
+    axis = _attr(node, "axis", 0)
+    axis = axis + rank if axis < 0 else axis
+    if new_axis:
+        first = list(elements[0].shape)  # type: ignore[arg-type]
+        first.insert(axis, len(elements))
+        return TensorType(dtype=elements[0].dtype, shape=tuple(first))
+    shape = list(elements[0].shape)  # type: ignore[arg-type]
+    shape[axis] = sum(int(e.shape[axis]) for e in elements)  # type: ignore[index]
+    return TensorType(dtype=elements[0].dtype, shape=tuple(shape))
+
+
+def _split(node: onnx.NodeProto, x: TensorType | None, values: Mapping[str, np.ndarray]) -> TensorType:
+    """``SplitToSequence``: pieces of ``split`` lengths (a scalar: that length, the last shorter),
+    of length 1 without one, the axis dropped when ``keepdims`` is 0 (only without ``split``)."""
+    if x is None or not is_concrete(x.shape):
+        return sequence_of(x.dtype if x is not None else 0, None)
+    shape = list(x.shape)  # type: ignore[arg-type]
+    axis = _attr(node, "axis", 0)
+    axis = axis + len(shape) if axis < 0 else axis
+    total = int(shape[axis])
+    given = node.input[1] if len(node.input) > 1 and node.input[1] else ""
+    keep = True
+    if not given:
+        lengths = [1] * total
+        keep = bool(_attr(node, "keepdims", 1))
+    else:
+        v = values.get(given)
+        if v is None:
+            return sequence_of(x.dtype, None)
+        if v.ndim == 0:
+            step = int(v)
+            lengths = [step] * (total // step) + ([total % step] if total % step else [])
+        else:
+            lengths = [int(n) for n in v.reshape(-1)]
+    pieces = []
+    for n in lengths:
+        piece = list(shape)
+        if keep:
+            piece[axis] = n
+        else:
+            del piece[axis]
+        pieces.append(TensorType(dtype=x.dtype, shape=tuple(piece)))
+    return sequence_of(x.dtype, tuple(pieces))

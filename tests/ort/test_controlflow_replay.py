@@ -85,3 +85,34 @@ def test_an_initializer_returned_by_a_loop_body_is_copied_per_frame() -> None:
     parent = _parent()
     r = replay(parent, plan_ort(parent), {1: Kernel(frames=(frame, frame, frame))})
     assert [s.bytes for s in r.samples[2:]] == [1_301, 1_302, 1_302]  # x + copies + t0 (not kept)
+
+
+def test_arena_in_use_with_body_scratch_and_an_output_the_body_allocates() -> None:
+    # the body's n0 writes t0, which is the parent's y (an If output allocated by the branch, 300 B
+    # as the parent sizes it), and takes 500 B of scratch after it. Requests and releases, in order
+    # (chunks are 256 B multiples): x 1,000 -> 1,024; [cf] y 300 -> 512 (the parent's from now
+    # on); scratch 500 -> 512: in-use 2,048 at n0's highest; the scratch is released before n0's
+    # sample; cf's sample: x + y = 1,536 B of chunks, 1,300 requested.
+    body = _body([300])
+    frame = Frame(
+        label="cf/then/", program=body, plan=plan_ort(body), body="cf/then", key=0,
+        delayed={1: 2}, scratch=(((), (500,)),),
+    )
+    parent = _parent()
+    r = replay(parent, plan_ort(parent), {1: Kernel(frames=(frame,))})
+    assert [(s.label, s.bytes, s.in_use) for s in r.samples] == [
+        ("pre", 1_000, 1_024), ("cf", 1_300, 1_536), ("cf/then/n0", 1_300, 2_048),
+    ]
+    assert (r.peak_bytes, r.in_use_peak_bytes) == (1_300, 2_048)
+
+
+def test_kernel_temporaries_are_requested_in_the_kernel_s_order() -> None:
+    # Scan-like: a 300 B temporary, then the upfront output y (300 B), then a 700 B temporary;
+    # a frame-less kernel: 1,000 + 300 + 300 + 700 = 2,300 requested at the highest, 1,024 + 512
+    # + 512 + 768 = 2,816 B of chunks; temporaries released before cf's sample (x + y).
+    parent = _parent()
+    kernel = Kernel(frames=(), before=(Temp(300), Upfront(2), Temp(700)))
+    r = replay(parent, plan_ort(parent), {1: kernel})
+    assert [(s.label, s.bytes, s.in_use) for s in r.samples] == [("pre", 1_000, 1_024), ("cf", 1_300, 1_536)]
+    assert r.in_use_peak_bytes == 2_816
+    assert kernel.held == 1_000 and kernel.upfront == (2,)

@@ -1,0 +1,144 @@
+"""Sequences as onnxruntime 1.31 runs them (graphmem.shapes.sequences, graphmem.model.program
+sequence_elements): element buffers copied in, shared between sequences, released with the last
+sequence holding them; each figure hand-computed and measured with a real session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from builders import init, model, save, tensor
+from onnx import TensorProto, helper
+
+import graphmem
+from graphmem.verify import measure
+
+X = [4, 100]  # 1,600 B of float (a 1,792 B arena chunk)
+F = {"x": np.ones(X, np.float32)}
+
+
+def _seq(name: str):  # type: ignore[no-untyped-def]
+    return helper.make_tensor_sequence_value_info(name, TensorProto.FLOAT, None)
+
+
+def _run(path: Path, feeds: dict) -> tuple[list[int], int, int]:  # type: ignore[type-arg]
+    run = measure(str(path), feeds, runs=1).runs[0]
+    base = run.primary.session_baseline
+    return [n.requested_in_use - base for n in run.nodes], run.requested_peak, run.in_use_peak_bytes
+
+
+def test_insert_copies_the_tensor_and_shares_the_rest(tmp_path: Path) -> None:
+    # c 1,600, z 1,600 (c freed after z); empty: a sequence owns no arena bytes; a 1,600 into c's
+    # buffer; ins1 copies a (+1,600; a freed after); b 1,600; ins2 copies b (+1,600) and shares
+    # a's copy (s1 released, its element kept by s2); cat: y 3,200 -> 1,600 + 3,200 + 3,200 = 8,000.
+    m = model(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="a"),
+            helper.make_node("Neg", ["x"], ["b"], name="b"),
+            helper.make_node("SequenceEmpty", [], ["s0"], name="empty", dtype=TensorProto.FLOAT),
+            helper.make_node("SequenceInsert", ["s0", "a"], ["s1"], name="ins1"),
+            helper.make_node("SequenceInsert", ["s1", "b"], ["s2"], name="ins2"),
+            helper.make_node("Sigmoid", ["x"], ["c"], name="c"),
+            helper.make_node("ConcatFromSequence", ["s2"], ["y"], name="cat", axis=0),
+            helper.make_node("Relu", ["c"], ["z"], name="z"),
+        ],
+        [tensor("x", X)], [tensor("y", [8, 100]), tensor("z", X)],
+    )
+    path = save(m, tmp_path / "insert.onnx")
+    a = graphmem.analyze(path)
+    timeline = [b for _, b in a.activations.timeline]
+    assert timeline == [1_600, 3_200, 3_200, 3_200, 4_800, 4_800, 6_400, 8_000]
+    # in-use: z, the two copies 3 x 1,792, y 3,200 -> 3,328 chunk
+    assert (a.activations.peak_bytes, a.activations.in_use_peak_bytes) == (8_000, 8_704)
+    assert a.activations.exact
+    assert _run(path, F) == (timeline, 8_000, 8_704)
+
+
+def test_identity_of_a_sequence_keeps_its_elements_to_the_end(tmp_path: Path) -> None:
+    # cons copies a and b (+3,200; a, b freed after) -> 6,400; ident shares (aliases) s: 3,200;
+    # at copies element 1 (+1,600); y, y2 +1,600 each: the elements stay held (only the slot's
+    # first value, s, is ever released), 3,200 + e 1,600 + y 1,600 = 6,400 at y and y2.
+    one = init("one", np.array(1, np.int64))
+    m = model(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="a"),
+            helper.make_node("Neg", ["x"], ["b"], name="b"),
+            helper.make_node("SequenceConstruct", ["a", "b"], ["s"], name="cons"),
+            helper.make_node("Identity", ["s"], ["s2"], name="ident"),
+            helper.make_node("SequenceAt", ["s2", "one"], ["e"], name="at"),
+            helper.make_node("Relu", ["e"], ["y"], name="y"),
+            helper.make_node("Relu", ["y"], ["y2"], name="y2"),
+        ],
+        [tensor("x", X)], [tensor("y2", X)], [one],
+    )
+    path = save(m, tmp_path / "ident.onnx")
+    timeline = [b for _, b in graphmem.analyze(path).activations.timeline]
+    assert timeline == [1_600, 3_200, 6_400, 3_200, 4_800, 6_400, 6_400]
+    assert _run(path, F)[0] == timeline
+    # without the Identity the elements go after SequenceAt, their last reader: y holds e + y
+    del m.graph.node[3]
+    m.graph.node[3].input[0] = "s"
+    path = save(m, tmp_path / "at.onnx")
+    timeline = [b for _, b in graphmem.analyze(path).activations.timeline]
+    assert timeline == [1_600, 3_200, 6_400, 4_800, 3_200, 3_200]
+    assert _run(path, F)[0] == timeline
+
+
+def test_split_and_erase(tmp_path: Path) -> None:
+    # a 1,600; split: 4 pieces of 400 (+1,600; a freed after); erase shares the 3 it keeps and the
+    # erased piece goes with s after erase; cat 1,200; len 8.
+    m = model(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="a"),
+            helper.make_node("SplitToSequence", ["a"], ["s"], name="split", axis=0, keepdims=1),
+            helper.make_node("SequenceErase", ["s"], ["s2"], name="erase"),
+            helper.make_node("SequenceLength", ["s2"], ["n"], name="len"),
+            helper.make_node("ConcatFromSequence", ["s2"], ["y"], name="cat", axis=0),
+        ],
+        [tensor("x", X)], [tensor("y", [3, 100]), tensor("n", [], TensorProto.INT64)],
+    )
+    path = save(m, tmp_path / "split.onnx")
+    a = graphmem.analyze(path)
+    assert a.types["y"].shape == (3, 100) and a.types["s2"].elements is not None and len(a.types["s2"].elements) == 3
+    timeline = [b for _, b in a.activations.timeline]
+    assert timeline == [1_600, 3_200, 1_600, 2_400, 2_408]
+    assert _run(path, F) == (timeline, 3_200, a.activations.in_use_peak_bytes)
+
+
+def test_a_loop_carries_a_sequence_and_hands_its_elements_to_its_output(tmp_path: Path) -> None:
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="b_cond"),
+            helper.make_node("Add", ["h_in", "one"], ["h_out"], name="b_add"),
+            helper.make_node("SequenceInsert", ["s_in", "h_out"], ["s_out"], name="b_insert"),
+        ],
+        "body",
+        [tensor("i", [], TensorProto.INT64), tensor("cond_in", [], TensorProto.BOOL), tensor("h_in", X), _seq("s_in")],
+        [tensor("cond_out", [], TensorProto.BOOL), tensor("h_out", X), _seq("s_out")],
+        [init("one", np.ones(1, np.float32))],
+    )
+    m = model(
+        [
+            helper.make_node("Relu", ["x"], ["x0"], name="pre"),
+            helper.make_node("SequenceEmpty", [], ["s0"], name="empty"),
+            helper.make_node("Loop", ["M", "c", "x0", "s0"], ["hf", "sf"], name="loop", body=body),
+            helper.make_node("ConcatFromSequence", ["sf"], ["y"], name="cat", axis=0),
+        ],
+        [tensor("x", X), tensor("M", [], TensorProto.INT64), tensor("c", [], TensorProto.BOOL)],
+        [tensor("hf", X), tensor("y", [None, 100])],
+    )
+    path = save(m, tmp_path / "loop_seq.onnx")
+    # x0 1,600, Loop scalars 8 + 1 (a sequence feed: no memory pattern). Iteration k: h_k 1,600,
+    # its copy e_k 1,600 inserted (the sequence shares e_1..e_k-1); h_k-2 is released before
+    # iteration k: 3,209, 4,809 | 6,409, 8,009 | 8,009, 9,609. The Loop copies h_3 into hf
+    # (1,600) and its output sequence keeps e_1..e_3 (no copy); its sample: x0 + hf + e = 8,000.
+    # cat: y 4,800 -> hf + e + y = 11,200.
+    a = graphmem.analyze(path, values={"M": (3,), "c": (1,)})
+    timeline = [b for _, b in a.activations.timeline]
+    assert timeline == [0, 1_600, 8_000, 3_209, 4_809, 4_809, 6_409, 8_009, 8_009, 8_009, 9_609, 9_609, 11_200]
+    # in-use high at the Loop's end, before it releases: x0, h_2, h_3, e_1..e_3, hf (7 x 1,792)
+    # and the two scalars' 256 B chunks
+    assert (a.activations.peak_bytes, a.activations.in_use_peak_bytes) == (11_200, 7 * 1_792 + 512)
+    assert a.activations.exact
+    feeds = {**F, "M": np.array(3, np.int64), "c": np.array(True)}
+    assert _run(path, feeds) == (timeline, 11_200, 13_056)

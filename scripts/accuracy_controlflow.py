@@ -135,14 +135,15 @@ def in_use_measurable(run) -> bool:  # type: ignore[no-untyped-def]
     """Whether run 1 set the allocator's high-water mark, so that it is the run's in-use peak.
     The mark is cumulative over the session: prepacking at session creation allocates packed
     weights (``Reserve``) and frees the originals, which can leave it above anything run 1 reaches
-    (Silero VAD at graph-opt all: 262,080 B above the baseline before the first node). The run set
-    it when it is first reached at a later node than the first, or equals the first node's in-use."""
+    (Silero VAD at graph-opt all: 262,080 B above the baseline before the first node). Each node
+    event samples the mark when its kernel ends, so it never falls: the run raised it when two
+    events sampled different marks, or when one event's in-use equals it. Otherwise (every event
+    the same mark, above every in-use) it may be the session's, and the run's is not known."""
     nodes = [n for n in run.nodes if n.provider == run.primary.provider]
     if not nodes or not run.primary.in_use_peak_exact:
         return False
     high = max(n.in_use_peak for n in nodes)
-    first = next(i for i, n in enumerate(nodes) if n.in_use_peak == high)
-    return first > 0 or nodes[0].in_use == high
+    return min(n.in_use_peak for n in nodes) < high or any(n.in_use == high for n in nodes)
 
 
 @dataclass(frozen=True)

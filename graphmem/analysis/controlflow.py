@@ -342,7 +342,8 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
 def _kernel_peak(kernel: Kernel, parent: Program) -> int:
     """What one If branch adds at its highest over what the graph holds before the If: the
     outputs allocated before the branch, and the branch's own buffers (to compare branches)."""
-    program = Program(values=(), steps=(Step(label="k", inputs=(), outputs=()),))
+    # one step that writes nothing, over the parent's values (outputs a branch allocates are sized there)
+    program = Program(values=parent.values, steps=(Step(label="k", inputs=(), outputs=()),))
     plan = plan_ort(program)
     upfront = sum(parent.values[v].size or 0 for v in kernel.upfront)
     return upfront + replay(program, plan, {0: kernel}).peak_bytes

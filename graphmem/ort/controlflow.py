@@ -254,6 +254,8 @@ class _Run:
             return
         parent = self.delayed.get(b)
         if parent is not None and self.outer is not None:  # allocated as the enclosing step's output, its size
+            if parent in self.outer.handles:
+                return  # already (a nested kernel allocated it upfront)
             size = self.outer.program.values[parent].size
             self.outer.handles[parent] = memory.take(size if size is not None else self.size(b))
         else:

@@ -146,6 +146,8 @@ def infer_types(
             continue
         if view is RUNTIME and _typed_as_sequence(node, types, values, declared):
             continue
+        if view is RUNTIME and _typed_range(node, types, values):
+            continue
         if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
             continue
         inferred = _infer_node(model, node, types, values, serialized, data_bytes, blocks)
@@ -189,6 +191,28 @@ def _typed_as_sequence(node, types, values, declared) -> bool:  # type: ignore[n
             types[out] = _merge(out_types[out], declared.get(out), prefer_inferred_rank=True)
     values.update(out_values)
     return all(not out or out in out_types for out in node.output)
+
+
+def _typed_range(node, types, values) -> bool:  # type: ignore[no-untyped-def]
+    """Runtime view: Range whose start, limit and delta are known one-element values. onnx infers
+    (and its evaluator runs) Range on scalars only; onnxruntime's kernel also takes one-element
+    1-D tensors (``providers/cpu/generator/range.cc``: "must be a scalar or 1-D with one element";
+    AffineGrid's function body feeds it Split outputs). Output: max(ceil((limit - start) / delta), 0)
+    elements of start's type."""
+    if node.op_type != "Range" or not is_default_domain(node.domain) or len(node.input) != 3:
+        return False
+    known = [values.get(x) for x in node.input]
+    if any(v is None or v.size != 1 for v in known) or all(v.ndim == 0 for v in known):  # type: ignore[union-attr]
+        return False  # scalars: onnx's own inference and evaluation do it
+    start, limit, delta = (v.reshape(()) for v in known)  # type: ignore[union-attr]
+    if delta == 0:
+        return False
+    count = max(int(math.ceil((float(limit) - float(start)) / float(delta))), 0)
+    out = node.output[0]
+    types[out] = TensorType(dtype=types[node.input[0]].dtype, shape=(count,))
+    if count <= MAX_VALUE_ELEMENTS:
+        values[out] = (start + np.arange(count, dtype=start.dtype) * delta).astype(start.dtype)
+    return True
 
 
 def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]

@@ -116,3 +116,16 @@ def test_kernel_temporaries_are_requested_in_the_kernel_s_order() -> None:
     assert [(s.label, s.bytes, s.in_use) for s in r.samples] == [("pre", 1_000, 1_024), ("cf", 1_300, 1_536)]
     assert r.in_use_peak_bytes == 2_816
     assert kernel.held == 1_000 and kernel.upfront == (2,)
+
+
+def test_a_nested_kernel_s_upfront_output_is_the_enclosing_step_s_delayed_one() -> None:
+    # cf's branch returns the output of a nested If (its step n0), allocated by that If before its
+    # own branch; it is cf's output y: one request of 300 B, not two (If in If, onnx's AffineGrid)
+    body = _body([300])
+    frame = Frame(
+        label="cf/then/", program=body, plan=plan_ort(body), body="cf/then", key=0,
+        delayed={1: 2}, nested={0: Kernel(frames=(), before=(Upfront(1),))},
+    )
+    parent = _parent()
+    r = replay(parent, plan_ort(parent), {1: Kernel(frames=(frame,))})
+    assert [(s.label, s.bytes) for s in r.samples] == [("pre", 1_000), ("cf", 1_300), ("cf/then/n0", 1_300)]

@@ -402,6 +402,9 @@ def _sequence_owners(ctx: _Node, runs, carried: int) -> list[dict[str, int]]:  #
             continue
         initial = ctx.runtime_types.get(ctx.node.input[2 + c])
         track: list[tuple[int, str]] = [(-1, "")] * len((initial.elements or ()) if initial is not None else ())
+        if any(n.op_type == "SequenceErase" for run in runs for n in run.model.nodes):
+            ctx.result.assumed.append((ctx.label, f"the body erases from the carried sequence '{out}': an element "
+                                       "erased in a later iteration is counted until the Loop ends"))
         for i, run in enumerate(runs):
             holds = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).holds  # type: ignore[attr-defined]
             body_out = _outputs(run)[c + 1]

@@ -310,7 +310,8 @@ def analyze_model(
         placement=session.placement_info(plan, runtime.types),
         steps=StepMemory(
             program=program, plan=plan, lower_bound=live.live_bytes, in_use=step_in_use, scratch=step_scratch
-        ) if flow is None else None,  # the pictures draw one plan; a control-flow run is many
+        ) if flow is None else None,  # a control-flow run is many plans: drawn from its replay
+        replay=flow_replay if flow is not None else None,
     )
 
 

@@ -9,6 +9,7 @@ from graphmem.flops import FlopReport
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 from graphmem.ort.allocation import OrtPlan
+from graphmem.ort.controlflow import Replay
 from graphmem.ort.session import PlacementInfo
 from graphmem.planner.program import Program
 
@@ -145,3 +146,4 @@ class Analysis:
     steps: StepMemory | None = None  # per-step planner results, for the pictures
     # control-flow node id -> the bodies it ran (graphmem.analysis.controlflow.BodyLayers)
     bodies: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    replay: Replay | None = None  # a run with control flow, request by request (for the pictures)

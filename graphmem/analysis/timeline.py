@@ -8,12 +8,19 @@ maxima of:
 * ``requested``: bytes onnxruntime has requested and still holds after the step (its profiler
   samples before the step's releases); its maximum is ``activations.peak_bytes``;
 * ``lower_bound``: bytes that must be live at the step whatever the placement; maximum
-  ``activations.lower_bound_bytes``;
+  ``activations.lower_bound_bytes``; ``None`` for a run with control flow (the bound is not
+  computed through bodies);
 * ``in_use``: the arena's in-use bytes at the step's highest point, kernel scratch included
   (chunk bytes); maximum ``activations.in_use_peak_bytes``; ``None`` when not modelled (CUDA);
 
 and which buffer every tensor lives in, from which step to which (for "what is live when").
 Nothing here is estimated: a figure the plan does not have is absent, never filled in.
+
+A run with If/Loop/Scan (:func:`replay_timeline`) is drawn from the control-flow replay
+(:class:`graphmem.ort.controlflow.Replay`): every profiler sample is a step, body steps under their
+node (``Loop_1/body/Add``), each control-flow node's own step after its bodies' (it is sampled when
+they are done), and every request of the run (bodies, kernel temporaries, memory-pattern blocks)
+a buffer of its own.
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ from dataclasses import dataclass
 from graphmem.analysis.result import Analysis
 from graphmem.errors import UsageError
 from graphmem.ort.allocation import OrtPlan
+from graphmem.ort.controlflow import Replay
 from graphmem.planner.program import Program
 
-__all__ = ["TensorLife", "BufferLife", "MemoryTimeline", "build_timeline", "memory_timeline"]
+__all__ = ["TensorLife", "BufferLife", "MemoryTimeline", "build_timeline", "memory_timeline", "replay_timeline"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,7 +69,7 @@ class MemoryTimeline:
     labels: tuple[str, ...]  # node name of each step
     op_types: tuple[str, ...]  # op type of each step
     requested: tuple[int, ...]
-    lower_bound: tuple[int, ...]
+    lower_bound: tuple[int, ...] | None  # None: not computed (a run with control flow)
     in_use: tuple[int, ...] | None
     scratch: tuple[int, ...] | None  # kernel scratch requested per step; None: not modelled
     buffers: tuple[BufferLife, ...]
@@ -85,11 +93,8 @@ class MemoryTimeline:
 def memory_timeline(a: Analysis) -> MemoryTimeline:
     """The timeline of analysis ``a``, from the planner results it keeps (:attr:`Analysis.steps`)."""
     s = a.steps
-    if s is None and a.bodies:
-        raise UsageError(
-            f"{a.model.path}: the pictures draw one plan, and this model runs If/Loop/Scan bodies, each with "
-            "its own: not drawn yet (graphmem peak and layers report them)"
-        )
+    if s is None and a.replay is not None:
+        return replay_timeline(a.replay)
     if s is None:
         raise UsageError(f"{a.model.path}: this analysis keeps no per-step planner results to draw")
     return build_timeline(
@@ -163,4 +168,32 @@ def build_timeline(
         buffers=buffers,
         tensors=tuple(tensors),
         peak_step=plan.peak_step,
+    )
+
+
+def replay_timeline(r: Replay) -> MemoryTimeline:
+    """The timeline of a control-flow replay (see the module doc): steps in completion order,
+    every named request a buffer holding one tensor."""
+    samples = [r.samples[i] for i in r.order]
+    n = len(samples)
+    buffers, tensors = [], []
+    for life in r.lives:
+        if life.last is not None and life.last < life.first:
+            continue  # released before any step completed
+        tensors.append(TensorLife(name=life.name, bytes=life.bytes, buffer=len(buffers), writer=life.first,
+                                  last_reader=life.last))
+        buffers.append(BufferLife(bytes=life.bytes, first=life.first, last=life.last, tensors=(len(tensors) - 1,)))
+    requested = tuple(x.bytes for x in samples)
+    peak = max(requested, default=0)
+    first = next((i for i, x in enumerate(r.samples) if x.bytes == peak), -1)
+    return MemoryTimeline(
+        labels=tuple(x.label for x in samples),
+        op_types=tuple(x.op for x in samples),
+        requested=requested,
+        lower_bound=None,
+        in_use=tuple(x.in_use for x in samples),
+        scratch=tuple(x.scratch for x in samples),
+        buffers=tuple(buffers),
+        tensors=tuple(tensors),
+        peak_step=r.order.index(first) if n else -1,
     )

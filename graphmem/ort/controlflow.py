@@ -42,7 +42,7 @@ from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.planner.program import Program
 
 __all__ = [
-    "ALIGNMENT", "Frame", "Kernel", "PatternCache", "Replay", "Sample", "Scratch", "Temp", "Upfront", "align", "replay",
+    "ALIGNMENT", "Frame", "Kernel", "Life", "PatternCache", "Replay", "Sample", "Scratch", "Temp", "Upfront", "align", "replay",
 ]
 
 #: ``kAllocAlignment`` (``core/framework/allocator.h``): memory-pattern block sizes are rounded up to it.
@@ -141,6 +141,18 @@ class Sample:
     depth: int  # 0: a step of the top program; n: inside n bodies
     op: str = ""
     in_use: int = 0
+    scratch: int = 0  # kernel scratch the step requested (and released before its sample)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Life:
+    """One request of the run: what it holds, its bytes, and the samples it is held at, ``first``
+    to ``last`` (None: to the end) in completion order (:attr:`Replay.order`)."""
+
+    name: str
+    bytes: int
+    first: int
+    last: int | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,15 +164,21 @@ class Replay:
     peak_bytes: int
     peak_label: str
     in_use_peak_bytes: int = 0
+    # the samples in completion order (a control-flow node's own sample after its bodies'), as
+    # indices into ``samples``, and every request of the run (kernel scratch aside) over it
+    order: tuple[int, ...] = ()
+    lives: tuple[Life, ...] = ()
 
     @classmethod
-    def of(cls, samples: list[Sample], in_use_peak: int = 0) -> Replay:
+    def of(cls, samples: list[Sample], in_use_peak: int = 0, order: Sequence[int] = (), lives: Sequence[Life] = ()) -> Replay:
         best = max(samples, key=lambda s: s.bytes, default=None)
         return cls(
             samples=tuple(samples),
             peak_bytes=best.bytes if best is not None else 0,
             peak_label=best.label if best is not None else "",
             in_use_peak_bytes=in_use_peak,
+            order=tuple(order) or tuple(range(len(samples))),
+            lives=tuple(lives),
         )
 
 
@@ -192,13 +210,26 @@ def replay(
     memory.arena.high = memory.base
     run = _Run(program, plan, kernels, ops, tuple(scratch), label=label, depth=0)
     run.execute(memory, PatternCache())
-    return Replay.of(memory.samples, memory.arena.high - memory.base)  # type: ignore[arg-type]
+    lives = [Life(name=n, bytes=b, first=f, last=l) for n, b, f, l in memory.lives]
+    return Replay.of(memory.samples, memory.arena.high - memory.base, memory.order, lives)  # type: ignore[arg-type]
+
+
+class _Held:
+    """A request held: its bytes, its arena chunk, its entry in ``_Memory.lives`` (-1: none)."""
+
+    __slots__ = ("size", "chunk", "life")
+
+    def __init__(self, size: int, chunk: Chunk | None, life: int) -> None:
+        self.size, self.chunk, self.life = size, chunk, life
+
+
+Held = _Held
 
 
 class _Memory:
     """The requests and releases of run 1: requested bytes, the arena's chunks, the samples."""
 
-    __slots__ = ("arena", "requested", "base", "samples", "step_high")
+    __slots__ = ("arena", "requested", "base", "samples", "step_high", "order", "lives")
 
     def __init__(self) -> None:
         self.arena = BfcArena()
@@ -206,24 +237,34 @@ class _Memory:
         self.base = 0
         self.samples: list[Sample | None] = []
         self.step_high = 0  # arena in-use at its highest since the current step began
+        self.order: list[int] = []  # sample indices in completion order
+        self.lives: list[list] = []  # type: ignore[type-arg]  # [name, bytes, first, last] per named request
 
-    def take(self, size: int) -> tuple[int, Chunk | None]:
+    def take(self, size: int, name: str | None = None) -> _Held:
+        """Request ``size`` bytes; ``name``: what it holds (kernel scratch has none: not a buffer)."""
         self.requested += size
         chunk = self.arena.alloc(size)
         self.step_high = max(self.step_high, self.arena.in_use)
-        return size, chunk
+        life = -1
+        if name is not None:
+            life = len(self.lives)
+            self.lives.append([name, size, len(self.order), None])
+        return _Held(size, chunk, life)
 
-    def give(self, held: tuple[int, Chunk | None] | None) -> None:
+    def give(self, held: _Held | None) -> None:
         if held is None:
             return
-        self.requested -= held[0]
-        self.arena.free(held[1])
+        self.requested -= held.size
+        self.arena.free(held.chunk)
+        if held.life >= 0:
+            self.lives[held.life][3] = len(self.order) - 1
 
     def begin_step(self) -> None:
         self.step_high = self.arena.in_use
 
-
-Held = tuple[int, "Chunk | None"]
+    def complete(self, at: int) -> None:
+        """Sample ``at`` is complete: the next in completion order."""
+        self.order.append(at)
 
 
 class _Run:
@@ -256,10 +297,11 @@ class _Run:
         if parent is not None and self.outer is not None:  # allocated as the enclosing step's output, its size
             if parent in self.outer.handles:
                 return  # already (a nested kernel allocated it upfront)
-            size = self.outer.program.values[parent].size
-            self.outer.handles[parent] = memory.take(size if size is not None else self.size(b))
+            outer = self.outer.program.values[parent]
+            size = outer.size if outer.size is not None else self.size(b)
+            self.outer.handles[parent] = memory.take(size, self.outer.label + outer.name)
         else:
-            self.handles[b] = memory.take(self.size(b))
+            self.handles[b] = memory.take(self.size(b), self.label + self.program.values[b].name)
 
     def execute(self, memory: _Memory, cache: PatternCache) -> None:
         for s, step in enumerate(self.program.steps):
@@ -275,20 +317,25 @@ class _Run:
                 high = memory.step_high
                 for t in reversed(temps):
                     memory.give(t)
+                memory.complete(len(memory.samples))
                 memory.samples.append(Sample(
                     label=self.label + step.label, bytes=memory.requested, depth=self.depth, op=op, in_use=high - memory.base,
+                    scratch=sum(before) + sum(after),
                 ))
             else:
                 at = len(memory.samples)
                 memory.samples.append(None)  # the node's event starts before its bodies' events
                 held = _run_kernel(kernel, self, s, memory, cache)
+                memory.begin_step()  # the node's own work after its bodies: its outputs, then releases
                 for b in self.requests.get(s, ()):  # the node's outputs its bodies did not allocate
                     self.request(memory, b)
+                high = memory.step_high
                 for h in held:
                     memory.give(h)
+                memory.complete(at)
                 memory.samples[at] = Sample(
                     label=self.label + step.label, bytes=memory.requested, depth=self.depth, op=op,
-                    in_use=memory.arena.in_use - memory.base,
+                    in_use=high - memory.base,
                 )
             for b in self.releases.get(s, ()):
                 memory.give(self.handles.pop(b, None))
@@ -299,9 +346,10 @@ def _run_kernel(kernel: Kernel, parent: _Run, step: int, memory: _Memory, cache:
     kernel still holds (released when it ends, after its remaining outputs are allocated)."""
     here = set(parent.requests.get(step, ()))
     temps: list[Held | None] = []
+    name = f"{parent.label}{parent.program.steps[step].label} (kernel temporary)"
     for item in kernel.before:
         if isinstance(item, Temp):
-            temps.append(memory.take(item.bytes))
+            temps.append(memory.take(item.bytes, name))
         elif item.value in here:
             parent.request(memory, item.value)
     kept: list[tuple[Held, int | None]] = []  # (buffer, frame index before which it is released)
@@ -335,8 +383,8 @@ def _run_frame(frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache,
     else:  # ExecutionFrame with a cached pattern: one block for the planned values of matching size
         block_size, blocks = cached
         placed = frozenset(b for b in plan.fresh if b not in outputs and blocks.get(b) == align(sizes[b])) | into
-    copies = [(memory.take(size), after) for size, after in frame.copies]
-    block = memory.take(block_size) if block_size else None
+    copies = [(memory.take(size, f"{frame.label}(returned initializer, copied)"), after) for size, after in frame.copies]
+    block = memory.take(block_size, f"{frame.label}(memory-pattern block)") if block_size else None
     run = _Run(
         program, plan, frame.nested, frame.ops, frame.scratch, label=frame.label, depth=depth,
         placed=placed, delayed=frame.delayed, outer=parent,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from onnx import TensorProto
 
@@ -26,7 +26,8 @@ from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import UnsupportedOpError, UsageError
-from graphmem.model.loading import load_model
+from graphmem.model.loading import Model, load_model
+from graphmem.model.subgraphs import is_control_flow
 from graphmem.ort.order import file_order
 from graphmem.training import classify, patterns
 from graphmem.training.optimizer import (
@@ -152,9 +153,22 @@ def estimate_training(
         foreach=foreach,
     )
     as_dtype = {"fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16"}[config.precision]
-    analysis = analyze_model(load_model(path), dims=dims, shapes=shapes, values=values, as_dtype=as_dtype,
-                             kernel_rules=False)
-    return estimate_training_analysis(analysis, config)
+    model, inlined = _as_pytorch_runs_it(load_model(path), dims=dims, shapes=shapes, values=values)
+    analysis = analyze_model(model, dims=dims, shapes=shapes, values=values, as_dtype=as_dtype, kernel_rules=False)
+    est = estimate_training_analysis(analysis, config)
+    return replace(est, warnings=(*est.warnings, *(f"control flow: {note}" for note in inlined))) if inlined else est
+
+
+def _as_pytorch_runs_it(model: Model, **inputs) -> tuple[Model, tuple[str, ...]]:  # type: ignore[no-untyped-def]
+    """The model with its If and Loop nodes replaced by the ops eager PyTorch runs
+    (:func:`graphmem.training.unroll.inline_control_flow`), and what each became."""
+    from graphmem.analysis.dims import resolve_inputs
+    from graphmem.training.unroll import inline_control_flow
+
+    if not any(is_control_flow(n) for n in model.nodes):
+        return model, ()
+    given = resolve_inputs(model.inputs, **inputs)
+    return inline_control_flow(model, dims=given.dims, shapes=given.shapes, values=given.values)
 
 
 def layer_of(node_name: str, fallback: str) -> str:

@@ -33,7 +33,7 @@ class Bin:
     at: int  # the bin's step with the most requested bytes (the first such)
     requested: int  # the most requested bytes of its steps
     requested_low: int  # the fewest
-    lower_bound: int  # the largest lower bound of its steps
+    lower_bound: int | None  # the largest lower bound of its steps; None: not computed (control flow)
     in_use: int | None  # the largest in-use with scratch of its steps; None: not modelled
 
 
@@ -65,7 +65,7 @@ def step_bins(t: MemoryTimeline, max_bins: int, *, start: int = 0, stop: int | N
                 at=first + req.index(top),
                 requested=top,
                 requested_low=min(req),
-                lower_bound=max(t.lower_bound[first : last + 1]),
+                lower_bound=max(t.lower_bound[first : last + 1]) if t.lower_bound is not None else None,
                 in_use=max(t.in_use[first : last + 1]) if t.in_use is not None else None,
             )
         )

@@ -198,8 +198,9 @@ def _draw_timeline(ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin]
         ax.fill_between(x, _post([b.requested_low for b in bins]), _post(requested), step="post",
                         linewidth=0, color="#000000", alpha=0.10, label="range within a bin")
     ax.step(x, _post(requested), where="post", color="#222222", linewidth=1.1, label="requested (onnxruntime arena)", gid="requested")
-    ax.step(x, _post([b.lower_bound for b in bins]), where="post", color=LOWER_COLOUR, linewidth=1.0,
-            linestyle=(0, (4, 2)), label="lower bound (any placement)", gid="lower_bound")
+    if t.lower_bound is not None:
+        ax.step(x, _post([b.lower_bound or 0 for b in bins]), where="post", color=LOWER_COLOUR, linewidth=1.0,
+                linestyle=(0, (4, 2)), label="lower bound (any placement)", gid="lower_bound")
     highest = max(requested)
     if t.in_use is not None:
         in_use = [b.in_use or 0 for b in bins]
@@ -212,7 +213,7 @@ def _draw_timeline(ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin]
     note = f"; {len(bins):,} bins of {bins[0].last - bins[0].first + 1} steps, each at its highest" if grouped else ""
     ax.set_xlabel(f"execution step (of {steps:,}{note})", fontsize=9)
     ax.set_ylabel("bytes held (binary units)")
-    ps = act.peak_step
+    ps = t.peak_step  # the timeline's own step (a control-flow run's is in completion order)
     if first <= ps < stop:
         ax.plot([ps + 0.5], [act.peak_bytes], marker="o", color=WARN_COLOUR, markersize=6, zorder=5)
         ax.annotate(
@@ -282,7 +283,7 @@ def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: Memo
         ax.step(_edges(bins), _post([b.requested for b in bins]), where="post", color=colour, linewidth=1.3,
                 label=f"{name}: {Path(a.model.path).name}, peak {format_bytes(a.activations.peak_bytes)} ({a.activations.peak_bytes:,} B) at '{short_name(a.activations.peak_node, 40)}'",
                 gid=gid)
-        ax.plot([a.activations.peak_step + 0.5], [a.activations.peak_bytes], marker="o", color=colour, markersize=6)
+        ax.plot([t.peak_step + 0.5], [a.activations.peak_bytes], marker="o", color=colour, markersize=6)
         highest = max(highest, a.activations.peak_bytes)
         longest = max(longest, len(t.requested))
     change = new.activations.peak_bytes - old.activations.peak_bytes

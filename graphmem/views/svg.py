@@ -140,7 +140,8 @@ def timeline_svg(
         out.append(f'<path class="range" d="{_area_path(f, bins, [b.requested_low for b in bins], requested)}" fill="#000" fill-opacity="0.10" stroke="none"><title>range of the steps within each bin</title></path>')
         legend.append(("rgba(0,0,0,0.25)", "range of the steps within a bin"))
     out.append(f'<path class="curve requested" d="{_step_path(f, bins, requested)}" fill="none" stroke="{REQUESTED_COLOUR}" stroke-width="1.3"/>')
-    out.append(f'<path class="curve lower-bound" d="{_step_path(f, bins, [b.lower_bound for b in bins])}" fill="none" stroke="{LOWER_COLOUR}" stroke-width="1.1" stroke-dasharray="5 3"/>')
+    if t.lower_bound is not None:
+        out.append(f'<path class="curve lower-bound" d="{_step_path(f, bins, [b.lower_bound or 0 for b in bins])}" fill="none" stroke="{LOWER_COLOUR}" stroke-width="1.1" stroke-dasharray="5 3"/>')
     if in_use is not None:
         out.append(f'<path class="curve in-use" d="{_step_path(f, bins, in_use)}" fill="none" stroke="{IN_USE_COLOUR}" stroke-width="1.1" stroke-dasharray="1.5 2"/>')
     base = height - f.bottom
@@ -163,7 +164,7 @@ def timeline_svg(
         right = cx > f.left + (width - f.left - f.right) * 0.6
         out.append(_text(cx + (-8 if right else 8), max(cy - 8, 12), label, anchor="end" if right else "start", size=11, fill=PEAK_COLOUR))
     out.append("</svg>")
-    return "".join(out) + _legend_html(legend, in_use is not None)
+    return "".join(out) + _legend_html(legend, in_use is not None, lower=t.lower_bound is not None)
 
 
 def _hover_columns(f: Frame, t: MemoryTimeline, bins: Sequence[Bin]) -> list[str]:
@@ -176,9 +177,11 @@ def _hover_columns(f: Frame, t: MemoryTimeline, bins: Sequence[Bin]) -> list[str
         lines = [
             f"{steps}: {t.labels[b.at]} ({t.op_types[b.at]})",
             f"requested {format_bytes(b.requested)} ({b.requested:,} B)",
-            f"lower bound {format_bytes(b.lower_bound)} ({b.lower_bound:,} B)",
         ]
-        attrs = f'data-first="{b.first}" data-last="{b.last}" data-requested="{b.requested}" data-lower-bound="{b.lower_bound}"'
+        attrs = f'data-first="{b.first}" data-last="{b.last}" data-requested="{b.requested}"'
+        if b.lower_bound is not None:
+            lines.append(f"lower bound {format_bytes(b.lower_bound)} ({b.lower_bound:,} B)")
+            attrs += f' data-lower-bound="{b.lower_bound}"'
         if b.in_use is not None:
             lines.append(f"in use with scratch {format_bytes(b.in_use)} ({b.in_use:,} B)")
             attrs += f' data-in-use="{b.in_use}"'
@@ -190,12 +193,13 @@ def _hover_columns(f: Frame, t: MemoryTimeline, bins: Sequence[Bin]) -> list[str
     return out
 
 
-def _legend_html(items: Sequence[tuple[str, str]], in_use: bool) -> str:
+def _legend_html(items: Sequence[tuple[str, str]], in_use: bool, *, lower: bool = True) -> str:
     lines = [
         f'<li><span class="swatch" style="background:{c}"></span>{escape(label)}</li>' for c, label in items
     ]
     lines.append(f'<li><span class="line" style="border-color:{REQUESTED_COLOUR}"></span>requested (onnxruntime arena)</li>')
-    lines.append(f'<li><span class="line dashed" style="border-color:{LOWER_COLOUR}"></span>lower bound (any placement)</li>')
+    if lower:
+        lines.append(f'<li><span class="line dashed" style="border-color:{LOWER_COLOUR}"></span>lower bound (any placement)</li>')
     if in_use:
         lines.append(f'<li><span class="line dotted" style="border-color:{IN_USE_COLOUR}"></span>in use with kernel scratch (arena chunks)</li>')
     return '<ul class="legend">' + "".join(lines) + "</ul>"

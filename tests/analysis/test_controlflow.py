@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 
 import graphmem
 from graphmem.analysis import analyze_graph_opt
+from graphmem.analysis.timeline import memory_timeline
 from graphmem.errors import UnboundDimError
 from graphmem.verify import measure
 
@@ -189,9 +190,24 @@ def test_graph_opt_all_with_a_body_weight_in_weights_bin(tmp_path: Path) -> None
     assert a.activations.peak_bytes > 0 and a.weights.bytes >= 1_600
 
 
-def test_train_and_pictures_say_they_do_not_model_control_flow(tmp_path: Path) -> None:
+def test_train_names_an_if_it_cannot_resolve_and_the_pictures_draw_the_replay(tmp_path: Path) -> None:
     path = _if_model(tmp_path)
     code, _, err = outcome("train", str(path))
-    assert code == 2 and "does not model control flow (If_mode)" in err and err.count("\n") == 1
-    code, _, err = outcome("report", str(path), "--value", "mode=1", "-o", str(tmp_path / "r.html"))
-    assert code == 2 and "If/Loop/Scan" in err and not (tmp_path / "r.html").exists()
+    assert code == 2 and "which branch If 'If_mode' takes" in err and err.count("\n") == 1
+    out = tmp_path / "r.html"
+    code, _, err = outcome("report", str(path), "--value", "mode=1", "-o", str(out))
+    assert code == 0, err
+    assert "If_mode/then/t_add" in out.read_text()  # the peak, a step of the branch
+    # the timeline of the replay: every profiler sample a step, the If's own after its branch's
+    # (onnxruntime's order eq 1, prez 1,601, pre 3,201; the branch: y upfront, t1 6,401, t2 8,001,
+    # t_sig writes y (t1 freed after t_add, t2 after t_sig) 6,401; If_mode 4,801; post: x0, z, c
+    # released after the If, out 1,600 -> 3,200); every request a buffer: y (the If's output) held
+    # from the branch's first step on
+    a = graphmem.analyze(path, values={"mode": (1,)})
+    t = memory_timeline(a)
+    assert t.labels == ("eq", "prez", "pre", "If_mode/then/t_mul", "If_mode/then/t_add", "If_mode/then/t_sig", "If_mode", "post")
+    assert t.requested == (1, 1_601, 3_201, 6_401, 8_001, 6_401, 4_801, 3_200)
+    assert (t.peak_step, t.labels[t.peak_step], t.lower_bound) == (4, "If_mode/then/t_add", None)
+    assert max(t.in_use) == a.activations.in_use_peak_bytes
+    y = next(b for b in t.buffers if t.tensors[b.tensors[0]].name == "y")
+    assert (y.bytes, y.first, y.last) == (1_600, 3, 7)

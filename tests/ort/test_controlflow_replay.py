@@ -109,11 +109,12 @@ def test_arena_in_use_with_body_scratch_and_an_output_the_body_allocates() -> No
 def test_kernel_temporaries_are_requested_in_the_kernel_s_order() -> None:
     # Scan-like: a 300 B temporary, then the upfront output y (300 B), then a 700 B temporary;
     # a frame-less kernel: 1,000 + 300 + 300 + 700 = 2,300 requested at the highest, 1,024 + 512
-    # + 512 + 768 = 2,816 B of chunks; temporaries released before cf's sample (x + y).
+    # + 512 + 768 = 2,816 B of chunks (cf's in-use at its highest); the temporaries are released
+    # before cf's sample (x + y requested).
     parent = _parent()
     kernel = Kernel(frames=(), before=(Temp(300), Upfront(2), Temp(700)))
     r = replay(parent, plan_ort(parent), {1: kernel})
-    assert [(s.label, s.bytes, s.in_use) for s in r.samples] == [("pre", 1_000, 1_024), ("cf", 1_300, 1_536)]
+    assert [(s.label, s.bytes, s.in_use) for s in r.samples] == [("pre", 1_000, 1_024), ("cf", 1_300, 2_816)]
     assert r.in_use_peak_bytes == 2_816
     assert kernel.held == 1_000 and kernel.upfront == (2,)
 

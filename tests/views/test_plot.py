@@ -98,3 +98,34 @@ def test_without_matplotlib_plots_exit_2_with_the_install_command(monkeypatch: p
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
     code, _, err = outcome("peak", str(CNN), "--dim", "batch=1", "--plot", str(tmp_path / "p.png"))
     assert code == 2 and "pip install 'graphmem[plot]'" in err and not (tmp_path / "p.png").exists()
+
+
+def test_a_loop_is_drawn_from_its_replay(tmp_path: Path) -> None:
+    # Loop M=2 of h = h_in + 1 over x0 = Relu(x) [4, 100]: its samples are the steps, the Loop's
+    # own after its body's; no lower-bound curve (not computed through bodies)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="b_cond"),
+         helper.make_node("Add", ["h_in", "one"], ["h_out"], name="b_add")],
+        "body",
+        [tensor("i", [], TensorProto.INT64), tensor("cond_in", [], TensorProto.BOOL), tensor("h_in", [4, 100])],
+        [tensor("cond_out", [], TensorProto.BOOL), tensor("h_out", [4, 100])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])],
+    )
+    m = model(
+        [helper.make_node("Relu", ["x"], ["x0"], name="pre"),
+         helper.make_node("Loop", ["M", "c", "x0"], ["hf"], name="loop", body=body)],
+        [tensor("x", [4, 100])], [tensor("hf", [4, 100])],
+        [helper.make_tensor("M", TensorProto.INT64, [], [2]), helper.make_tensor("c", TensorProto.BOOL, [], [True])],
+    )
+    a = graphmem.analyze(save(m, tmp_path / "loop.onnx"))
+    t = memory_timeline(a)
+    # pre x0 1,600; the Loop's scalars 9; h1 1,600 -> 3,209 (b_cond shares cond_in: 0) twice;
+    # h2 1,600 -> 4,809; the Loop: hf copied 1,600, its temporaries and h1, h2 released -> 3,200
+    assert t.labels == ("pre", "loop/body/b_add", "loop/body/b_cond", "loop/body/b_add", "loop/body/b_cond", "loop")
+    assert t.requested == (1_600, 3_209, 3_209, 4_809, 4_809, 3_200)
+    fig = peak_plot(a)
+    assert _line(fig, "requested")[1] == [*t.requested, t.requested[-1]]
+    assert not [ln for ln in fig.axes[0].lines if ln.get_gid() == "lower_bound"]
+    assert "at 'loop/body/b_add'" in _texts(fig)
+    code, _, err = outcome("peak", str(tmp_path / "loop.onnx"), "--plot", str(tmp_path / "loop.svg"))
+    assert code == 0 and (tmp_path / "loop.svg").exists(), err

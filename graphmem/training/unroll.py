@@ -1,0 +1,218 @@
+"""Control flow as PyTorch trains it: an If whose branch is known is the ops of that branch, a
+Loop whose trip count is known is its body once per iteration.
+
+An ONNX If or Loop in a training export comes from Python control flow in the model's
+``forward`` (``torch.jit.script``): eager PyTorch runs the branch the condition picks and the
+loop body once per iteration, and autograd records exactly those ops, so a training step costs
+what the flat sequence of executed ops costs. :func:`inline_control_flow` builds that sequence
+from what the runtime view of shape inference knows (:mod:`graphmem.shapes.controlflow`: the
+branch a known condition selects, every iteration of a Loop), round after round until no
+control flow is left:
+
+* If: the branch's nodes, its internal values renamed ``If_3/then/…``, its outputs written as
+  the If's outputs;
+* Loop: iteration k's body nodes renamed ``Loop_1/k/…``, the iteration number a constant k, the
+  carried values of iteration k-1 as its inputs; the Loop's carried outputs are the last
+  iteration's, its scan outputs the iterations' stacked (Unsqueeze + Concat on axis 0, as
+  ``torch.stack`` of a Python list);
+* the weights a body holds are one parameter, shared by every iteration; those of an If's other
+  branch exist too (parameters without a gradient).
+
+What cannot be estimated is refused in one line naming the node: an If whose condition is not
+known (``--value``), a Scan (a recurrence PyTorch has no op for: export it as a Python loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from graphmem.errors import UnsupportedOpError
+from graphmem.model.graph import build_graph
+from graphmem.model.loading import Model, Weight
+from graphmem.model.subgraphs import body_graphs, body_model, is_control_flow
+from graphmem.ort.order import file_order
+from graphmem.shapes.controlflow import BodyRun
+from graphmem.shapes.infer import RUNTIME, infer_types
+
+__all__ = ["MAX_ROUNDS", "inline_control_flow"]
+
+#: Nesting depth unrolled at most (each round removes one level).
+MAX_ROUNDS = 16
+
+_INT64, _BOOL = onnx.TensorProto.INT64, onnx.TensorProto.BOOL
+
+
+def inline_control_flow(
+    model: Model,
+    *,
+    dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, np.ndarray] | None = None,
+) -> tuple[Model, tuple[str, ...]]:
+    """``model`` with every If and Loop replaced by the ops that run, and one line per node
+    saying what it became; the model itself when it has no control flow. Raises
+    :class:`UnsupportedOpError` naming a node that cannot be estimated."""
+    notes: list[str] = []
+    for _ in range(MAX_ROUNDS):
+        if not any(is_control_flow(n) for n in model.nodes):
+            return model, tuple(notes)
+        g = build_graph(model)
+        order = file_order(g)
+        shaped = infer_types(g, order, view=RUNTIME, dims=dims, shapes=shapes, input_values=values)
+        flat = _Flat(model)
+        for nid in order:
+            node = g.node(nid)
+            if not is_control_flow(node):
+                flat.nodes.append(node)
+                continue
+            cfs = shaped.bodies[nid]
+            name = node.name or f"{node.op_type}_{nid}"
+            if node.op_type == "If":
+                notes.append(flat.inline_if(node, name, cfs.runs))
+            elif node.op_type == "Loop":
+                if cfs.problem is not None:
+                    raise UnsupportedOpError(f"{model.path}: graphmem train cannot unroll Loop '{name}': {cfs.problem} (bind it with --value)")
+                notes.append(flat.unroll_loop(node, name, cfs.runs))
+            else:
+                raise UnsupportedOpError(
+                    f"{model.path}: graphmem train does not estimate Scan '{name}': a recurrence PyTorch has no op "
+                    "for (export the loop as Python code, which becomes a Loop)"
+                )
+        model = flat.model()
+    raise UnsupportedOpError(f"{model.path}: graphmem train unrolls control flow nested at most {MAX_ROUNDS} deep")
+
+
+class _Flat:
+    """The nodes, weights and values of the flattened graph being built."""
+
+    def __init__(self, model: Model) -> None:
+        self.source = model
+        self.nodes: list[onnx.NodeProto] = []
+        self.weights: dict[str, Weight] = dict(model.weights)
+        self.values: dict[str, np.ndarray] = dict(model.values)
+
+    def model(self) -> Model:
+        m = self.source
+        graph = helper.make_graph(self.nodes, m.graph.name or "g", list(m.graph.input), list(m.graph.output))
+        return replace(m, graph=graph, nodes=tuple(self.nodes), weights=self.weights, values=self.values, node_ids=())
+
+    def constant(self, name: str, value: np.ndarray) -> str:
+        """A constant of the unrolled loop (the iteration number, the condition, the stacking
+        axis): a Python value in PyTorch, no tensor memory (0 bytes), never a parameter."""
+        if name not in self.weights:
+            dtype = onnx.helper.np_dtype_to_tensor_dtype(value.dtype)
+            self.weights[name] = Weight(name=name, dtype=dtype, dims=tuple(value.shape), numel=int(value.size),
+                                        nbytes=0, external=False, from_constant_node=True)
+            self.values[name] = value
+        return name
+
+    def emit(self, run: BodyRun, prefix: str, weights_prefix: str, feeds: Mapping[str, str], outputs: Mapping[str, str]) -> dict[str, str]:
+        """The nodes of one body execution, renamed; returns body name -> flat name."""
+        body = run.model
+        names: dict[str, str] = dict(feeds)
+        for w, weight in body.weights.items():
+            if w in names:
+                continue
+            flat = weights_prefix + w
+            names[w] = flat
+            if flat not in self.weights:
+                self.weights[flat] = replace(weight, name=flat)
+                if w in body.values:
+                    self.values[flat] = body.values[w]
+        for node in body.nodes:
+            for o in node.output:
+                if o:
+                    names[o] = outputs.get(o, prefix + o)
+        for node in body.nodes:
+            self.nodes.append(_renamed(node, names, prefix))
+        return names
+
+    def inline_if(self, node: onnx.NodeProto, name: str, runs: Sequence[BodyRun]) -> str:
+        if not runs:
+            raise UnsupportedOpError(
+                f"{self.source.path}: graphmem train cannot tell which branch If '{name}' takes (its condition "
+                f"'{node.input[0]}' is not known): bind the inputs it depends on with --value NAME=V"
+            )
+        run = runs[0]
+        attr = {"then_branch": "then", "else_branch": "else"}[run.attr]
+        for other, graph in body_graphs(node):  # the other branch's parameters exist, unused
+            if other != run.attr:
+                short = {"then_branch": "then", "else_branch": "else"}[other]
+                body = body_model(self.source, graph, inputs={}, outer={}, label=short)
+                for w, weight in body.weights.items():
+                    if not weight.from_constant_node:
+                        self.weights.setdefault(f"{name}/{short}/{w}", replace(weight, name=f"{name}/{short}/{w}"))
+        body_outs = [vi.name for vi in run.model.graph.output]
+        produced = {o for n in run.model.nodes for o in n.output if o}
+        direct = {b: out for b, out in zip(body_outs, node.output) if out and b in produced}
+        names = self.emit(run, f"{name}/{attr}/", f"{name}/{attr}/", {}, direct)
+        for b, out in zip(body_outs, node.output):
+            if out and b not in direct:  # a value from outside returned as it is: the same tensor
+                self.nodes.append(helper.make_node("Identity", [names.get(b, b)], [out], name=f"{name}/{attr}/{out}"))
+        return f"If '{name}': its {attr} branch ({len(run.model.nodes)} ops)"
+
+    def unroll_loop(self, node: onnx.NodeProto, name: str, runs: Sequence[BodyRun]) -> str:
+        carried = list(node.input[2:])
+        n_carried = len(carried)
+        scans: list[list[str]] = [[] for _ in node.output[n_carried:]]
+        current = carried
+        for k, run in enumerate(runs):
+            inputs = [vi.name for vi in run.model.graph.input]
+            outs = [vi.name for vi in run.model.graph.output]
+            feeds = {inputs[0]: self.constant(f"{name}/{k}/iteration", np.array(k, np.int64))}
+            if len(inputs) > 1:
+                feeds[inputs[1]] = self.constant(f"{name}/condition", np.array(True))
+            feeds.update({b: c for b, c in zip(inputs[2:], current) if c})
+            names = self.emit(run, f"{name}/{k}/", f"{name}/body/", feeds, {})
+            current = [names.get(o, o) for o in outs[1 : 1 + n_carried]]
+            for j, o in enumerate(outs[1 + n_carried :]):
+                scans[j].append(names.get(o, o))
+        for out, value in zip(node.output[:n_carried], current):
+            if out:
+                self.nodes.append(helper.make_node("Identity", [value], [out], name=f"{name}/{out}"))
+        for out, pieces in zip(node.output[n_carried:], scans):
+            if not out or not pieces:
+                continue
+            axes = self.constant(f"{name}/axes", np.array([0], np.int64))
+            stacked = []
+            for k, piece in enumerate(pieces):
+                stacked.append(f"{name}/{k}/{out}/unsqueezed")
+                self.nodes.append(helper.make_node("Unsqueeze", [piece, axes], [stacked[-1]], name=f"{name}/{k}/{out}/unsqueeze"))
+            self.nodes.append(helper.make_node("Concat", stacked, [out], name=f"{name}/{out}/stack", axis=0))
+        return f"Loop '{name}': its body unrolled {len(runs)} times"
+
+
+def _renamed(node: onnx.NodeProto, names: Mapping[str, str], prefix: str) -> onnx.NodeProto:
+    """A copy of ``node`` with its names mapped (nested bodies: the outer names they read)."""
+    out = onnx.NodeProto()
+    out.CopyFrom(node)
+    out.name = prefix + (node.name or node.op_type)
+    del out.input[:]
+    out.input.extend(names.get(x, x) if x else x for x in node.input)
+    del out.output[:]
+    out.output.extend(names.get(x, x) if x else x for x in node.output)
+    for attr in out.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            _rename_free(attr.g, names)
+    return out
+
+
+def _rename_free(graph: onnx.GraphProto, names: Mapping[str, str]) -> None:
+    """Rename, in place, the names ``graph`` (and its nested bodies) reads from outside."""
+    bound = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    for node in graph.node:
+        for k, x in enumerate(node.input):
+            if x and x not in bound and x in names:
+                node.input[k] = names[x]
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _rename_free(attr.g, {k: v for k, v in names.items() if k not in bound})
+        bound.update(o for o in node.output if o)
+    for o in graph.output:
+        if o.name not in bound and o.name in names:
+            o.name = names[o.name]

@@ -195,7 +195,7 @@ class _Node:
     def _scratch(self, run: BodyRun) -> tuple[Scratch, ...]:
         """Each body step's kernel scratch (``graphmem.ort.scratch``), from the body's runtime types;
         op types without a rule are noted (counted 0)."""
-        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types)  # type: ignore[attr-defined]
+        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types, run.shapes.values)  # type: ignore[attr-defined]
         self.result.scratch_unmodelled.update(dict.fromkeys(unmodelled))
         self.result.scratch_bytes = max([self.result.scratch_bytes, *(ks.total for ks in per_step)])
         return tuple((ks.before, ks.after) for ks in per_step)

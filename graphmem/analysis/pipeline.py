@@ -225,7 +225,7 @@ def analyze_model(
             session.static, session.runtime, model.opset, model,
         )
         ops = tuple(session.graph.node(nid).op_type for nid in session.order)
-        top_scratch, _ = scratch_per_step(g, order, runtime.types)
+        top_scratch, _ = scratch_per_step(g, order, runtime.types, runtime.values)
         flow_replay = replay(
             program, plan, flow.kernels, ops=ops, scratch=[(ks.before, ks.after) for ks in top_scratch],
             prepacked=prepacked_in_arena(g),

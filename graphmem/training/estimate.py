@@ -152,10 +152,16 @@ def estimate_training(
         frozen=tuple(frozen),
         foreach=foreach,
     )
-    as_dtype = {"fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16"}[config.precision]
     model, inlined = _as_pytorch_runs_it(load_model(path), dims=dims, shapes=shapes, values=values)
-    analysis = analyze_model(model, dims=dims, shapes=shapes, values=values, as_dtype=as_dtype, kernel_rules=False)
-    est = estimate_training_analysis(analysis, config)
+    analysis = analyze_model(model, dims=dims, shapes=shapes, values=values, as_dtype=_AS_DTYPE[config.precision],
+                             kernel_rules=False)
+    return _with_notes(estimate_training_analysis(analysis, config), inlined)
+
+
+_AS_DTYPE = {"fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16"}
+
+
+def _with_notes(est: TrainingEstimate, inlined: tuple[str, ...]) -> TrainingEstimate:
     return replace(est, warnings=(*est.warnings, *(f"control flow: {note}" for note in inlined))) if inlined else est
 
 
@@ -171,6 +177,20 @@ def _as_pytorch_runs_it(model: Model, **inputs) -> tuple[Model, tuple[str, ...]]
     return inline_control_flow(model, dims=given.dims, shapes=given.shapes, values=given.values)
 
 
+def _flattened(a: Analysis, config: TrainingConfig) -> TrainingEstimate:
+    """:func:`estimate_training_analysis` of an analysis with control flow: its model flattened
+    as PyTorch runs it, analysed with the same inputs (a sweep's or fit's probe)."""
+    model = a.graph.model
+    inputs = {
+        "dims": {k: v for k, v in a.model.dims.items() if k in model.symbolic_dims},
+        "shapes": a.model.shapes or None,
+        "values": a.model.values or None,
+    }
+    flat, inlined = _as_pytorch_runs_it(model, **inputs)
+    analysis = analyze_model(flat, as_dtype=_AS_DTYPE[config.precision], kernel_rules=False, **inputs)
+    return _with_notes(estimate_training_analysis(analysis, config), inlined)
+
+
 def layer_of(node_name: str, fallback: str) -> str:
     """The module scope of an exported node name: ``/model/layer.0/attn/MatMul`` →
     ``model.layer.0.attn``; a name without scope is its own layer."""
@@ -183,12 +203,8 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     """Same as :func:`estimate_training`, for an existing :class:`Analysis` (its dtype what-if
     must match ``config.precision``)."""
     g, model = a.graph, a.graph.model
-    if a.bodies:  # training through If/Loop/Scan bodies is not modelled: say so, not a wrong figure
-        names = ", ".join(g.node(nid).name or g.node(nid).op_type for nid in sorted(a.bodies))
-        raise UnsupportedOpError(
-            f"{model.path}: graphmem train does not model control flow ({names}): the backward pass "
-            "through If/Loop/Scan bodies is not estimated; use graphmem peak for inference memory"
-        )
+    if a.bodies:  # If and Loop as PyTorch runs them; what cannot be is refused naming the node
+        return _flattened(a, config)
     half = _HALF.get(config.precision)
     types = a.types if half is None else cast_floats(a.types, half)
     w = model.weights if half is None else cast_weights(model.weights, half)

@@ -67,3 +67,15 @@ def test_fit_solves_the_batch_through_the_loop(loop: Path) -> None:
     assert graphmem.analyze(loop, dims={"batch": 62}, values=values).total_bytes == 1_600 * 62 + 22
     out = invoke("fit", str(loop), "--memory", "100000", "--solve", "batch", "--value", "M=3", "--value", "c=1")
     assert out.exit_code == 0 and "largest batch that fits: 62" in out.stdout
+
+
+def test_fit_train_unrolls_the_loop_at_every_probe(loop: Path) -> None:
+    from graphmem.batch.search import search_largest_training
+    from graphmem.training import estimate_training
+
+    values = {"M": (3,), "c": (1,)}
+    r = search_largest_training(loop, solve="batch", budget_bytes=50_000, values=values)
+    at = estimate_training(loop, dims={"batch": r.largest}, values=values)
+    after = estimate_training(loop, dims={"batch": r.largest + 1}, values=values)
+    assert r.training.estimate.step_peak_bytes == at.step_peak_bytes <= 50_000 < after.step_peak_bytes
+    assert any("Loop 'loop': its body unrolled 3 times" in w for w in at.warnings)

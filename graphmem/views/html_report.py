@@ -121,12 +121,13 @@ def _row(label: str, n: int | None, note: str = "", *, cls: str = "") -> str:
 
 def _figures(a: Analysis) -> str:
     act = a.activations
+    top = " (top graph only: bodies not included)" if a.bodies else ""
     rows = [
         _row("weights", a.weights.bytes, f"{format_count(a.weights.params)} params"),
         _row("activations peak", act.peak_bytes, f"at node '{act.peak_node}'", cls="peak"),
-        _row("lower bound", act.lower_bound_bytes, "most bytes that must be live at one step"),
-        _row("best arena", act.best_arena_bytes, "greedy offset planner, same lifetimes"),
-        _row("no reuse", act.no_reuse_bytes, "every op output in its own buffer"),
+        _row("lower bound", act.lower_bound_bytes, "most bytes that must be live at one step" + top),
+        _row("best arena", act.best_arena_bytes, "greedy offset planner, same lifetimes" + top),
+        _row("no reuse", act.no_reuse_bytes, "every op output in its own buffer" + top),
     ]
     if act.in_use_peak_bytes is not None:
         rows.append(_row("with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)"))

@@ -101,12 +101,13 @@ def peak_table(a: Analysis) -> str:
     """The human-readable ``graphmem peak`` table (binary units, exact bytes beside them)."""
     dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
     act = a.activations
+    top = " (top graph only: bodies not included)" if a.bodies else ""
     rows = [
         ("weights", a.weights.bytes, f"{format_count(a.weights.params)} params"),
         ("activations peak", act.peak_bytes, f"at node '{act.peak_node}' ({act.runtime})"),
-        ("  lower bound", act.lower_bound_bytes, "most bytes that must be live at one step"),
-        ("  best arena", act.best_arena_bytes, "greedy offset planner, same lifetimes"),
-        ("  no reuse", act.no_reuse_bytes, "every op output in its own buffer"),
+        ("  lower bound", act.lower_bound_bytes, "most bytes that must be live at one step" + top),
+        ("  best arena", act.best_arena_bytes, "greedy offset planner, same lifetimes" + top),
+        ("  no reuse", act.no_reuse_bytes, "every op output in its own buffer" + top),
     ]
     if act.in_use_peak_bytes is not None:
         rows += [

@@ -33,7 +33,7 @@ from graphmem.errors import UnboundDimError
 from graphmem.model.loading import Model
 from graphmem.model.program import build_program, sequence_elements, tensor_size, value_size
 from graphmem.model.subgraphs import body_graphs, body_model
-from graphmem.model.types import TensorType, is_concrete
+from graphmem.model.types import CONTAINERS, TensorType, is_concrete
 from graphmem.ort.allocation import OrtPlan, plan_ort
 from graphmem.ort.controlflow import Frame, Kernel, Scratch, Temp, Upfront, replay
 from graphmem.ort.rules import prepacks, sharing, unwritten_outputs
@@ -319,7 +319,7 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
         if not out:
             continue
         t = run.shapes.types.get(body_out)  # type: ignore[attr-defined]
-        if t is not None and t.kind == "sequence_type":
+        if t is not None and t.kind in CONTAINERS:
             # the If's output is the branch's sequence (if.cc: non-tensor fetches are moved): its
             # element buffers are allocated by the branch as the If output's
             for j, element in enumerate(elements.holds.get(body_out, ())):
@@ -398,7 +398,7 @@ def _sequence_owners(ctx: _Node, runs, carried: int) -> list[dict[str, int]]:  #
     for c in range(carried):
         out = ctx.node.output[c] if c < len(ctx.node.output) else ""
         t = ctx.runtime_types.get(out) if out else None
-        if t is None or t.kind != "sequence_type":
+        if t is None or t.kind not in CONTAINERS:
             continue
         initial = ctx.runtime_types.get(ctx.node.input[2 + c])
         track: list[tuple[int, str]] = [(-1, "")] * len((initial.elements or ()) if initial is not None else ())

@@ -17,7 +17,7 @@ import onnx
 from graphmem.model.dtypes import element_bits, tensor_bytes
 from graphmem.model.graph import OpGraph
 from graphmem.planner.program import Key, Program, Step, Value
-from graphmem.model.types import TensorType, is_concrete, numel
+from graphmem.model.types import CONTAINERS, TensorType, is_concrete, numel
 
 __all__ = ["build_program", "tensor_size", "value_size", "reuse_key", "Devices", "SequenceElements", "sequence_elements"]
 
@@ -54,7 +54,7 @@ def value_size(t: TensorType | None) -> int | None:
     """Bytes a value takes in the arena: a tensor's (:func:`tensor_size`); a sequence's own object
     none (its elements are buffers of their own, :func:`sequence_elements`) when every element's
     size is known; None otherwise."""
-    if t is not None and t.kind == "sequence_type":
+    if t is not None and t.kind in CONTAINERS:
         if t.elements is None or any(tensor_size(e) is None for e in t.elements):
             return None
         return 0
@@ -100,7 +100,7 @@ def sequence_elements(
     pinned: set[str] = set()
     for name in g.model.inputs:
         t = runtime.get(name)
-        if t is not None and t.kind == "sequence_type":
+        if t is not None and t.kind in CONTAINERS:
             holds[name] = (None,) * len(t.elements or ())
 
     def new(nid: int, out: str, elements) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
@@ -116,7 +116,7 @@ def sequence_elements(
         op = node.op_type if node.domain in ("", "ai.onnx") else ""
         for k, out in enumerate(node.output):
             t = runtime.get(out)
-            if not out or t is None or t.kind != "sequence_type":
+            if not out or t is None or t.kind not in CONTAINERS:
                 continue
             src = holds.get(node.input[0], ()) if node.input else ()
             if op in ("SequenceEmpty",):
@@ -133,7 +133,7 @@ def sequence_elements(
             elif op == "Identity":
                 holds[out] = src
                 pinned.update(e for e in src if e is not None)
-            else:  # SplitToSequence, a Loop's copies, an If's branch: new buffers, one per element
+            else:  # SplitToSequence, Optional's copies, a Loop's or an If's: new buffers, one per element
                 holds[out] = new(nid, out, t.elements or ())
     return SequenceElements(holds=holds, created=created, pinned=frozenset(pinned))
 

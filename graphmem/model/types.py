@@ -12,7 +12,10 @@ from typing import Union
 
 import onnx
 
-__all__ = ["Dim", "Shape", "TensorType", "type_from_proto", "type_to_proto", "is_concrete", "numel"]
+__all__ = ["CONTAINERS", "Dim", "Shape", "TensorType", "type_from_proto", "type_to_proto", "is_concrete", "numel"]
+
+#: Kinds whose value holds tensors of its own (``TensorType.elements``): a sequence, an optional.
+CONTAINERS = frozenset({"sequence_type", "optional_type"})
 
 Dim = Union[int, str, None]
 Shape = tuple[Dim, ...]

@@ -79,6 +79,10 @@ def infer_sequence(
     out = node.output[0] if node.output else ""
     if op == "Identity" and ins and is_sequence(ins[0]):
         return {out: ins[0]}, {}  # type: ignore[dict-item]
+    if op == "Optional":  # optional.cc: copies its input (a tensor, or a sequence's elements) in
+        return {out: _optional(node, ins[0] if ins else None)}, {}
+    if op == "OptionalHasElement" and ins and ins[0] is not None and ins[0].kind == "optional_type" and ins[0].elements is not None:
+        return {out: TensorType(dtype=onnx.TensorProto.BOOL, shape=())}, {out: np.array(bool(ins[0].elements))}
     if op not in SEQUENCE_OPS:
         return None
     if op == "SequenceEmpty":
@@ -119,6 +123,18 @@ def infer_sequence(
         concat = _concat(node, elements)
         return ({out: concat}, {}) if concat is not None else None
     return None
+
+
+def _optional(node: onnx.NodeProto, x: TensorType | None) -> TensorType:
+    """An optional: of ``x`` (its elements when it is a sequence, itself when a tensor), empty
+    without an input."""
+    if not node.input or not node.input[0]:
+        return TensorType(dtype=0, shape=None, kind="optional_type", elements=())
+    if x is None:
+        return TensorType(dtype=0, shape=None, kind="optional_type")
+    if is_sequence(x):
+        return TensorType(dtype=x.dtype, shape=x.shape, kind="optional_type", elements=x.elements)
+    return TensorType(dtype=x.dtype, shape=x.shape, kind="optional_type", elements=(x,) if x.kind == "tensor" else None)
 
 
 def _concat(node: onnx.NodeProto, elements: tuple[TensorType, ...] | None) -> TensorType | None:

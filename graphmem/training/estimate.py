@@ -233,13 +233,6 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     )
     saved = tuple(saved_by(v, op.domain) for v, op in zip(views, ops))
     warnings += [line for v, op in zip(views, ops) if (line := unmodelled(v, op.domain)) is not None]
-    if config.grads == "persistent" and any(op.op_type == "GRU" for op in ops):
-        # measured: -10 % / -6 % backward peak on a 2x512 GRU classifier at batch 1 / 4
-        warnings.append(
-            "GRU backward with persistent gradients: the autograd engine's buffer accumulating the "
-            "recurrent weights' per-step gradients beside .grad is not modelled (backward peak "
-            "under-estimated)"
-        )
     if not _looks_like_training_export(g, ops):
         warnings.append(
             "no Dropout and no training-mode BatchNormalization: if this is an inference export "

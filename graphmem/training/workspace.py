@@ -29,7 +29,8 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
   leading dimension, the gates scratchpad of every step and the summed bias; backward: each
   weight gradient in oneDNN's layout and in PyTorch's, the gates scratchpad.
 * **GRU** (op by op, ``RNN.cpp``): the input gates of every step, computed at once; backward:
-  their gradients stacked.
+  the engine's buffer summing the recurrent weight's per-step gradients (the second added out of
+  place), then the input gates' gradients stacked.
 
 What is known and not modelled is named by :func:`unmodelled` (the estimate's ``warnings``).
 """
@@ -207,14 +208,56 @@ def gru_forward(op: OpView) -> int:
 
 
 def gru_backward(op: OpView) -> int:
-    """The per-step input-gate gradients stacked into one ``[T, B, 3H]`` tensor for
-    ``linear_ih``'s backward (derivatives.yaml ``unbind: unbind_backward`` = ``at::stack``)."""
+    """The GRU's backward is the autograd engine running ``GRUCell``'s ops step by step, one
+    direction after the other (``aten/src/ATen/native/RNN.cpp``; the reverse direction's ops were
+    recorded last, so they run first). Per direction, three moments:
+
+    * **the loop over the steps**: each step's ``linear_hh`` backward gives a gradient for the
+      recurrent weight ``W_hh`` and its bias. Every step's contribution goes to the parameter's
+      ``AccumulateGrad`` node, which runs once all have arrived; until then the engine sums them
+      in its ``InputBuffer`` (``torch/csrc/autograd/input_buffer.cpp``, ``accumulate``). The first
+      contribution is a view (``W_hh``'s gradient arrives through ``TBackward0``, a ``t()``; the
+      bias's through the engine's ``sum_to``, a ``view`` of a keepdim sum:
+      ``aten/src/ATen/ExpandUtils.h``), and a view shares its storage with its base, so
+      ``can_accumulate_inplace`` (``storage().use_count() == 1``) fails: the second is added out
+      of place (first, second and their sum alive at once), the later ones in place. Busiest at
+      the second step: three ``W_hh``-sized tensors and the bias's sum. The buffer is handed to
+      ``AccumulateGrad`` after the loop: added into ``.grad`` and freed (gradients persistent) or
+      kept as ``.grad`` (released).
+    * **the input gates' gradients stacked**: the per-step ``[B, 3H]`` gradients wait in
+      ``unbind``'s buffer and are stacked into one ``[T, B, 3H]`` (derivatives.yaml ``unbind:
+      unbind_backward`` = ``at::stack``): both alive; by then every step's saved tensors are
+      released.
+    * **``linear_ih``'s backward** on the stacked gradient: the input gradient (if needed), the
+      input weight's and bias's gradients.
+
+    The step of the backward pass counts the gradients the node returns (input, every weight)
+    alive together; this returns what the busiest moment holds beyond them (never below 0)."""
     x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
     if x is None or hidden is None:
         return 0
-    steps, batch = (x[1], x[0]) if op.attr("layout", 0) else (x[0], x[1])
+    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
     elem = _size(op, op.input(0)) // max(math.prod(x), 1)
-    return steps * batch * 3 * hidden * elem
+    dirs = 2 if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional") else 1
+    w_ih = _size(op, op.input(1)) // dirs if op.grad(1) else 0
+    w_hh = _size(op, op.input(2)) // dirs if op.grad(2) else 0
+    b_ih = b_hh = _size(op, op.input(3)) // dirs // 2 if op.grad(3) else 0
+    dx = steps * batch * size * elem if op.grad(0) else 0
+    gates = steps * batch * 3 * hidden * elem
+    per_step_saved = steps * batch * 6 * hidden * elem + (steps - 1) * batch * hidden * elem
+    kept = w_hh + b_hh if op.weight_grads_kept else 0  # W_hh's buffer kept as .grad after the loop
+    counted = dx + dirs * (w_ih + w_hh + b_ih + b_hh)
+    peak, held = 0, 0  # held: what earlier directions leave (kept gradients, the input's gradient)
+    for d in range(dirs):
+        # the second direction's input gradient is added out of place into the first's (a view
+        # of linear_ih's mat1 gradient): both and their sum
+        dx_now = dx if d == 0 else 2 * dx
+        loop = held + (3 * w_hh + b_hh if steps > 1 else w_hh + b_hh)
+        stack = held - per_step_saved + 2 * gates + kept
+        linear_ih = held - per_step_saved + gates + dx_now + w_ih + b_ih + kept
+        peak = max(peak, loop, stack, linear_ih)
+        held += dx - per_step_saved + (kept + w_ih + b_ih if op.weight_grads_kept else 0) - (dx if d else 0)
+    return max(peak - counted, 0)
 
 
 def _none(op: OpView) -> int:

@@ -233,11 +233,12 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     )
     saved = tuple(saved_by(v, op.domain) for v, op in zip(views, ops))
     warnings += [line for v, op in zip(views, ops) if (line := unmodelled(v, op.domain)) is not None]
-    if not _looks_like_training_export(g, ops):
+    evidence = patterns.inference_export_evidence(g, ops)
+    if evidence is not None:
         warnings.append(
-            "no Dropout and no training-mode BatchNormalization: if this is an inference export "
-            "(BatchNorm folded, Dropout removed) the estimate misses their saved tensors; "
-            "re-export with training=TrainingMode.TRAINING, do_constant_folding=False"
+            f"looks like an inference export ({evidence}): the estimate misses what training-mode "
+            "BatchNorm and Dropout save (an eval export folds BatchNorm into Conv and drops "
+            "Dropout); re-export with training=TrainingMode.TRAINING, do_constant_folding=False"
         )
     sources = {n: "input" for n in model.inputs} | {n: "weight" for n in weightish}
     outputs = tuple(model.outputs)
@@ -333,16 +334,6 @@ def _view(g, op, types, needs_grad, weightish, roots, orders, kept) -> OpView:  
         orders=orders,
         weight_grads_kept=kept,
     )
-
-
-def _looks_like_training_export(g, ops) -> bool:  # type: ignore[no-untyped-def]
-    for op in ops:
-        if op.op_type == "Dropout" and patterns.dropout_active(g, op.node):
-            return True
-        if op.op_type == "BatchNormalization":
-            if any(a.name == "training_mode" and a.i for a in op.node.attribute):
-                return True
-    return False
 
 
 def _phase(name: str, total: int, at: str) -> "PhasePeak":

@@ -37,7 +37,10 @@ from graphmem.optable import VIEW_OPS as ONNX_VIEW_OPS, normalize_domain
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 
-__all__ = ["Op", "torch_ops", "view_input", "dropout_active", "storage_roots", "memory_orders", "VIEW_OPS"]
+__all__ = [
+    "Op", "torch_ops", "view_input", "dropout_active", "dropout_training", "batch_norm_training",
+    "inference_export_evidence", "storage_roots", "memory_orders", "VIEW_OPS", "FOLDED_CONV_PREFIX",
+]
 
 #: Ops whose outputs are views of input 0 in PyTorch: the ONNX views, and the ops aten returns as
 #: views (transpose/permute, expand, slice/narrow, split).
@@ -90,8 +93,8 @@ def torch_ops(g: OpGraph, order: Iterable[int], weight_only: frozenset[int]) -> 
     return tuple(ops)
 
 
-def dropout_active(g: OpGraph, node: onnx.NodeProto) -> bool:
-    """True when a Dropout node drops (training mode with a ratio above 0).
+def dropout_training(g: OpGraph, node: onnx.NodeProto) -> bool:
+    """True when a Dropout node is in training mode (whatever its ratio).
 
     Opset ≥ 12 reads the ``training_mode`` input (absent: inference); older opsets have no flag
     and count as training when the mask output is present.
@@ -100,12 +103,67 @@ def dropout_active(g: OpGraph, node: onnx.NodeProto) -> bool:
     if g.model.opset < 12:
         return len(node.output) > 1 and bool(node.output[1])
     mode = node.input[2] if len(node.input) > 2 else ""
-    if not mode or mode not in values or not bool(values[mode].reshape(-1)[0]):
+    return bool(mode) and mode in values and bool(values[mode].reshape(-1)[0])
+
+
+def dropout_active(g: OpGraph, node: onnx.NodeProto) -> bool:
+    """True when a Dropout node drops: training mode (:func:`dropout_training`), ratio above 0."""
+    if not dropout_training(g, node):
         return False
+    values = g.model.values
     ratio = node.input[1] if len(node.input) > 1 else ""
-    if ratio and ratio in values and float(values[ratio].reshape(-1)[0]) == 0.0:
+    if g.model.opset >= 12 and ratio and ratio in values and float(values[ratio].reshape(-1)[0]) == 0.0:
         return False
     return True
+
+
+def batch_norm_training(node: onnx.NodeProto) -> bool:
+    """True when a BatchNormalization node is in training mode: ``training_mode=1`` (opset ≥ 14)
+    or, in any opset, an output beyond Y (the running or saved statistics, written only when
+    training)."""
+    flag = any(a.name == "training_mode" and a.i for a in node.attribute)
+    return flag or any(node.output[1:])
+
+
+#: Initializer names of PyTorch's TorchScript exporter for a Conv weight and bias it computed
+#: itself: a BatchNorm fused into the Conv by ``_jit_pass_onnx_eval_peephole``, which runs only
+#: for ``TrainingMode.EVAL`` with constant folding (``torch/onnx/_internal/torchscript_exporter/
+#: utils.py``, ``_model_to_graph``); a parameter keeps its module name (``conv1.weight``).
+FOLDED_CONV_PREFIX = "onnx::Conv_"
+
+
+def inference_export_evidence(g: OpGraph, ops: Iterable[Op]) -> str | None:
+    """Why the graph looks like an inference export, or None when nothing says so.
+
+    Evidence: a BatchNormalization or a Dropout in inference mode, or a Conv whose weight and bias
+    the exporter folded (a BatchNorm fused into it in eval mode). None when any BatchNormalization
+    or Dropout is in training mode (the exporter ran in training mode; modules a user froze with
+    ``.eval()`` then stay as they were), and when the graph has neither kind of evidence: a
+    training export of a model without Dropout or BatchNorm (ConvNeXt, ViT, an LSTM) is the
+    same graph as its inference export.
+    """
+    weights = g.model.weights
+    found: list[str] = []
+    for op in ops:
+        if op.domain:
+            continue
+        if op.op_type == "BatchNormalization":
+            if batch_norm_training(op.node):
+                return None
+            found.append(f"BatchNormalization '{op.label}' in inference mode")
+        elif op.op_type == "Dropout":
+            if dropout_training(g, op.node):
+                return None
+            found.append(f"Dropout '{op.label}' in inference mode")
+        elif op.op_type == "Conv" and len(op.inputs) > 2 and all(
+            x in weights and x.startswith(FOLDED_CONV_PREFIX) for x in op.inputs[1:3]
+        ):
+            found.append(f"Conv '{op.label}' with weights the exporter folded ('{op.inputs[1]}': a "
+                         "BatchNorm fused in eval mode)")
+    if not found:
+        return None
+    more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    return found[0] + more
 
 
 def view_input(

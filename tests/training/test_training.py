@@ -309,8 +309,61 @@ def test_bad_choices_are_usage_errors(models_dir: Path) -> None:
         estimate_training(path)  # batch unbound
 
 
-def test_inference_export_is_flagged() -> None:
-    assert any("inference export" in x for x in mlp().warnings)
+INFERENCE_CASES = [
+    # id, nodes on h f32[2,3,8,8] (through()), extra inits, the evidence the warning names (None: no warning)
+    ("no BatchNorm and no Dropout: no evidence", [helper.make_node("Relu", ["h"], ["y"])], [], None),
+    ("BatchNorm in inference mode",
+     [helper.make_node("BatchNormalization", ["h", "s", "b2", "rm", "rv"], ["y"], name="bn")],
+     [w("s", 3), w("b2", 3), w("rm", 3), w("rv", 3)], "BatchNormalization 'bn' in inference mode"),
+    ("BatchNorm in training mode", [helper.make_node("BatchNormalization", ["h", "s", "b2", "rm", "rv"],
+                                                     ["y", "nm", "nv"], training_mode=1)],
+     [w("s", 3), w("b2", 3), w("rm", 3), w("rv", 3)], None),
+    ("Dropout in inference mode",
+     [const("ratio", 0.1), const("train", False, np.bool_),
+      helper.make_node("Dropout", ["h", "ratio", "train"], ["y"], name="drop")], [], "Dropout 'drop' in inference mode"),
+    # a training export of nn.Dropout(p=0): inactive, but the exporter ran in training mode
+    ("Dropout of ratio 0 in training mode",
+     [const("ratio", 0.0), const("train", True, np.bool_),
+      helper.make_node("Dropout", ["h", "ratio", "train"], ["y", "m"])], [], None),
+    # the TorchScript exporter's eval-mode Conv+BatchNorm fusion names the new weight and bias
+    ("Conv with folded weights",
+     [helper.make_node("Conv", ["h", "onnx::Conv_7", "onnx::Conv_8"], ["y"], kernel_shape=[1, 1], name="conv")],
+     [w("onnx::Conv_7", 3, 3, 1, 1), w("onnx::Conv_8", 3)],
+     "Conv 'conv' with weights the exporter folded ('onnx::Conv_7': a BatchNorm fused in eval mode)"),
+    ("Conv with its parameters' names", [helper.make_node("Conv", ["h", "conv.weight", "conv.bias"], ["y"],
+                                                          kernel_shape=[1, 1])],
+     [w("conv.weight", 3, 3, 1, 1), w("conv.bias", 3)], None),
+    # a training-mode BatchNorm says the exporter ran in training mode: the folded Conv is the
+    # user's own constant, no warning
+    ("training BatchNorm beside a folded Conv",
+     [helper.make_node("Conv", ["h", "onnx::Conv_7", "onnx::Conv_8"], ["c"], kernel_shape=[1, 1]),
+      helper.make_node("BatchNormalization", ["c", "s", "b2", "rm", "rv"], ["y", "nm", "nv"], training_mode=1)],
+     [w("onnx::Conv_7", 3, 3, 1, 1), w("onnx::Conv_8", 3), w("s", 3), w("b2", 3), w("rm", 3), w("rv", 3)], None),
+    ("two BatchNorms in inference mode",
+     [helper.make_node("BatchNormalization", ["h", "s", "b2", "rm", "rv"], ["c"], name="bn1"),
+      helper.make_node("BatchNormalization", ["c", "s", "b2", "rm", "rv"], ["y"], name="bn2")],
+     [w("s", 3), w("b2", 3), w("rm", 3), w("rv", 3)], "BatchNormalization 'bn1' in inference mode and 1 more"),
+]
+
+
+@pytest.mark.parametrize(("nodes", "inits", "evidence"), [c[1:] for c in INFERENCE_CASES],
+                         ids=[c[0] for c in INFERENCE_CASES])
+def test_inference_export_warning_needs_evidence(nodes, inits, evidence) -> None:  # type: ignore[no-untyped-def]
+    e = through(nodes, [2, 3, 8, 8], "y", [2, 3, 8, 8], inits)
+    found = [x for x in e.warnings if "inference export" in x]
+    if evidence is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].startswith(f"looks like an inference export ({evidence}):")
+
+
+def test_batch_norm_statistics_outputs_mean_training_before_opset_14() -> None:
+    from graphmem.training.patterns import batch_norm_training
+
+    # opset 9-13 have no training_mode attribute: training writes mean/var (and saved stats)
+    assert batch_norm_training(helper.make_node("BatchNormalization", list("xsbmv"), ["y", "m", "v", "sm", "sv"]))
+    assert not batch_norm_training(helper.make_node("BatchNormalization", list("xsbmv"), ["y"]))
+    assert not batch_norm_training(helper.make_node("BatchNormalization", list("xsbmv"), ["y", "", ""]))
 
 
 # --------------------------------------------------------------------------- committed exports

@@ -780,6 +780,22 @@ class RNNClassifier(nn.Module):
         return self.fc(h_n[-1])
 
 
+class TiedLM(nn.Module):
+    """Embedding (vocab x dim) → Linear → tanh → a Linear head whose weight *is* the embedding's
+    (tied, as GPT-2's LM head): one parameter read by two ops. The logits are averaged over the
+    vocabulary inside the graph, so the loss (outside it) stays small."""
+
+    def __init__(self, vocab: int = 10000, dim: int = 256):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim)
+        self.fc = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.embedding.weight
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.fc(self.embedding(input_ids)))).mean(-1)
+
+
 class MLP(nn.Module):
     """Linear(256, 512) → ReLU → Linear(512, 10): the cross-check model, counted by hand."""
 

@@ -26,8 +26,10 @@ from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import UnsupportedOpError, UsageError
+from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.subgraphs import is_control_flow
+from graphmem.model.types import TensorType
 from graphmem.ort.order import file_order
 from graphmem.training import classify, patterns
 from graphmem.training.optimizer import (
@@ -267,6 +269,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     bwd = run_backward(
         ops, fwd, types=types, needs_grad=needs_grad, outputs=outputs,
         weight_grads=weight_grads, keep_weight_grads=not persistent, grad_view=grad_view,
+        weight_grad_view=lambda op, k: _weight_grad_view(g, op, k, types, weight_only),
         temporaries=tuple(backward_temporaries(v, op.domain) for v, op in zip(views, ops)),
     )
     costs = optimizer_costs(
@@ -334,6 +337,49 @@ def _view(g, op, types, needs_grad, weightish, roots, orders, kept) -> OpView:  
         orders=orders,
         weight_grads_kept=kept,
     )
+
+
+#: Weight preprocessing whose backward hands the parameter a view of the gradient
+#: (derivatives.yaml: ``t``/``permute`` transpose it back, ``view``/``reshape``/``squeeze``/
+#: ``unsqueeze`` reshape it, ``cat`` narrows it).
+_VIEW_BACKWARD = frozenset({"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Concat"})
+#: Ops whose backward formula computes a weight's gradient as a new tensor
+#: (``embedding_dense_backward``, ``convolution_backward``, ``mm``, ``native_*_norm_backward``).
+_FRESH_WEIGHT_GRAD = frozenset({
+    "Gather", "Conv", "ConvTranspose", "MatMul", "BatchNormalization", "LayerNormalization",
+    "InstanceNormalization", "GroupNormalization",
+})
+
+
+def _weight_grad_view(
+    g: OpGraph, op: patterns.Op, k: int, types: dict[str, TensorType], weight_only: frozenset[int]
+) -> bool:
+    """Does the gradient that ``op``'s backward gives the weight at input ``k`` reach the
+    parameter as a view? (Only matters for a parameter with several contributions: see
+    :func:`graphmem.training.phases.run_backward`.) Unknown ops: assumed so (the larger figure)."""
+    x, adjacent = op.inputs[k], None
+    while x not in g.model.weights and x in g.producer and g.producer[x] in weight_only:
+        adjacent = g.node(g.producer[x])  # the preprocessing node nearest the parameter
+        x = next((i for i in adjacent.input if i), "")
+    if adjacent is not None:
+        return adjacent.op_type in _VIEW_BACKWARD
+    t, out = op.op_type, types.get(op.outputs[0]) if op.outputs else None
+    w = types.get(op.inputs[k])
+    fewer_dims = w is not None and out is not None and w.shape is not None and out.shape is not None \
+        and len(w.shape) < len(out.shape)
+    if t == "Gemm":
+        if k < 2:  # addmm(b, x, W.t()): W's gradient comes back through TBackward0 (t())
+            return any(a.name == ("transA", "transB")[k] and a.i for a in op.node.attribute)
+        return fewer_dims  # the bias: the engine's sum_to views its keepdim sum (ExpandUtils.h)
+    if t in _FRESH_WEIGHT_GRAD:
+        return False
+    if t in ("Add", "Sub", "Mul", "Div"):
+        if fewer_dims:
+            return True  # sum_to over leading dims: a view
+        same = w is not None and out is not None and w.shape == out.shape
+        # same shape: Add/Sub pass the output gradient itself (shared); broadcast: a keepdim sum
+        return same and t in ("Add", "Sub")
+    return True
 
 
 def _phase(name: str, total: int, at: str) -> "PhasePeak":

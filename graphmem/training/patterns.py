@@ -112,9 +112,8 @@ def dropout_active(g: OpGraph, node: onnx.NodeProto) -> bool:
         return False
     values = g.model.values
     ratio = node.input[1] if len(node.input) > 1 else ""
-    if g.model.opset >= 12 and ratio and ratio in values and float(values[ratio].reshape(-1)[0]) == 0.0:
-        return False
-    return True
+    zero = bool(ratio) and ratio in values and float(values[ratio].reshape(-1)[0]) == 0.0
+    return not (g.model.opset >= 12 and zero)
 
 
 def batch_norm_training(node: onnx.NodeProto) -> bool:

@@ -18,15 +18,18 @@ Backward (the reverse order, as the autograd engine runs a single-threaded CPU g
   (first operand), Concat and inactive Dropout pass the gradient on as a view; every other op
   allocates one of the input's size. A second gradient for the same tensor is added in place
   into the first (``InputBuffer::accumulate``) and freed;
-* weight gradients: with gradients ``released`` the first one of a parameter becomes its
-  ``.grad`` and is held to the end (AccumulateGrad steals it); later ones, and every one when
-  gradients are ``persistent``, are added into ``.grad`` and freed.
+* weight gradients: a parameter's one gradient becomes its ``.grad`` and is held to the end
+  (gradients ``released``: AccumulateGrad steals it) or is added into ``.grad`` and freed
+  (``persistent``). A parameter several ops read (a tied embedding; a recurrent weight inside
+  one GRU is its kernel's business) gets a contribution from each: the engine sums them in a
+  buffer held from the first to the last, out of place at the second when the first is a view
+  (:func:`_accumulate`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from graphmem.model.program import tensor_size
 from graphmem.planner.liveness import Liveness, analyze_liveness
@@ -216,11 +219,15 @@ def run_backward(
     weight_grads: Callable[[str], dict[str, int] | None],  # weight -> {param: grad bytes}
     keep_weight_grads: bool,
     grad_view: Callable[[Op, int], bool],
+    weight_grad_view: Callable[[Op, int], bool] = lambda op, k: True,
     temporaries: tuple[int, ...] = (),
 ) -> Pass:
-    """Live bytes of the backward pass, step by step (see module doc)."""
+    """Live bytes of the backward pass, step by step (see module doc).
+
+    ``weight_grad_view(op, k)``: the gradient ``op``'s backward gives the weight at input ``k``
+    reaches the parameter as a view (the engine then sums a second one out of place)."""
     values: list[Value] = []
-    steps: list[Step] = []
+    steps: list[_StepDraft] = []
 
     def add(name: str, size: int | None, *, output: bool = False) -> int:
         values.append(Value(name=name, size=size, output=output))
@@ -228,7 +235,7 @@ def run_backward(
 
     saved_vid = {s.name: add(f"saved:{s.name}", s.nbytes) for s in fwd.saved if not s.graph_input}
     held_vid = [add(f"held:{n}", size) for n, size in zip(fwd.held_outputs, fwd.held_sizes)]
-    steps.append(Step(label="(forward end)", inputs=(), outputs=(*saved_vid.values(), *held_vid)))
+    steps.append(("(forward end)", [], [*saved_vid.values(), *held_vid], []))
     by_op: dict[int, list[int]] = {}
     for s in fwd.saved:
         if not s.graph_input:
@@ -240,8 +247,9 @@ def run_backward(
         if n in needs_grad and n not in grad:
             grad[n] = add(f"d:{n}", tensor_size(types.get(n)))
             loss_out.append(grad[n])
-    steps.append(Step(label="(loss backward)", inputs=tuple(held_vid), outputs=tuple(loss_out)))
-    has_grad: set[str] = set()
+    steps.append(("(loss backward)", list(held_vid), loss_out, []))
+    # weight gradient contributions: param -> [(step, value, arrived as a view)]
+    contributions: dict[str, list[tuple[int, int, bool]]] = {}
     leftover: list[int] = []
     for i in range(len(ops) - 1, -1, -1):
         op = ops[i]
@@ -258,9 +266,9 @@ def run_backward(
             wg = weight_grads(x)
             if wg is not None:
                 for w, size in wg.items():
-                    first = keep_weight_grads and w not in has_grad
-                    has_grad.add(w)
-                    outs.append(add(f"dW:{w}", size, output=first))
+                    vid = add(f"dW:{w}", size)
+                    contributions.setdefault(w, []).append((len(steps), vid, weight_grad_view(op, k)))
+                    outs.append(vid)
                 continue
             vid = add(f"d:{x}", tensor_size(types.get(x)))
             if grad_view(op, k):
@@ -269,10 +277,48 @@ def run_backward(
             grad.setdefault(x, vid)
         if i < len(temporaries) and temporaries[i]:
             outs.append(add(f"{op.label}#{i}:temporaries", temporaries[i]))
-        steps.append(Step(label=op.label, inputs=tuple(ins), outputs=tuple(outs), alias=tuple(alias)))
-    steps.append(Step(label="(end of backward)", inputs=tuple(leftover), outputs=()))
-    program = Program(values=tuple(values), steps=tuple(steps))
+        steps.append((op.label, ins, outs, alias))
+    steps.append(("(end of backward)", leftover, [], []))
+    for w, found in contributions.items():
+        _accumulate(values, steps, w, found, keep_weight_grads)
+    program = Program(
+        values=tuple(values),
+        steps=tuple(Step(label=l, inputs=tuple(a), outputs=tuple(b), alias=tuple(c)) for l, a, b, c in steps),
+    )
     return _trace(program, analyze_liveness(program), _backward_band)
+
+
+#: A backward step while the pass is written: (label, inputs, outputs, alias), all mutable.
+_StepDraft = tuple[str, list[int], list[int], list[tuple[int, int]]]
+
+
+def _accumulate(
+    values: list[Value], steps: list[_StepDraft], w: str, found: list[tuple[int, int, bool]], keep: bool
+) -> None:
+    """A parameter's gradient contributions, as the engine sums them: each goes to the
+    parameter's ``AccumulateGrad`` node, which runs once the last has arrived
+    (``torch/csrc/autograd/engine.cpp``: a node is ready when its dependencies are met); until
+    then its ``InputBuffer`` holds the running sum (``input_buffer.cpp``, ``accumulate``). The
+    second is added in place only when the first owns its storage (``can_accumulate_inplace``:
+    ``storage().use_count() == 1``); a view shares its base's, so the sum is then a new tensor
+    (first, second and sum alive together); later ones are added in place into that sum. The
+    buffer then becomes ``.grad`` (released: held to the end) or is added into it and freed
+    (persistent). One contribution: ``.grad`` itself, or freed once added."""
+    first_step, buffer, view = found[0]
+    if len(found) == 1:
+        values[buffer] = replace(values[buffer], output=keep)
+        return
+    written = first_step
+    for n, (step, vid, _) in enumerate(found[1:], start=1):
+        reads, writes = steps[step][1], steps[step][2]
+        if step != written:
+            reads.append(buffer)  # the running sum lives through every contribution
+        if n == 1 and view:
+            buffer, written = len(values), step
+            values.append(Value(name=f"dW:{w}", size=values[vid].size))
+            writes.append(buffer)
+    if keep:
+        values[buffer] = replace(values[buffer], output=True)
 
 
 def _forward_band(name: str, saved: set[str]) -> str:

@@ -586,6 +586,34 @@ def test_gru_persistent_backward_peak_by_hand() -> None:
     assert not any("GRU" in x for x in est.warnings)
 
 
+def tied(second):  # type: ignore[no-untyped-def]
+    # h = MatMul(x, W) then <second>(h, W): W f32[4,4] (64) read by both; x f32[1,4], h, y 16 each
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm1"), second]
+    return lambda **config: estimate(nodes, [vi("x", [1, 4])], [vi("y", [1, 4])], [w("W", 4, 4)], **config)
+
+
+def test_a_tied_weight_sums_its_gradients_out_of_place_after_a_view() -> None:
+    # Gemm(h, W, transB=1) is addmm(h, W.t()): its W gradient comes back through t(), a view.
+    # saves: h (16) by the Gemm, x (a graph input) by mm1. Backward, both gradient modes:
+    # (forward end) h + y held by the loss = 32; (loss backward) + dy = 48; Gemm: h + dy + dh 16
+    # + W's first gradient 64 = 112; mm1: dh + the first 64 + the second 64 + their sum (out of
+    # place: the first is a view) 64 = 208 (peak). Released keeps the sum as .grad (64 at the end)
+    est = tied(helper.make_node("Gemm", ["h", "W"], ["y"], transB=1, name="gemm"))
+    for grads in ("released", "persistent"):
+        e = est(grads=grads)
+        assert (e.backward_peak_bytes, e.backward_peak_at) == (208, "mm1"), grads
+        assert e.backward.live_bytes[-1] == (64 if grads == "released" else 0)
+
+
+def test_a_tied_weight_sums_in_place_after_a_new_tensor() -> None:
+    # MatMul(h, W): mm's W gradient is a new tensor, so the second is added into it in place:
+    # mm2: h + dy + dh + 64 = 112; mm1: dh + the running sum 64 + the second 64 = 144 (peak), in
+    # both modes: with persistent gradients the sum waits in the engine's buffer until mm1
+    est = tied(helper.make_node("MatMul", ["h", "W"], ["y"], name="mm2"))
+    for grads in ("released", "persistent"):
+        assert (est(grads=grads).backward_peak_bytes, est(grads=grads).backward_peak_at) == (144, "mm1"), grads
+
+
 def test_gru_copies_a_transposed_input() -> None:
     # batch-first: X = Transpose(h) is not contiguous; matmul's reshape copies it (96) and that
     # copy is held instead of h: the 936 of the contiguous case, and nothing holds h

@@ -780,6 +780,21 @@ class RNNClassifier(nn.Module):
         return self.fc(h_n[-1])
 
 
+class BiGRUClassifier(nn.Module):
+    """Embedding → one bidirectional GRU layer (batch first) → Linear on the last step's output
+    (both directions concatenated)."""
+
+    def __init__(self, vocab: int = 10000, emb: int = 256, hidden: int = 512, num_classes: int = 4):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, emb)
+        self.rnn = nn.GRU(emb, hidden, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(2 * hidden, num_classes)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        y, _ = self.rnn(self.embedding(input_ids))
+        return self.fc(y[:, -1])
+
+
 class TiedLM(nn.Module):
     """Embedding (vocab x dim) → Linear → tanh → a Linear head whose weight *is* the embedding's
     (tied, as GPT-2's LM head): one parameter read by two ops. The logits are averaged over the

@@ -343,14 +343,16 @@ def gru(op: OpView) -> Saved:
     (``FullLayer``, ``pre_compute_input`` on CPU). Autograd holds, per direction:
 
     * the layer input, for ``linear_ih``'s weight gradient (``addmm`` saves ``mat1``); a
-      non-contiguous input (batch-first, transposed) is first copied by ``matmul``'s reshape;
+      non-contiguous input (batch-first, transposed) is first copied by ``matmul``'s reshape,
+      once per direction (``FullBidirectionalLayer`` calls each direction's ``linear_ih``);
     * the initial hidden state (zeros PyTorch makes when the graph has none);
     * per step: the hidden gates ``linear_hh(h)`` (``[B, 3H]``: ``sigmoid_`` saves its result, a
       view of them), the clone of the new-gate chunk ``mul_`` overwrites (in-place ops clone what
       their derivative reads), the new gate (``tanh_`` result), the clone of ``h - n`` that
       ``mul_(input_gate)`` overwrites, and the hidden state read by the next step's ``addmm``.
 
-    Per direction: ``B·I·T`` (input) + ``B·H`` (h0) + ``T·B·6H`` + ``(T-1)·B·H``.
+    Per direction: ``B·I·T`` (input; once when contiguous) + ``B·H`` (h0) + ``T·B·6H`` +
+    ``(T-1)·B·H``.
     """
     d = _rnn_dims(op)
     if d is None:
@@ -359,7 +361,8 @@ def gru(op: OpView) -> Saved:
     x = op.input(0)
     items = []
     if op.act(0):
-        items += _inp(op, 0) if op.contiguous(x) else [_made("input copy", steps * batch * size * elem)]
+        copies = [_made(f"input copy dir {k}", steps * batch * size * elem) for k in range(dirs)]
+        items += _inp(op, 0) if op.contiguous(x) else copies
     state = dirs * batch * hidden * elem
     items += _inp(op, 5) if op.act(5) else [_made("initial h", state)]
     for k in range(dirs):

@@ -198,12 +198,17 @@ def lstm_backward(op: OpView) -> int:
 def gru_forward(op: OpView) -> int:
     """``FullLayer`` on CPU computes ``linear_ih`` of every step at once (``[T, B, 3H]``, alive
     through the layer, saved by nothing) and the last step's hidden state, which only the
-    stacked output copies (``aten/src/ATen/native/RNN.cpp``)."""
+    stacked output copies (``aten/src/ATen/native/RNN.cpp``). ``FullBidirectionalLayer`` runs the
+    directions one after the other and concatenates their stacked outputs: at the ``cat`` both
+    ``[T, B, H]`` stacks, the reverse direction's input gates and both last hidden states are
+    alive beside the result."""
     x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
     if x is None or hidden is None:
         return 0
     steps, batch = (x[1], x[0]) if op.attr("layout", 0) else (x[0], x[1])
     elem = _size(op, op.input(0)) // max(math.prod(x), 1)
+    if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional"):
+        return (steps * batch * (2 + 3) * hidden + 2 * batch * hidden) * elem
     return (steps * batch * 3 * hidden + batch * hidden) * elem
 
 
@@ -245,6 +250,8 @@ def gru_backward(op: OpView) -> int:
     dx = steps * batch * size * elem if op.grad(0) else 0
     gates = steps * batch * 3 * hidden * elem
     per_step_saved = steps * batch * 6 * hidden * elem + (steps - 1) * batch * hidden * elem
+    # a direction's own copy of a non-contiguous input (saved by its linear_ih) goes with it
+    copy = steps * batch * size * elem if op.act(0) and not op.contiguous(op.input(0)) else 0
     kept = w_hh + b_hh if op.weight_grads_kept else 0  # W_hh's buffer kept as .grad after the loop
     counted = dx + dirs * (w_ih + w_hh + b_ih + b_hh)
     peak, held = 0, 0  # held: what earlier directions leave (kept gradients, the input's gradient)
@@ -256,7 +263,7 @@ def gru_backward(op: OpView) -> int:
         stack = held - per_step_saved + 2 * gates + kept
         linear_ih = held - per_step_saved + gates + dx_now + w_ih + b_ih + kept
         peak = max(peak, loop, stack, linear_ih)
-        held += dx - per_step_saved + (kept + w_ih + b_ih if op.weight_grads_kept else 0) - (dx if d else 0)
+        held += dx - per_step_saved - copy + (kept + w_ih + b_ih if op.weight_grads_kept else 0) - (dx if d else 0)
     return max(peak - counted, 0)
 
 

@@ -575,6 +575,26 @@ def test_gru_backward_temporaries_by_hand() -> None:
     assert backward_temporaries(gru_view([8, 4, 4], 1, False, linear_before_reset=1)) == 0
 
 
+def test_bidirectional_gru_by_hand() -> None:
+    from graphmem.training.workspace import backward_temporaries, forward_temporaries
+
+    # forward, at the cat of FullBidirectionalLayer: both stacks [3,2,5] (2 x 120), the reverse
+    # direction's input gates [3,2,15] (360) and both last hidden states (2 x 40): 680
+    view = gru_view([3, 2, 4], 5, False, linear_before_reset=1, direction="bidirectional")
+    assert forward_temporaries(view) == 680
+    # backward, reverse direction first (per direction: W_ih 240, W_hh 300, gates 360, per-step
+    # saved 800; dX 96): its loop holds 900; the second's loop 96 - 800 + 900 = 196; the step
+    # counts 96 + 2 x 540 = 1176 > 900: 0
+    assert backward_temporaries(view) == 0
+    # batch-first input: each direction's linear_ih copies it (2 x 96), h0 [2,2,5] (80), per
+    # direction 720 + 80: 192 + 80 + 1600 = 1872
+    nodes, _ = rnn("GRU", [2, 3, 4], 5, pre=[helper.make_node("Transpose", ["h"], ["t"], perm=[1, 0, 2])],
+                   x="t", linear_before_reset=1, direction="bidirectional")
+    inits = [w("b", 4), w("Wx", 2, 15, 4), w("Rh", 2, 15, 5)]
+    est = estimate(nodes, [vi("x", [2, 3, 4])], [vi("Yh", [2, 2, 5])], inits)
+    assert est.saved_bytes == 1872
+
+
 def test_gru_persistent_backward_peak_by_hand() -> None:
     # h = x + b f32[3,2,4] (96); GRU T=3, B=2, H=5 (temporaries 264, test above); only Yh is an
     # output. Backward (persistent): (forward end) the saved 936 (h 96, h0 40, per-step 800) + Yh

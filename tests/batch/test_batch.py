@@ -361,7 +361,9 @@ def test_training_search_is_exact_on_train_cnn(budget: int, overhead: int,
 
 
 def test_training_phase_at_the_answer(mlp: Path) -> None:
-    small = search_largest_training(mlp, solve="batch", budget_bytes=2_700_000)
+    # a --frozen pattern that matches nothing freezes nothing (same figures) and warns
+    small = search_largest_training(mlp, solve="batch", budget_bytes=2_700_000,
+                                    config=TrainingConfig(frozen=("nothing.*",)))
     large = search_largest_training(mlp, solve="batch", budget_bytes=4 << 20)
     assert small.training and large.training and small.training.estimate and large.training.estimate
     assert small.training.estimate.peak_phase == "optimizer"
@@ -370,7 +372,7 @@ def test_training_phase_at_the_answer(mlp: Path) -> None:
     assert phases == {"optimizer", "backward"}  # the dominant phase changes along the search
     for r, budget in ((small, 2_700_000), (large, 4 << 20)):
         assert _step_peak(mlp, r.largest) <= budget < _step_peak(mlp, r.largest + 1)
-    assert "no Dropout" in small.training.warnings[0]  # an inference-style graph: warned
+    assert small.training.warnings == ("--frozen 'nothing.*' matched no parameter",)  # carried to the answer
     text = fit_table(large)
     assert "largest batch that fits for training" in text and "step peaks in backward" in text
     doc = fit_json(small)

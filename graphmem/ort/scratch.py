@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
-from onnx import helper
 
 from graphmem.model.dtypes import element_bits, tensor_bytes
 from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain
 from graphmem.ort.arena import BfcArena, Chunk
-from graphmem.model.types import TensorType, is_concrete
+from graphmem.model.types import TensorType
+from graphmem.ort.scratch_common import KernelScratch, attr, concrete_shape, conv_pads, nbytes
 
 if TYPE_CHECKING:
     from graphmem.model.graph import OpGraph
@@ -67,21 +67,6 @@ __all__ = [
 #: ``MLAS_SGEMM_STRIDEN × MLAS_SGEMM_STRIDEK`` = 128 × 128 floats on x86-64.
 MLAS_CONV_WORKING_BUFFER_FLOATS = 16384
 NCHWC, MS = NCHWC_DOMAIN, MS_DOMAIN
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KernelScratch:
-    """Scratch requests of one kernel run, in request order; all are freed before it returns.
-
-    ``before`` are requested before the kernel's outputs (Where builds its selections first),
-    ``after`` once the outputs exist (the usual case)."""
-
-    before: tuple[int, ...] = ()
-    after: tuple[int, ...] = ()
-
-    @property
-    def total(self) -> int:
-        return sum(self.before) + sum(self.after)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,39 +112,7 @@ ScratchRule = Callable[
 ]
 
 
-def _attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
-def _shape(t: TensorType | None) -> tuple[int, ...] | None:
-    if t is None or t.kind != "tensor" or not is_concrete(t.shape):
-        return None
-    return tuple(t.shape)  # type: ignore[arg-type]
-
-
-def _nbytes(t: TensorType | None) -> int | None:
-    s = _shape(t)
-    if t is None or s is None:
-        return None
-    return tensor_bytes(t.dtype, math.prod(s))
-
-
-def _conv_pads(node: onnx.NodeProto, x: Sequence[int], k: Sequence[int], y: Sequence[int]) -> list[int]:
-    """Total padding per spatial dim (``ConvAttributes::InferPadsAndOutputShape``)."""
-    auto_pad = _attr(node, "auto_pad", b"NOTSET")
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
-    n = len(k)
-    strides = _attr(node, "strides", [1] * n)
-    dilations = _attr(node, "dilations", [1] * n)
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        return [max(0, (y[i] - 1) * strides[i] + (k[i] - 1) * dilations[i] + 1 - x[i]) for i in range(n)]
-    if auto_pad == "VALID":
-        return [0] * n
-    pads = _attr(node, "pads", [0] * (2 * n))
-    return [pads[i] + pads[i + n] for i in range(n)]
+_attr, _shape, _nbytes, _conv_pads = attr, concrete_shape, nbytes, conv_pads
 
 
 def _mlas_conv(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]

@@ -8,7 +8,16 @@ replay of the same one-node graph through its BFC arena with that kernel's scrat
 (``graphmem.analysis.scratch.scratch_profile``): equal means the kernel took no scratch. One line
 per op type: how many distinct nodes were run, and the smallest and largest difference.
 
-    python scripts/probe_scratch.py [--only SUBSTR ...]
+``--check`` runs the nodes whose op *has* a rule too, and compares the measured high-water mark
+with graphmem's replay *with* the rule's scratch and the arena chunks prepacked weights hold
+before run 1: one line per op type with how many nodes match byte for byte and the worst
+difference (measured - predicted), and on how many nodes the in-use baseline differs (it also
+counts bytes reserved outside the arena's regions — initializers, packed GEMM weights — which
+graphmem does not model: they never share a chunk with a tensor). The profiler's mark is the
+session's, so a PrePack temporary above the run's high counts
+(``ScratchProfile.prepack_high_bytes``). Exit status 1 when a modelled node differs.
+
+    python scripts/probe_scratch.py [--only SUBSTR ...] [--check] [--ops OP ...] [--show]
 """
 
 from __future__ import annotations
@@ -63,7 +72,13 @@ def one_node(node: onnx.NodeProto, source: onnx.ModelProto, types) -> onnx.Model
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--check", action="store_true", help="also nodes with a rule, against the rule")
+    ap.add_argument("--ops", nargs="*", default=None, help="op types to run (default: all)")
+    ap.add_argument("--show", action="store_true", help="print every node that differs")
+    ap.add_argument("--levels", default="none,all")
     args = ap.parse_args()
+    if args.check:
+        return check(args)
     seen: dict[str, list[int]] = defaultdict(list)
     for path in sorted(DIR.glob("*.onnx")):
         if args.only and not any(s in path.name for s in args.only):
@@ -105,6 +120,74 @@ def main() -> int:
     for op, scratch in sorted(seen.items()):
         print(f"{op:<40} {len(scratch):>5} {min(scratch):>12,} {max(scratch):>12,}")
     return 0
+
+
+def _distinct_nodes(args):  # type: ignore[no-untyped-def]
+    """(signature, one-node model, its type) for each distinct node of the corpus."""
+    for path in sorted(DIR.glob("*.onnx")):
+        if args.only and not any(s in path.name for s in args.only):
+            continue
+        dims = {"batch": 1, "seq": 128} if path.name.startswith("bert") else {"batch": 1}
+        for level in args.levels.split(","):
+            with temporary_dir() as tmp:
+                try:
+                    written = optimized_model(path, level, Path(tmp), always=True)
+                    result = analyze_graph_opt(path, level, dims=dims)
+                except GraphmemError:
+                    continue
+                source = onnx.load(str(written))
+                for node in source.graph.node:
+                    key = op_key(node)
+                    if args.ops and node.op_type not in args.ops:
+                        continue
+                    attrs = tuple(sorted((a.name, str(helper.get_attribute_value(a))) for a in node.attribute))
+                    inits = tuple(x in {t.name for t in source.graph.initializer} for x in node.input)
+                    sig = (f"{key[0]}:{key[1]}", tuple(str(result.types.get(x)) for x in node.input), attrs, inits)
+                    yield sig, node, source, result.types, f"{path.name}@{level}"
+
+
+def check(args) -> int:  # type: ignore[no-untyped-def]
+    """``--check``: measured in-use high-water and baseline of each node alone vs graphmem's."""
+    done: set = set()
+    rows: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for sig, node, source, types, where in _distinct_nodes(args):
+        if sig in done:
+            continue
+        done.add(sig)
+        single = one_node(node, source, types)
+        if single is None:
+            continue
+        with tempfile.TemporaryDirectory() as work:
+            file = Path(work) / "one.onnx"
+            onnx.save(single, str(file))
+            try:
+                run = measure(str(file), make_feeds(single, {}, seed=0), graph_opt="none", threads=1, runs=1).runs[0]
+                profile = scratch_profile(graphmem.analyze(file))
+            except GraphmemError:
+                continue
+        if any(o.shape is not None and types.get(o.name) is not None and tuple(types[o.name].shape or ()) != o.shape
+               for o in run.outputs):
+            continue  # the random feeds of its shape inputs made other shapes than the model's
+        base = run.primary.in_use_session_baseline
+        # the profiler's high-water mark is the session's: PrePack temporaries count when higher
+        diff = run.in_use_peak_bytes - max(profile.peak_bytes, profile.prepack_high_bytes)
+        rows[sig[0]].append((diff, base - profile.baseline_bytes, where))
+        if args.show and diff:
+            shapes = ", ".join(sig[1])
+            print(f"  {sig[0]:<32} {diff:>+11,} base {base - profile.baseline_bytes:>+9,}  {node.name[:40]} [{shapes[:160]}] {where}", flush=True)
+    print(f"{'op':<40} {'outcome':<10} {'nodes':>5} {'exact':>5} {'worst diff':>12} {'base diffs':>10}")
+    bad = 0
+    for op, found in sorted(rows.items()):
+        domain, _, name = op.partition(":")
+        entry = SCRATCH_RULES.lookup(domain, name)
+        outcome = entry.outcome if entry is not None else "unmodelled"
+        exact = sum(1 for d, _, _ in found if d == 0)
+        worst = max((d for d, _, _ in found), key=abs)
+        bases = sum(1 for _, b, _ in found if b)
+        if entry is not None and exact < len(found):
+            bad += 1
+        print(f"{op:<40} {outcome:<10} {len(found):>5} {exact:>5} {worst:>+12,} {bases:>10}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

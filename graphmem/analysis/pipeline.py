@@ -228,7 +228,7 @@ def analyze_model(
         top_scratch, _ = scratch_per_step(g, order, runtime.types, runtime.values)
         flow_replay = replay(
             program, plan, flow.kernels, ops=ops, scratch=[(ks.before, ks.after) for ks in top_scratch],
-            prepacked=prepacked_in_arena(g),
+            prepacked=prepacked_in_arena(g, runtime.types, runtime.values),
         )
     main = main_device_only(program)
     live = analyze_liveness(main)

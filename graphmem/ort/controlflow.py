@@ -197,15 +197,17 @@ def replay(
     label: str = "",
     ops: tuple[str, ...] = (),
     scratch: Sequence[Scratch] = (),
-    prepacked: Sequence[int] = (),
+    prepacked: Sequence[tuple[int, bool]] = (),
 ) -> Replay:
     """Run 1 of ``program`` (planned as ``plan``) whose steps in ``kernels`` run bodies.
 
-    ``scratch``: each top step's kernel scratch; ``prepacked``: chunks kernels hold in the arena
-    from session creation on (the in-use figures are above them)."""
+    ``scratch``: each top step's kernel scratch; ``prepacked``: the (bytes, kept) requests kernels
+    make in the arena at session creation (the in-use figures are above the kept ones)."""
     memory = _Memory()
-    for size in prepacked:
-        memory.arena.alloc(size)
+    for size, kept in prepacked:
+        chunk = memory.arena.alloc(size)
+        if not kept:
+            memory.arena.free(chunk)
     memory.base = memory.arena.in_use
     memory.arena.high = memory.base
     run = _Run(program, plan, kernels, ops, tuple(scratch), label=label, depth=0)

@@ -39,10 +39,11 @@ import numpy as np
 import onnx
 
 from graphmem.model.dtypes import element_bits, tensor_bytes
-from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.model.types import TensorType
-from graphmem.ort.scratch_common import KernelScratch, attr, concrete_shape, conv_pads, nbytes
+from graphmem.ort import quant_scratch as quant
+from graphmem.ort.scratch_common import KernelScratch, ScratchSite, attr, concrete_shape, conv_pads, nbytes
 
 if TYPE_CHECKING:
     from graphmem.model.graph import OpGraph
@@ -99,23 +100,22 @@ class ScratchProfile:
     nodes: tuple[NodeScratch, ...]  # steps with scratch
     unmodelled: tuple[str, ...]  # op types without a scratch rule (counted 0)
     baseline_bytes: int  # chunks held before run 1 (prepacked weights the kernels keep in the arena)
+    prepack_high_bytes: int = 0  # in-use above the baseline reached while the session was created (PrePack temporaries)
 
 
 # --- per-op scratch --------------------------------------------------------------------------
 
-#: ``rule(node, input types, output types, default-domain opset, input values)`` → scratch, or None
-#: when a needed shape (or value) is unknown. ``values[i]`` is the value of input ``i`` when shape
-#: inference computed it (small integer tensors: GroupQueryAttention's total length), else None.
-ScratchRule = Callable[
-    [onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], int, Sequence["np.ndarray | None"]],
-    KernelScratch | None,
-]
+#: ``rule(node, input types, output types, site)`` → scratch, or None when a needed shape, value
+#: or constant is unknown; :class:`ScratchSite`: the default-domain opset, the input values shape
+#: inference computed (GroupQueryAttention's total length, zero points), which inputs are
+#: initializers.
+ScratchRule = Callable[[onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], ScratchSite], KernelScratch | None]
 
 
 _attr, _shape, _nbytes, _conv_pads = attr, concrete_shape, nbytes, conv_pads
 
 
-def _mlas_conv(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _mlas_conv(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """Conv / FusedConv, float: the working buffer ``MlasConvPrepare`` asks for
     (``core/providers/cpu/nn/conv.cc``, ``core/mlas/lib/convolve.cpp``): none for a pointwise
     (1x1, stride 1, no padding) conv or a one-channel conv whose kernel spans the input row or
@@ -168,7 +168,7 @@ def _im2col(node, x, w, y, dtype, *, pointwise_free: bool):  # type: ignore[no-u
     return KernelScratch(after=(tensor_bytes(dtype, col),))
 
 
-def _conv_transpose(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _conv_transpose(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``ConvTranspose<float>::DoConvTranspose`` (``nn/conv_transpose.cc``): a column buffer of
     ``(M/group)·prod(kernel) × prod(input spatial)`` elements, after the output."""
     x, w = _shape(ins[0]), _shape(ins[1]) if len(ins) > 1 else None
@@ -179,7 +179,7 @@ def _conv_transpose(node, ins, outs, opset, values):  # type: ignore[no-untyped-
     return KernelScratch(after=(tensor_bytes(ins[0].dtype, col),))
 
 
-def _lrn(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _lrn(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``LRN<float>`` (``nn/lrn.cc``): a scale buffer like X and a padded square of
     ``(C + size - 1)·H·W`` floats."""
     x = _shape(ins[0])
@@ -189,7 +189,7 @@ def _lrn(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(4 * math.prod(x), 4 * (x[1] + size - 1) * x[2] * x[3]))
 
 
-def _lstm(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _lstm(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``DeepCpuLstmOp`` (``rnn/lstm_base.cc``, ``rnn/uni_directional_lstm.cc``), float: hidden and
     cell buffers when Y_h / Y_c are not outputs, then per direction the UniDirectionalLstm
     buffers (hidden0, internal_memory_prev, three batch×hidden states, the 4·hidden×batch×seq
@@ -230,7 +230,7 @@ def _lstm(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def _gru(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _gru(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``DeepCpuGruOp`` (``rnn/deep_cpu_gru.cc``, buffers from ``rnn_helpers.h`` Allocate), float:
     a hidden buffer when Y_h is not an output, then per direction (a bidirectional node keeps
     the forward direction's buffers while the reverse one runs) UniDirectionalGru's
@@ -267,7 +267,7 @@ def _gru(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def _where(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _where(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``Where<T>`` (``tensor/where_op.cc``): the X and Y selections, each broadcast with the
     condition, are built before the output."""
     c, a, b = (_shape(t) for t in ins[:3])
@@ -293,7 +293,7 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None
     return tuple(out)
 
 
-def _bias_gelu(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _bias_gelu(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``BiasGelu<T, approx>`` (``contrib_ops/cpu/bert/bias_gelu.cc``; FastGelu runs the same
     kernel): with a bias, a temporary like the input, after the output; without, none."""
     if len(node.input) < 2 or not node.input[1]:
@@ -302,11 +302,11 @@ def _bias_gelu(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     return None if size is None else KernelScratch(after=(size,))
 
 
-def _softmax(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _softmax(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``Softmax<T>::ComputeImplOpset13`` (``math/softmax.cc``): along the last axis none; along
     another, a transposed input and an intermediate output, each like X. Before opset 13
     ``Softmax<T>::ComputeImpl`` works on a 2-D view: no buffer."""
-    if opset < 13:
+    if site.opset < 13:
         return KernelScratch()
     x = _shape(ins[0])
     if x is None:
@@ -320,7 +320,7 @@ def _softmax(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
     return None if size is None else KernelScratch(after=(size, size))
 
 
-def _batch_norm(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _batch_norm(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``BatchNorm<T>`` (``nn/batch_norm.h``): in training mode (more than one output) without the
     saved-mean/inv-std outputs, it computes them in two temporaries shaped like the mean, after Y."""
     train = len(node.output) > 1  # is_train_: OutputDefs().size() > 1
@@ -349,7 +349,7 @@ def _gqa_value(v: np.ndarray | None) -> int | None:
     return int(v.reshape(-1)[0])
 
 
-def _group_query_attention(node, ins, outs, opset, values, *, l2: int | None = None):  # type: ignore[no-untyped-def]
+def _group_query_attention(node, ins, outs, site, *, l2: int | None = None):  # type: ignore[no-untyped-def]
     """``GroupQueryAttention<float>`` (``contrib_ops/cpu/bert/group_query_attention.cc`` Compute;
     ``gqa_attention_base.h`` ApplyAttentionFlash and ApplyAttention; ``attention_utils.cc``
     MaybeTransposeToBNSH). After the outputs, held to the end: Q — with K and V unless QKV come
@@ -361,7 +361,7 @@ def _group_query_attention(node, ins, outs, opset, values, *, l2: int | None = N
     total: the value of input 6 (the longest sequence's length, as seqlens_k's maximum + 1 with
     a full attention mask). One intra-op thread; float only; no quantized or windowed KV cache."""
     q = _shape(ins[0])
-    total = _gqa_value(values[6]) if len(values) > 6 else None
+    total = _gqa_value(site.value(6))
     if q is None or len(q) != 3 or total is None or ins[0].dtype != onnx.TensorProto.FLOAT:  # type: ignore[union-attr]
         return None
     quantized = _attr(node, "k_quant_type", b"NONE") not in (b"NONE", "NONE") or _attr(node, "kv_cache_bit_width", 0)
@@ -403,7 +403,7 @@ def _group_query_attention(node, ins, outs, opset, values, *, l2: int | None = N
     return KernelScratch(after=tuple(r for r in req if r > 0))
 
 
-def _none(node, ins, outs, opset, values):  # type: ignore[no-untyped-def]
+def _none(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch()
 
 
@@ -421,6 +421,13 @@ _MODELLED = {
     (MS, "GroupQueryAttention"): _group_query_attention,
     ("", "Softmax"): _softmax,
     ("", "LogSoftmax"): _softmax,
+    ("", "QLinearConv"): quant.qlinear_conv,
+    (MS, "QLinearConv"): quant.qlinear_conv,
+    ("", "ConvInteger"): quant.conv_integer,
+    ("", "QLinearMatMul"): quant.qlinear_matmul,
+    (MS, "QGemm"): quant.qgemm,
+    (MS, "DynamicQuantizeMatMul"): quant.dynamic_quantize_matmul,
+    (MS, "NhwcMaxPool"): quant.nhwc_max_pool,
 }
 
 #: Kernels that take no scratch on the CPU EP (read in their sources and confirmed by running each
@@ -435,8 +442,7 @@ _NONE = (
     + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "QuickGelu", "SkipLayerNormalization",
                            "SkipSimplifiedLayerNormalization")]
     # Confirmed by scripts/probe_scratch.py on the float16/quantized corpus (every distinct node
-    # run alone: in-use high-water = graphmem's arena replay without scratch). QLinearConv,
-    # QLinearMatMul, ConvInteger, QGemm, DynamicQuantizeMatMul and NhwcMaxPool do take scratch.
+    # run alone: in-use high-water = graphmem's arena replay without scratch).
     + [(MS, op) for op in ("Gelu", "MatMulIntegerToFloat", "QLinearAdd", "QLinearMul", "QLinearSoftmax",
                            "QLinearGlobalAveragePool")]
     + [("", op) for op in ("DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger",
@@ -479,30 +485,47 @@ def kernel_scratch(
     *,
     opset: int = 13,
     values: Sequence[np.ndarray | None] | None = None,
+    constant: Sequence[bool] | None = None,
 ) -> KernelScratch | None:
     """The scratch one run of ``node`` requests, from its runtime input and output types (and the
-    input values shape inference computed, ``values[i]`` for input ``i``); an empty
-    :class:`KernelScratch` for a kernel without scratch; None when unmodelled. ``opset``: the
-    model's default-domain opset (Softmax before 13 flattens instead of transposing)."""
+    input values shape inference computed, ``values[i]`` for input ``i``; ``constant[i]``: input
+    ``i`` is an initializer); an empty :class:`KernelScratch` for a kernel without scratch; None
+    when unmodelled. ``opset``: the model's default-domain opset (Softmax before 13 flattens
+    instead of transposing)."""
     entry = SCRATCH_RULES.of(node)
     if entry is None:
         return None
+    return entry.rule(node, ins, outs, _site(len(ins), opset, values, constant))
+
+
+def _site(n: int, opset: int, values: Sequence[np.ndarray | None] | None, constant: Sequence[bool] | None) -> ScratchSite:
     vals = list(values or ())
-    vals += [None] * (len(ins) - len(vals))
-    return entry.rule(node, ins, outs, opset, vals)
+    flags = list(constant or ())
+    return ScratchSite(opset=opset, values=vals + [None] * (n - len(vals)), constant=flags + [False] * (n - len(flags)))
 
 
 # --- run 1 through the arena -----------------------------------------------------------------
 
 
-def prepacked_in_arena(graph: OpGraph) -> list[int]:
-    """Bytes kernels keep in the arena from session creation on: ConvTranspose<float> packs its
-    filter with ``alloc->Alloc`` (``nn/conv_transpose.cc`` PrePack; other kernels pack with
-    ``Reserve``, outside the arena's chunks). In node order, as ``PrepackConstantInitializedTensors``."""
+def prepacked_in_arena(
+    graph: OpGraph, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray] | None = None
+) -> list[tuple[int, bool]]:
+    """Arena requests kernels make when the session is created, as (bytes, kept): ConvTranspose<float>
+    packs its filter with ``alloc->Alloc`` (``nn/conv_transpose.cc`` PrePack), QLinearConv keeps its
+    symmetric packed filter, QGemm transposes a constant B into a temporary
+    (:func:`graphmem.ort.quant_scratch.prepack_requests`); other kernels pack with ``Reserve``,
+    outside the arena's chunks. In node order, as ``PrepackConstantInitializedTensors``."""
     model = graph.model
-    sizes = []
+    known = values or {}
+    requests: list[tuple[int, bool]] = []
     for nid in sorted(graph.dag.nodes):
         node = graph.node(nid)
+        if op_key(node) in quant.PREPACK_KEYS:
+            ins = [types.get(x) if x else None for x in node.input]
+            site = _site(len(ins), model.opset, [known.get(x) if x else None for x in node.input],
+                         [bool(x) and x in model.weights for x in node.input])
+            requests += quant.prepack_requests(node, ins, site)
+            continue
         if node.op_type != "ConvTranspose" or not is_default_domain(node.domain) or len(node.input) < 2:
             continue
         w = model.weights.get(node.input[1])
@@ -511,8 +534,8 @@ def prepacked_in_arena(graph: OpGraph) -> list[int]:
         group = _attr(node, "group", 1)
         k, n = w.dims[0] // group, math.prod(w.dims[1:])
         if k > 1 and n > 1:
-            sizes.append(4 * k * n * group)
-    return sizes
+            requests.append((4 * k * n * group, True))
+    return requests
 
 
 def step_scratch(
@@ -531,7 +554,8 @@ def step_scratch(
         ins = [types.get(x) if x else None for x in node.input]
         outs = [types.get(x) if x else None for x in node.output]
         vals = [known.get(x) if x else None for x in node.input]
-        ks = kernel_scratch(node, ins, outs, opset=graph.model.opset, values=vals)
+        constant = [bool(x) and x in graph.model.weights for x in node.input]
+        ks = kernel_scratch(node, ins, outs, opset=graph.model.opset, values=vals, constant=constant)
         if ks is None:
             unmodelled[f"{node.domain + ':' if node.domain else ''}{node.op_type}"] = None
             ks = KernelScratch()
@@ -557,9 +581,12 @@ def replay_run(
     """
     scratch, unmodelled = step_scratch(graph, order, types, values)
     arena = BfcArena()
-    for size in prepacked_in_arena(graph):
-        arena.alloc(size)
+    for size, kept in prepacked_in_arena(graph, types, values):
+        chunk = arena.alloc(size)
+        if not kept:
+            arena.free(chunk)
     base = arena.in_use
+    prepack_high = arena.high - base
     arena.high = base
     requests: dict[int, list[int]] = {}
     for value, step in zip(plan.fresh, plan.alloc_step):
@@ -600,4 +627,5 @@ def replay_run(
         nodes=nodes,
         unmodelled=tuple(unmodelled),
         baseline_bytes=base,
+        prepack_high_bytes=prepack_high,
     )

@@ -10,13 +10,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 from onnx import helper
 
 from graphmem.model.dtypes import tensor_bytes
 from graphmem.model.types import TensorType, is_concrete
 
-__all__ = ["KernelScratch", "attr", "concrete_shape", "conv_pads", "nbytes"]
+__all__ = ["KernelScratch", "ScratchSite", "attr", "concrete_shape", "conv_pads", "nbytes"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +33,27 @@ class KernelScratch:
     @property
     def total(self) -> int:
         return sum(self.before) + sum(self.after)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScratchSite:
+    """What a rule may read about a node besides its runtime types: the model's default-domain
+    opset; ``values[i]``, the value of input ``i`` when shape inference computed it (small
+    tensors: zero points, GroupQueryAttention's total length), else None; ``constant[i]``, whether
+    input ``i`` is an initializer (kernels prepack those when the session is created, and a
+    prepacked weight needs no scratch copy: ``OpKernelInfo::TryGetConstantInput``)."""
+
+    opset: int = 13
+    values: Sequence[np.ndarray | None] = ()
+    constant: Sequence[bool] = ()
+
+    def value(self, i: int) -> np.ndarray | None:
+        """The value of input ``i``, None when unknown or absent."""
+        return self.values[i] if i < len(self.values) else None
+
+    def is_constant(self, i: int) -> bool:
+        """True when input ``i`` is an initializer."""
+        return i < len(self.constant) and self.constant[i]
 
 
 def attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]

@@ -198,7 +198,7 @@ def analyze_model(
             runtime, static = replace(runtime, types=ins.runtime), replace(static, types=ins.static)
     produced = [o for nid in order for o in g.node(nid).output if o]
     _check_sizes(runtime.types, produced)  # before any planner adds sizes up
-    _check_sizes(runtime.types, list(model.inputs), strings=False)
+    _check_sizes(runtime.types, list(model.inputs))
     _check_weight_sizes(model)
     rewritten = remove_duplicate_casts(model, static.types)
     if rewritten is not model:  # onnxruntime runs the rewritten graph, in its own order
@@ -410,12 +410,10 @@ def _check_domains(g: OpGraph, types: dict[str, TensorType]) -> None:
                 )
 
 
-def _check_sizes(types: dict[str, TensorType], names: list[str], *, strings: bool = True) -> None:
-    """Refuse string tensors (``strings``) and tensors of absurd size, naming the first one."""
+def _check_sizes(types: dict[str, TensorType], names: list[str]) -> None:
+    """Refuse tensors of absurd size, naming the first one."""
     for name in names:
         t = types.get(name)
-        if strings and t is not None and t.kind == "tensor" and t.dtype == 8:  # onnx.TensorProto.STRING
-            raise ShapeInferenceError(f"tensor '{name}' holds strings, whose size is unknown statically")
         size = tensor_size(t)
         if size is not None and size > MAX_TENSOR_BYTES:
             raise TensorSizeError(f"tensor '{name}' would take {size:,} bytes (more than 2**60): its dims are absurd")

@@ -2,7 +2,11 @@
 
 Sizes are in bits so that packed types are exact: int4/uint4/float4 take 4 bits per element and a
 tensor of them takes ceil(n * 4 / 8) bytes, as ONNX stores them (two per byte). ``bool`` takes one
-byte, as onnxruntime stores it. ``string`` has no fixed size: it is *unknown*, never 0.
+byte, as onnxruntime stores it. ``string`` has no fixed size in a file: a string weight's bytes
+are *unknown*, never 0. A string *tensor* of a session is an array of ``std::string`` objects:
+:data:`STRING_OBJECT_BYTES` each in the arena (``Tensor::CalculateTensorStorageSize`` with
+``sizeof(std::string)``, ``core/framework/tensor.cc``), the characters of strings longer than the
+small-string buffer (15 bytes) on the heap, outside the arena.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from onnx import TensorProto
 from graphmem.errors import UsageError
 
 __all__ = [
+    "STRING_OBJECT_BYTES",
     "element_bits",
     "tensor_bytes",
     "dtype_name",
@@ -19,6 +24,9 @@ __all__ = [
     "is_integer",
     "parse_dtype",
 ]
+
+#: ``sizeof(std::string)`` in onnxruntime's x86-64 builds (libstdc++ and MSVC; libc++, macOS: 24).
+STRING_OBJECT_BYTES = 32
 
 _BITS: dict[int, int] = {
     TensorProto.FLOAT: 32,

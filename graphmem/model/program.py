@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from graphmem.model.dtypes import element_bits, tensor_bytes
+from graphmem.model.dtypes import STRING_OBJECT_BYTES, element_bits, tensor_bytes
 from graphmem.model.graph import OpGraph
 from graphmem.planner.program import Key, Program, Step, Value
 from graphmem.model.types import CONTAINERS, TensorType, is_concrete, numel
@@ -42,11 +42,14 @@ class Devices:
 
 
 def tensor_size(t: TensorType | None) -> int | None:
-    """Exact bytes of a tensor with a concrete shape and a sized dtype; None otherwise."""
+    """Exact bytes of a tensor with a concrete shape and a sized dtype, as a session's arena holds
+    it (a string tensor: its ``std::string`` objects, :data:`STRING_OBJECT_BYTES` each); None otherwise."""
     if t is None or t.kind != "tensor" or not is_concrete(t.shape):
         return None
     if any(d < 0 for d in t.shape):  # type: ignore[operator]  # inferred from odd values: no size
         return None
+    if t.dtype == onnx.TensorProto.STRING:
+        return STRING_OBJECT_BYTES * numel(t.shape)  # type: ignore[arg-type]
     return tensor_bytes(t.dtype, numel(t.shape))  # type: ignore[arg-type]
 
 

@@ -443,6 +443,9 @@ _NONE = (
                            "SkipSimplifiedLayerNormalization")]
     # Confirmed by scripts/probe_scratch.py on the float16/quantized corpus (every distinct node
     # run alone: in-use high-water = graphmem's arena replay without scratch).
+    # StringConcat (providers/cpu/text/string_concat.cc) broadcasts into its output; the characters
+    # of long strings live on the heap, outside the arena (measured: tests/analysis/test_strings.py)
+    + [("", "StringConcat")]
     + [(MS, op) for op in ("Gelu", "MatMulIntegerToFloat", "QLinearAdd", "QLinearMul", "QLinearSoftmax",
                            "QLinearGlobalAveragePool")]
     + [("", op) for op in ("DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger",

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from builders import init, model, run_graphmem, save, tensor
-from onnx import TensorProto, helper
+from onnx import helper
 
 
 def relu_model(shape=("batch", 8)):  # type: ignore[no-untyped-def]
@@ -45,12 +45,6 @@ def cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
     odd = model([helper.make_node("Frobnicate", ["X"], ["Y"], domain="com.example")], [tensor("X", [4])], [tensor("Y", None)])
     odd.opset_import.append(helper.make_opsetid("com.example", 1))
     save(odd, tmp / "domain.onnx")
-    strings = model(
-        [helper.make_node("Identity", ["X"], ["s"]), helper.make_node("Identity", ["s"], ["Y"])],
-        [tensor("X", [4], TensorProto.STRING)],
-        [tensor("Y", [4], TensorProto.STRING)],
-    )
-    save(strings, tmp / "strings.onnx")
     return {
         "missing": (["peak", "nope.onnx"], "no such file"),
         "directory": (["peak", "adir"], "directory"),
@@ -68,7 +62,6 @@ def cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "overflowing dim": (["peak", "good.onnx", "--dim", "batch=99999999999999999999"], "absurd"),
         "malformed dim": (["peak", "good.onnx", "--dim", "batch"], "NAME=VALUE"),
         "unknown domain": (["peak", "domain.onnx"], "unknown domain"),
-        "strings": (["peak", "strings.onnx"], "string"),
     }
 
 
@@ -96,7 +89,6 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
         "overflowing dim",
         "malformed dim",
         "unknown domain",
-        "strings",
     ],
 )
 def test_bad_input_is_one_line_exit_2(bad_inputs, case: str) -> None:  # type: ignore[no-untyped-def]

@@ -410,13 +410,15 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
                    dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
                    values: InputMap | None = None, overhead_bytes: int = 0,
                    as_dtype: str | None = None, limit: int | None = None,
-                   cost: Cost | None = None) -> SearchResult:
+                   cost: Cost | None = None, kernel_rules: bool = True) -> SearchResult:
     """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc).
 
     ``cost``: what is compared with the budget at each probed value (default: the analysis
     total); the monotonicity check and every ``total_bytes`` of the result are in its terms.
     ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them) apply to every probe;
-    ``solve`` must not be a dim of an input they fix.
+    ``solve`` must not be a dim of an input they fix. ``kernel_rules`` as
+    :func:`graphmem.analysis.pipeline.analyze_model` takes it (False for a training cost: the
+    PyTorch step runs no onnxruntime kernel).
 
     Raises:
         UsageError: ``solve`` also in ``dims``, or a dim of an input ``shapes``/``values`` fix;
@@ -446,7 +448,8 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     base: list[int] = []  # unresolved tensors at value 1: the model's own unknowns
 
     def fits(v: int) -> bool:
-        a = analyze_model(m, dims={**dims, solve: v}, shapes=shapes, values=values, as_dtype=as_dtype)
+        a = analyze_model(m, dims={**dims, solve: v}, shapes=shapes, values=values, as_dtype=as_dtype,
+                          kernel_rules=kernel_rules)
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
         complete = unresolved <= base[0]
@@ -491,14 +494,17 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
 def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
               dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
               values: InputMap | None = None, overhead_bytes: int = 0,
-              as_dtype: str | None = None, cost: Cost | None = None) -> FitCheck:
+              as_dtype: str | None = None, cost: Cost | None = None,
+              kernel_rules: bool = True) -> FitCheck:
     """Whether the model with every dim bound (``dims``, ``shapes``, ``values`` as
     :func:`graphmem.analyze` takes them) fits ``budget_bytes`` after ``overhead_bytes``
-    (``cost``: what is compared, default the analysis total)."""
+    (``cost``: what is compared, default the analysis total; ``kernel_rules`` as in
+    :func:`search_largest`)."""
     from graphmem.analysis.pipeline import analyze_model
 
     available = _budget(budget_bytes, overhead_bytes)
-    a = analyze_model(_as_model(model), dims=dims, shapes=shapes, values=values, as_dtype=as_dtype)
+    a = analyze_model(_as_model(model), dims=dims, shapes=shapes, values=values, as_dtype=as_dtype,
+                      kernel_rules=kernel_rules)
     measured = a.total_bytes if cost is None else cost(a)
     return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
                     total_bytes=measured, needed_bytes=measured + overhead_bytes,
@@ -573,7 +579,7 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
 
     r = search_largest(model, solve=solve, budget_bytes=budget_bytes, dims=dims, shapes=shapes,
                        values=values, overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
-                       as_dtype=PRECISION_DTYPES[config.precision])
+                       as_dtype=PRECISION_DTYPES[config.precision], kernel_rules=False)
     est = kept.get(r.largest) if r.analysis is not None else None
     if r.analysis is not None and est is None:  # the kept value did not count (shapes)
         est = estimate_training_analysis(r.analysis, config)
@@ -598,7 +604,7 @@ def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: i
 
     r = check_fit(model, budget_bytes=budget_bytes, dims=dims, shapes=shapes, values=values,
                   overhead_bytes=overhead_bytes,
-                  as_dtype=PRECISION_DTYPES[config.precision], cost=step_peak)
+                  as_dtype=PRECISION_DTYPES[config.precision], cost=step_peak, kernel_rules=False)
     e = held[0]
     return dataclasses.replace(r, training=TrainingFit(
         config=config, estimate=e, probes={}, warnings=e.warnings))

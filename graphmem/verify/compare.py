@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphmem.errors import UnsupportedOpError, UsageError
+from graphmem.errors import UsageError
 
 __all__ = ["Verification", "Divergence", "verify", "parse_tolerance"]
 
@@ -90,11 +90,10 @@ def verify(
 
     import onnx
 
-    import graphmem
+    from graphmem.analysis.pipeline import analyze_graph_opt
     from graphmem.model.loading import load_model
     from graphmem.verify.feeds import check_seed, make_feeds
     from graphmem.verify.measure import measure
-    from graphmem.ort.optimized import optimized_model
     from graphmem.verify.weights import missing_weights, with_random_weights
 
     path = Path(path)
@@ -114,15 +113,10 @@ def verify(
                     "pass --random-weights to synthesize them"
                 )
             runnable = with_random_weights(path, work / "random_weights.onnx", seed=seed)
-        analysed = optimized_model(runnable, graph_opt, work)
-        order = "ort" if graph_opt == "none" else "file"  # onnxruntime writes its execution order
-        predicted = graphmem.analyze(analysed, dims=dims, shapes=shapes, values=values, execution_order=order)
-        if graph_opt != "none" and predicted.shapes.unresolved:
-            raise UnsupportedOpError(
-                f"--graph-opt {graph_opt}: the optimized graph has {len(predicted.shapes.unresolved)} "
-                f"tensors without a static size (first: '{predicted.shapes.unresolved[0]}'), made by "
-                "contrib ops graphmem has no shape rule for; use --graph-opt none"
-            )
+        # the prediction is exactly `graphmem peak --graph-opt LEVEL`'s (one code path for the
+        # optimized graph: onnxruntime writes it, the session's static shapes are restored); an
+        # inexact one (unresolved tensors, ...) is measured all the same and says so
+        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values)
         proto = onnx.load(str(runnable), load_external_data=False)
         run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
         feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
@@ -136,15 +130,13 @@ def verify(
             runs=1,
             session_config={"session.disable_prepacking": "1"},
         )
-    run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
-    from graphmem.verify.providers import CUDA
+        from graphmem.verify.providers import CUDA
 
-    if m.providers and m.providers[0] == CUDA and graph_opt == "none":
-        # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
-        # inputs the session copied in before the first kernel are in the baseline, as there)
-        predicted = graphmem.analyze(
-            analysed, dims=dims, shapes=shapes, values=values, execution_order=order, provider="cuda"
-        )
+        if m.providers and m.providers[0] == CUDA and graph_opt == "none":
+            # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
+            # inputs the session copied in before the first kernel are in the baseline, as there)
+            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda")
+    run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))
     mismatches = _output_mismatches(predicted, run1)

@@ -9,7 +9,7 @@ from typing import Any
 from graphmem.gate.budgets import GateResult
 from graphmem.units import format_bytes
 from graphmem.verify.compare import Verification
-from graphmem.views.report import SCHEMA_VERSION
+from graphmem.views.report import SCHEMA_VERSION, exactness_lines
 
 __all__ = ["verify_json", "verify_table"]
 
@@ -105,6 +105,8 @@ def verify_table(v: Verification, *, path: str, gate: GateResult | None = None) 
             f"{format_bytes(d.predicted_bytes)}, measured {format_bytes(d.measured_bytes)}"
         )
     lines += [f"  output shape mismatch: {line}" for line in v.output_mismatches]
+    if not v.analysis.activations.exact:  # measured all the same; the prediction says why it is not exact
+        lines += exactness_lines(v.analysis)
     lines.append("  prediction: PASS" if v.passed else "  prediction: FAIL")
     if gate is not None:
         lines.append(f"  budgets: {'ok' if gate.passed else 'FAILED'}")

@@ -36,7 +36,7 @@ from graphmem.analysis.bodyflops import flops_with_bodies
 from graphmem.analysis.controlflow import control_flow_approximations, plan_control_flow
 from graphmem.ort.controlflow import replay
 from graphmem.ort.insert_cast import CpuSession, cpu_session
-from graphmem.ort.order import file_order, ort_order
+from graphmem.ort.order import file_order, finalize_reorders, ort_order, session_orders
 from graphmem.ort.rewrites import remove_duplicate_casts
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
@@ -497,13 +497,91 @@ def analyze_graph_opt(
             ) from None
         with _gc_paused():
             model = with_session_shapes(load_model(optimized), original)
-            result = analyze_model(
-                model, dims=dims, shapes=shapes, values=values, provider=provider, execution_order="file",
+            result = _analyze_session_orders(  # as_dtype: the file is converted already
+                model, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=None
             )
     if as_dtype is not None:
         note = f"{result.activations.runtime}; as {as_dtype}: the converted file as onnxruntime optimizes it"
         result = replace(result, activations=replace(result.activations, runtime=note))
     return replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))
+
+
+def _analyze_session_orders(model: Model, **inputs) -> Analysis:  # type: ignore[no-untyped-def]
+    """The optimized ``model`` analysed in every execution order a session may give it
+    (:func:`graphmem.ort.order.session_orders`: NCHWc ReorderOutput nodes numbered in heap-address
+    order). The order with the largest figures is reported; when the orders' figures differ (or
+    the orders cannot be enumerated) the analysis says so (``order_assumed``)."""
+    g = build_graph(model)
+    written = file_order(g)
+    orders = session_orders(g, written)
+    if orders is not None and len(orders) == 1:
+        return analyze_model(model, execution_order="file", **inputs)
+
+    def in_order(order: tuple[int, ...]) -> Analysis:
+        reordered = replace(model, nodes=tuple(g.node(n) for n in order), node_ids=())
+        return analyze_model(reordered, execution_order="file", **inputs)
+
+    figures = None
+    if orders is None:
+        result = analyze_model(model, execution_order="file", **inputs)
+    else:
+        figures = _order_figures(model, g, orders, **inputs)
+        if figures is None:  # order-dependent stages: a whole analysis per order
+            figures = [(a.activations.peak_bytes, a.activations.in_use_peak_bytes) for a in map(in_order, orders)]
+        worst = max(range(len(orders)), key=lambda i: (figures[i][0], figures[i][1] or 0))
+        result = in_order(orders[worst])
+    why = (
+        "onnxruntime numbers the ReorderOutput nodes its NCHWc transformer adds last in an order that "
+        "follows heap addresses (nchwc_transformer.cc Finalize iterates an unordered_map keyed by "
+        "NodeArg pointers), so the execution order changes from session to session"
+    )
+    if figures is None:
+        detail = f"{why}; too many orders to enumerate: the figures are those of one session's order"
+    else:
+        peaks = sorted({peak for peak, _ in figures})
+        in_use = sorted({held for _, held in figures if held is not None})
+        if len(peaks) == 1 and len(in_use) <= 1:
+            return result  # every order gives the same figures
+        detail = (
+            f"{why}; {len(figures)} orders possible, peak {', '.join(f'{b:,}' for b in peaks)} B"
+            + (f", in use {', '.join(f'{b:,}' for b in in_use)} B" if len(in_use) > 1 else "")
+            + ": the largest is reported"
+        )
+    reordered = sorted(g.node(n).output[0] for n in finalize_reorders(g))  # ids vary by session
+    node = f"ReorderOutput -> {reordered[0]}" if reordered else ""
+    note = Approximation(kind="order_assumed", node=node, detail=detail)
+    approximations = (*result.activations.approximations, note)
+    return replace(result, activations=replace(result.activations, approximations=approximations))
+
+
+def _order_figures(  # type: ignore[no-untyped-def]
+    model: Model, g: OpGraph, orders: Sequence[tuple[int, ...]], *, dims, shapes, values, provider, as_dtype
+) -> list[tuple[int, int | None]] | None:
+    """(peak, in-use peak) of ``model`` run in each of ``orders``, typed once and planned per order
+    as :func:`analyze_model` plans it; None when a stage of that analysis depends on the order
+    (inserted or removed Casts, control flow, another provider, a what-if): then only whole
+    analyses give the figures."""
+    if provider != "cpu" or as_dtype is not None:
+        return None
+    given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)
+    runtime = infer_types(
+        g, orders[0], view=RUNTIME, dims=given.dims, shapes=given.shapes, input_values=given.values, body_order=file_order
+    )
+    static = infer_types(g, orders[0], view=ORT_STATIC, body_order=file_order)
+    if runtime.bodies or static.type_conflicts:
+        return None
+    cpu = cpu_session(model, orders[0], static.types, runtime.types)
+    if cpu.inline or cpu.missing or cpu.insertion.casts or remove_duplicate_casts(model, static.types) is not model:
+        return None
+    figures = []
+    for order in orders:
+        program, _ = build_program(
+            g, order, runtime=runtime.types, static=static.types, sharing=sharing, unwritten=unwritten_outputs
+        )
+        plan = plan_ort(program)
+        run = replay_run(program, plan, graph=g, order=order, types=runtime.types, values=runtime.values)
+        figures.append((plan.peak_bytes, run.peak_bytes))
+    return figures
 
 
 def with_session_shapes(optimized: Model, original: Model) -> Model:

@@ -52,6 +52,7 @@ APPROXIMATION_KINDS = (
     "unknown_kernel",
     "scratch_not_modelled",
     "value_assumed",
+    "order_assumed",
 )
 
 
@@ -67,7 +68,7 @@ class Approximation:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Approximation:
     """Why a figure is not exact: ``kind`` (unresolved_tensor, unplanned_subgraph,
-    branch_assumed, unknown_kernel, scratch_not_modelled, value_assumed), the node, a detail."""
+    branch_assumed, unknown_kernel, scratch_not_modelled, value_assumed, order_assumed), the node, a detail."""
 
     kind: str
     node: str

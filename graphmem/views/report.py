@@ -186,6 +186,7 @@ APPROXIMATION_EFFECTS = {
     "unknown_kernel": "kernels without rules are planned from the file's shapes, sharing no buffer",
     "scratch_not_modelled": "some kernels' scratch is counted 0: only 'with scratch' may be low",
     "value_assumed": "an input value was assumed",
+    "order_assumed": "onnxruntime's execution order varies between sessions: the largest figures of its orders",
 }
 
 

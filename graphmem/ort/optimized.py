@@ -41,7 +41,42 @@ def optimized_model(path: Path, graph_opt: str, workdir: Path, *, always: bool =
         create_session(str(path), options, ["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
         raise UnsupportedOpError(f"onnxruntime could not optimize the model: {str(exc).splitlines()[0]}") from None
+    _drop_written_twice(out)
     return out
+
+
+def _drop_written_twice(path: Path) -> None:
+    """Remove the Constant nodes onnxruntime writes beside the initializer they became.
+
+    onnxruntime's Graph turns every Constant node into an initializer (``core/graph/graph.cc``,
+    the Graph constructor, subgraphs included); writing a Loop body that holds an If, it keeps a
+    Constant of the inner branch both ways (measured on onnx's test_loop16_seq_none at
+    ``all``), a file neither onnx's checker nor onnxruntime itself loads ("SSA form"). The
+    initializer is what the session ran, so the node goes.
+    """
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    if not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in proto.graph.node for a in n.attribute):
+        return
+    if _drop_in(proto.graph):
+        onnx.save(proto, str(path))
+
+
+def _drop_in(graph) -> bool:  # type: ignore[no-untyped-def]
+    """Drop them from ``graph`` and its bodies; whether any was dropped."""
+    inits = {t.name for t in graph.initializer}
+    kept = [n for n in graph.node
+            if not (n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output and n.output[0] in inits)]
+    changed = len(kept) != len(graph.node)
+    if changed:
+        del graph.node[:]
+        graph.node.extend(kept)
+    for node in graph.node:
+        for attr in node.attribute:
+            for body in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
+                changed = _drop_in(body) or changed
+    return changed
 
 
 def temporary_dir() -> tempfile.TemporaryDirectory[str]:

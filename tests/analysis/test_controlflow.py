@@ -190,6 +190,35 @@ def test_graph_opt_all_with_a_body_weight_in_weights_bin(tmp_path: Path) -> None
     assert a.activations.peak_bytes > 0 and a.weights.bytes >= 1_600
 
 
+def test_graph_opt_all_of_a_loop_holding_an_if_with_a_constant(tmp_path: Path) -> None:
+    # onnxruntime writes the then branch's Constant k twice (as the node and as the initializer
+    # it became) when it writes initializers to weights.bin: a file it would not load itself.
+    then = helper.make_graph(
+        [helper.make_node("Constant", [], ["k"], name="k", value=helper.make_tensor("kv", F, [4], [1, 2, 3, 4])),
+         helper.make_node("Add", ["h_in", "k"], ["t"], name="t_add")],
+        "then", [], [tensor("t", [4])],
+    )
+    other = helper.make_graph([helper.make_node("Neg", ["h_in"], ["e"], name="e_neg")], "else", [], [tensor("e", [4])])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="b_cond"),
+         helper.make_node("Not", ["cond_in"], ["flag"], name="b_not"),
+         helper.make_node("If", ["flag"], ["h_out"], name="b_if", then_branch=then, else_branch=other)],
+        "body", [tensor("i", [], I64), tensor("cond_in", [], B), tensor("h_in", [4])],
+        [tensor("cond_out", [], B), tensor("h_out", [4])],
+    )
+    path = save(model([helper.make_node("Loop", ["M", "c", "x"], ["hf"], name="loop", body=body)],
+                      [tensor("x", [4]), tensor("M", [], I64), tensor("c", [], B)], [tensor("hf", [4])]),
+                tmp_path / "loop_if_const.onnx")
+    # Loop: iteration number and condition 8 + 1 = 9. Iteration 1: flag 1 (-> else), h1 16
+    # (the If's static output, allocated before its branch, written by e_neg) -> 26; flag freed,
+    # the pattern {flag: 256} cached. Iteration 2: block 256, h2 16 over 9 + h1 -> 297.
+    # Iteration 3: h1 released first, then block and h3 -> 297. Loop output hf 16 -> 16.
+    a = analyze_graph_opt(path, "all", values={"M": (3,), "c": (1,)})
+    assert (a.activations.peak_bytes, a.activations.exact) == (297, True)
+    feeds = {"x": np.ones(4, np.float32), "M": np.array(3, np.int64), "c": np.array(True)}
+    assert measure(str(path), feeds, runs=1, graph_opt="all").runs[0].requested_peak == 297
+
+
 def test_train_names_an_if_it_cannot_resolve_and_the_pictures_draw_the_replay(tmp_path: Path) -> None:
     path = _if_model(tmp_path)
     code, _, err = outcome("train", str(path))

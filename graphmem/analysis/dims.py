@@ -3,7 +3,8 @@
 * ``--dim NAME=VALUE`` binds a named (symbolic) dim of the graph inputs (:func:`parse_dims`);
 * ``--shape INPUT=D0xD1x…`` sets an input's whole shape, overriding named, unnamed (neither value
   nor name), ``-1`` (``dim_value -1``, as paddle2onnx writes dynamic dims) and shared-name dims
-  (one ``?`` for both height and width) (:func:`parse_shapes`);
+  (one ``?`` for both height and width) (:func:`parse_shapes`); for an input that is a sequence of
+  tensors, ``--shape INPUT=[D0xD1,…]`` gives the shape of each of its elements (``[]``: empty);
 * ``--value INPUT=V[,V…]`` gives the values of a small integer input (sample rates, lengths,
   flags), used by shape and value inference and by ``verify`` for its feeds (:func:`parse_values`).
 
@@ -29,7 +30,7 @@ from graphmem.model.loading import Model
 __all__ = [
     "MAX_DIM", "INT64_MAX", "parse_dim_value", "split_dim_item", "parse_dims", "parse_shapes", "parse_values",
     "parse_inputs", "check_dims", "ResolvedInputs", "resolve_inputs", "open_dims", "fixing_input",
-    "format_shape", "shape_hint", "inputs_text",
+    "format_shape", "shape_hint", "inputs_text", "is_sequence_binding",
 ]
 
 #: Largest value a dim may take; larger ones are rejected as absurd.
@@ -76,16 +77,32 @@ def parse_dims(items: Iterable[str] | None) -> dict[str, int]:
     return dims
 
 
-def parse_shapes(items: Iterable[str] | None) -> dict[str, tuple[int, ...]]:
-    """``["x=1x3x48x192"]`` → ``{"x": (1, 3, 48, 192)}`` (``x=scalar`` for a rank-0 input)."""
-    shapes: dict[str, tuple[int, ...]] = {}
+def parse_shapes(items: Iterable[str] | None) -> dict[str, tuple]:  # type: ignore[type-arg]
+    """``["x=1x3x48x192"]`` → ``{"x": (1, 3, 48, 192)}`` (``x=scalar`` for a rank-0 input);
+    ``["s=[2x3,4]"]`` → ``{"s": ((2, 3), (4,))}``: a sequence input's element shapes, ``s=[]``
+    an empty sequence."""
+    shapes: dict[str, tuple] = {}  # type: ignore[type-arg]
     for item in items or ():
         name, text = split_dim_item(item, example="x=1x3x224x224", option="--shape")
         if name in shapes:
             raise UsageError(f"--shape {name} is given twice")
-        tokens = [] if text.lower() == "scalar" else text.lower().split("x")
-        shapes[name] = tuple(parse_dim_value(item, t, option="--shape") for t in tokens)
+        if text.startswith("[") and text.endswith("]"):
+            inner = text[1:-1].strip()
+            shapes[name] = tuple(_parse_one_shape(item, e) for e in inner.split(",")) if inner else ()
+        else:
+            shapes[name] = _parse_one_shape(item, text)
     return shapes
+
+
+def _parse_one_shape(item: str, text: str) -> tuple[int, ...]:
+    text = text.strip()
+    tokens = [] if text.lower() == "scalar" else text.lower().split("x")
+    return tuple(parse_dim_value(item, t, option="--shape") for t in tokens)
+
+
+def is_sequence_binding(shape: Sequence[object]) -> bool:
+    """Whether a ``shapes`` entry gives a sequence's element shapes (a tuple of shapes)."""
+    return bool(shape) and all(isinstance(e, (tuple, list)) for e in shape)
 
 
 def parse_values(items: Iterable[str] | None) -> dict[str, tuple[int, ...]]:
@@ -138,7 +155,10 @@ class ResolvedInputs:
 
 
 def format_shape(shape: Sequence[object]) -> str:
-    """``(1, 3, 48)`` -> ``1x3x48`` (a dim without a value prints as N)."""
+    """``(1, 3, 48)`` -> ``1x3x48`` (a dim without a value prints as N); a sequence's element
+    shapes ``((2, 3), (4,))`` -> ``[2x3,4]``."""
+    if is_sequence_binding(shape):
+        return "[" + ",".join(format_shape(tuple(e)) for e in shape) + "]"  # type: ignore[arg-type]
     return "x".join(str(d) if isinstance(d, int) and d >= 0 else "N" for d in shape) or "scalar"
 
 
@@ -189,8 +209,14 @@ def resolve_inputs(
             if name not in inputs:
                 raise UsageError(f"{option} {name}: the model has no input '{name}'; its inputs: {names}")
     given_shapes: dict[str, tuple[int, ...]] = {}
+    sequences: dict[str, tuple[tuple[int, ...], ...]] = {}
     for name, shape in shapes.items():
+        if _kind(inputs[name]) == "sequence_type":
+            sequences[name] = _check_elements(name, shape, inputs[name].shape)  # type: ignore[attr-defined]
+            continue
         _check_tensor(name, inputs[name], "--shape")
+        if is_sequence_binding(shape):
+            raise UsageError(f"--shape {name}={format_shape(shape)}: input '{name}' is a tensor; [..] is for a sequence input's elements")
         given_shapes[name] = _check_shape(name, shape, inputs[name].shape)  # type: ignore[attr-defined]
     known = _named_dims(inputs)
     for name, value in dims.items():
@@ -212,7 +238,8 @@ def resolve_inputs(
     for name, a in arrays.items():
         if name not in given_shapes and not _concrete(inputs[name].shape, bound):  # type: ignore[attr-defined]
             given_shapes[name] = tuple(a.shape)
-    run_shapes: dict[str, tuple[int, ...]] = {}
+    run_shapes: dict[str, tuple] = dict(sequences)  # type: ignore[type-arg]
+    given_shapes.update(sequences)  # type: ignore[arg-type]
     missing: list[str] = []
     open_inputs: list[tuple[str, Sequence[object] | None]] = []
     for name, t in inputs.items():
@@ -355,6 +382,20 @@ def _named_dims(inputs: Mapping[str, object]) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def _check_elements(name: str, shape: Sequence[object], declared: Sequence[object] | None) -> tuple[tuple[int, ...], ...]:
+    """A sequence input's element shapes, each checked against the element shape the file declares."""
+    if shape and not is_sequence_binding(shape):
+        raise UsageError(f"--shape {name}: input '{name}' is a sequence of tensors: give its elements' shapes, "
+                         f"e.g. --shape {name}=[2x3,4x3] (or {name}=[] for an empty one)")
+    checked = []
+    for k, e in enumerate(shape):
+        try:
+            checked.append(_check_shape(name, tuple(e), declared))  # type: ignore[arg-type]
+        except UsageError as exc:
+            raise UsageError(f"{exc} (element {k} of --shape {name}={format_shape(shape)})") from None
+    return tuple(checked)
+
+
 def _check_shape(name: str, shape: Sequence[int], declared: Sequence[object] | None) -> tuple[int, ...]:
     text = "x".join(str(d) for d in shape)
     dims = tuple(_check_dim(d, f"--shape {name}={text}") for d in shape)
@@ -375,6 +416,8 @@ def _implied(inputs: Mapping[str, object], given: Mapping[str, tuple[int, ...]])
     values: dict[str, set[int]] = {}
     where: dict[str, str] = {}
     for name, shape in given.items():
+        if _kind(inputs[name]) != "tensor":
+            continue  # a sequence's element shapes bind no dim
         for d, v in zip(inputs[name].shape or (), shape):  # type: ignore[attr-defined]
             if isinstance(d, str):
                 values.setdefault(d, set()).add(v)

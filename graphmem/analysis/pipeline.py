@@ -243,7 +243,7 @@ def analyze_model(
     produced = [o for nid in order for o in g.node(nid).output if o]
     unresolved = tuple(n for n in produced if value_size(runtime.types.get(n)) is None)
     weights = _weights(model)
-    inputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.inputs)
+    inputs_bytes = sum(_input_bytes(runtime.types.get(n)) for n in model.inputs)
     outputs_bytes = sum(tensor_size(runtime.types.get(n)) or 0 for n in model.outputs)
     peak_step = plan.peak_step
     peak_node = program.steps[peak_step].label if peak_step >= 0 else ""
@@ -442,6 +442,13 @@ def _weights(model: Model) -> WeightsInfo:
     return WeightsInfo(
         params=params, bytes=total, by_dtype=by, external_bytes=external, unknown=tuple(unknown)
     )
+
+
+def _input_bytes(t):  # type: ignore[no-untyped-def]
+    """A graph input's bytes: a tensor's, a sequence's elements' (``--shape s=[…]``)."""
+    if t is not None and t.kind == "sequence_type" and t.elements:
+        return sum(tensor_size(e) or 0 for e in t.elements)
+    return tensor_size(t) or 0
 
 
 def analyze_graph_opt(

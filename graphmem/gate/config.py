@@ -149,7 +149,7 @@ def parse_config(data: Any, *, path: Path) -> Config:
         name = _string(entry["name"], f"{where}.name", prefix) if "name" in entry else None
         common = dict(
             dims=_dims(entry.get("dims", {}), f"{where}.dims", prefix),
-            shapes=_int_lists(entry.get("shapes", {}), f"{where}.shapes", prefix, minimum=0),
+            shapes=_int_lists(entry.get("shapes", {}), f"{where}.shapes", prefix, minimum=0, nested=True),
             values=_int_lists(entry.get("values", {}), f"{where}.values", prefix, minimum=None),
             default_dims=default_dims,
             provider=_string(entry.get("provider", default_provider), f"{where}.provider", prefix),
@@ -205,11 +205,15 @@ def _dims(value: Any, what: str, prefix: str) -> dict[str, int]:
     return dict(table)
 
 
-def _int_lists(value: Any, what: str, prefix: str, *, minimum: int | None) -> dict[str, tuple[int, ...]]:
-    """``shapes = { x = [1, 3, 48, 192] }`` / ``values = { sr = [16000] }`` (a bare int is one value)."""
+def _int_lists(value: Any, what: str, prefix: str, *, minimum: int | None, nested: bool = False) -> dict[str, tuple]:  # type: ignore[type-arg]
+    """``shapes = { x = [1, 3, 48, 192] }`` / ``values = { sr = [16000] }`` (a bare int is one value);
+    ``nested``: ``shapes = { s = [[4, 100], [2, 100]] }``, a sequence input's element shapes."""
     table = _table(value, what, prefix)
-    out: dict[str, tuple[int, ...]] = {}
+    out: dict[str, tuple] = {}  # type: ignore[type-arg]
     for name, items in table.items():
+        if nested and isinstance(items, list) and items and all(isinstance(e, list) for e in items):
+            out[name] = tuple(_int_lists({name: e}, what, prefix, minimum=minimum)[name] for e in items)
+            continue
         items = [items] if isinstance(items, int) and not isinstance(items, bool) else items
         if not isinstance(items, list) or any(isinstance(n, bool) or not isinstance(n, int) for n in items):
             raise ConfigError(f"{prefix}{what}.{name} = {items!r}: expected an array of integers")

@@ -41,7 +41,8 @@ def make_feeds(
     when None, in a range safe for the input's consumers (see ``safe_int_range``), except
     integer inputs named ``attention_mask``, all ones (a full sequence).
     ``shapes`` give inputs' whole shapes (``--shape``) and ``values`` their values (``--value``,
-    laid out in the input's shape).
+    laid out in the input's shape); a sequence input's feed is a list of random arrays of the
+    element shapes ``shapes`` gives it (``--shape s=[2x3,4x3]``).
     """
     if int_range is not None:
         _check_range(int_range)
@@ -49,15 +50,22 @@ def make_feeds(
     initializers = {init.name for init in graph.initializer}
     rng = np.random.default_rng(check_seed(seed))
     wanted = []
+    sequences = []
     for value in graph.input:
         if value.name in initializers:
+            continue
+        if _is_tensor_sequence(value):
+            sequences.append((value, _sequence_elements(value, shapes)))
             continue
         dtype = input_dtype(value)
         shape = tuple(shapes[value.name]) if shapes and value.name in shapes else input_shape(value, dims)
         wanted.append((value, dtype, shape))
     fresh = [(dtype, shape) for value, dtype, shape in wanted if not (values and value.name in values)]
+    fresh += [(dtype, shape) for _, (dtype, elements) in sequences for shape in elements]
     check_allocation(sum(generation_bytes(dtype, shape) for dtype, shape in fresh), "random inputs")
     feeds: dict[str, np.ndarray] = {}
+    for value, (dtype, elements) in sequences:  # a list of arrays: onnxruntime's feed for a sequence
+        feeds[value.name] = [random_array(rng, dtype, shape, DEFAULT_INT_RANGE) for shape in elements]  # type: ignore[assignment]
     for value, dtype, shape in wanted:
         if values and value.name in values:
             feeds[value.name] = np.asarray(values[value.name], dtype=dtype).reshape(shape)
@@ -108,6 +116,26 @@ def check_allocation(nbytes: int, what: str) -> None:
             f"verify would allocate {nbytes:,} bytes of {what}, more than half of the "
             f"{2 * limit:,} bytes this process may use: bind smaller dims"
         )
+
+
+def _is_tensor_sequence(value: onnx.ValueInfoProto) -> bool:
+    t = value.type
+    return t.WhichOneof("value") == "sequence_type" and t.sequence_type.elem_type.WhichOneof("value") == "tensor_type"
+
+
+def _sequence_elements(
+    value: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[object]] | None
+) -> tuple[np.dtype, tuple[tuple[int, ...], ...]]:
+    """A sequence input's element dtype and the element shapes ``--shape NAME=[…]`` gives."""
+    if not shapes or value.name not in shapes:
+        raise MeasureError(f"input {value.name!r} is a sequence of tensors: give its elements' shapes, "
+                           f"e.g. --shape {value.name}=[2x3,4x3]; cannot make a feed")
+    elem = value.type.sequence_type.elem_type.tensor_type.elem_type
+    try:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MeasureError(f"input {value.name!r} has unsupported element type {elem}") from exc
+    return dtype, tuple(tuple(int(d) for d in e) for e in shapes[value.name])  # type: ignore[union-attr]
 
 
 def input_dtype(value: onnx.ValueInfoProto) -> np.dtype:

@@ -4,13 +4,15 @@ sequence holding them; each figure hand-computed and measured with a real sessio
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
-from builders import init, model, save, tensor
+from builders import init, invoke, model, outcome, save, tensor
 from onnx import TensorProto, helper
 
 import graphmem
+from graphmem.analysis.dims import parse_shapes
 from graphmem.verify import measure
 
 X = [4, 100]  # 1,600 B of float (a 1,792 B arena chunk)
@@ -142,3 +144,58 @@ def test_a_loop_carries_a_sequence_and_hands_its_elements_to_its_output(tmp_path
     assert a.activations.exact
     feeds = {**F, "M": np.array(3, np.int64), "c": np.array(True)}
     assert _run(path, feeds) == (timeline, 11_200, 13_056)
+
+
+def _concat_input_model(tmp_path: Path) -> Path:
+    """A sequence input s of [?, 100] floats: n = SequenceLength(s), nf = Cast(n), y = Sigmoid(Concat(s))."""
+    seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [None, 100])
+    m = model(
+        [
+            helper.make_node("SequenceLength", ["s"], ["n"], name="len"),
+            helper.make_node("ConcatFromSequence", ["s"], ["cat"], name="cat", axis=0),
+            helper.make_node("Sigmoid", ["cat"], ["y"], name="sig"),
+            helper.make_node("Cast", ["n"], ["nf"], name="cast", to=TensorProto.FLOAT),
+        ],
+        [seq], [tensor("y", [None, 100]), tensor("nf", [])],
+    )
+    return save(m, tmp_path / "seq_input.onnx")
+
+
+def test_a_sequence_input_s_elements_are_given_by_shape(tmp_path: Path) -> None:
+    # s = [4x100, 2x100] (the user's buffers, 2,400 B of inputs): len n 8; cast nf 4 -> 12 (n freed
+    # after); cat 6x100 = 2,400 -> 2,404; sig y 2,400 -> 4,804 (cat freed after). In-use chunks:
+    # nf 256 + cat 2,560 + y 2,560 = 5,376.
+    path = _concat_input_model(tmp_path)
+    a = graphmem.analyze(path, shapes={"s": ((4, 100), (2, 100))})
+    assert [b for _, b in a.activations.timeline] == [8, 12, 2_404, 4_804]
+    assert (a.activations.peak_bytes, a.activations.in_use_peak_bytes, a.activations.exact) == (4_804, 5_376, True)
+    assert a.io.inputs_bytes == 2_400 and a.model.shapes == {"s": ((4, 100), (2, 100))}
+    feeds = {"s": [np.ones((4, 100), np.float32), np.ones((2, 100), np.float32)]}
+    assert _run(path, feeds) == ([8, 12, 2_404, 4_804], 4_804, 5_376)
+    # without its elements the sequence and what is made of it have no size: not exact, never 0
+    b = graphmem.analyze(path)
+    assert not b.activations.exact and {x.kind for x in b.activations.approximations} == {"unresolved_tensor"}
+
+
+def test_sequence_shapes_on_the_command_line(tmp_path: Path) -> None:
+    path = _concat_input_model(tmp_path)
+    assert parse_shapes(["s=[4x100,2x100]", "e=[]", "one=[scalar]"]) == {"s": ((4, 100), (2, 100)), "e": (), "one": ((),)}
+    result = invoke("verify", str(path), "--shape", "s=[4x100,2x100]", "--json")
+    assert result.exit_code == 0, result.stdout
+    doc = json.loads(result.stdout)["verify"]
+    assert doc["predicted_bytes"] == doc["measured_bytes"] == 4_804
+    code, _, err = outcome("peak", str(path), "--shape", "s=4x100")
+    assert code == 2 and "is a sequence of tensors: give its elements' shapes" in err
+    code, _, err = outcome("peak", str(path), "--shape", "s=[4x100,2x3x4]")
+    assert code == 2 and "element 1 of --shape s=[4x100,2x3x4]" in err
+    code, _, err = outcome("verify", str(path))
+    assert code == 2 and "--shape s=[2x3,4x3]" in err
+
+
+def test_sequence_shapes_in_a_check_config(tmp_path: Path) -> None:
+    path = _concat_input_model(tmp_path)  # peak 4,804 (above)
+    config = tmp_path / "graphmem.toml"
+    for budget, code in ((4_804, 0), (4_803, 1)):
+        config.write_text(f'[[models]]\npath = "{path.name}"\nshapes = {{ s = [[4, 100], [2, 100]] }}\nmax-peak = {budget}\n')
+        got, out, err = outcome("check", "-c", str(config), "-j", "1", "--require-exact")
+        assert got == code, out + err

@@ -4,7 +4,8 @@
 
 Models: the onnx.helper cases of ``scripts/make_controlflow_models.py`` (built if missing), the
 TorchScript exports of ``scripts/export_controlflow_torch.py`` (when present; they need torch),
-onnx's own node tests with If/Loop/Scan (on their own inputs), and the real-world corpus models
+onnx's own node tests with If/Loop/Scan/SequenceMap (on their own inputs; a sequence input's element
+shapes given as ``--shape s=[…]``), and the real-world corpus models
 with control flow (``GRAPHMEM_REALWORLD``, default /work/cache/realworld). Each binding (``--dim``,
 ``--value``) is predicted with ``graphmem.analyze_graph_opt`` and measured with onnxruntime (CPU,
 1 thread, run 1 requested peak, profiler memory fields) at ``--graph-opt none`` and ``all``.
@@ -76,7 +77,7 @@ def node_cases(tmp: Path) -> list[dict]:  # type: ignore[type-arg]
         collected = cases.collect_testcases(None)
     out = []
     for case in collected:
-        if not any(n.op_type in ("If", "Loop", "Scan") for n in case.model.graph.node) or not case.data_sets:
+        if not any(n.op_type in ("If", "Loop", "Scan", "SequenceMap") for n in case.model.graph.node) or not case.data_sets:
             continue
         path = tmp / f"{case.name}.onnx"
         onnx.save(case.model, str(path))
@@ -84,9 +85,21 @@ def node_cases(tmp: Path) -> list[dict]:  # type: ignore[type-arg]
         feeds = {k: np.asarray(v) if np.isscalar(v) else v for k, v in zip(names, case.data_sets[0][0])}
         values = {k: [int(x) for x in np.asarray(v).reshape(-1)] for k, v in feeds.items()
                   if isinstance(v, np.ndarray) and v.dtype.kind in "biu" and v.size <= 16}
+        # a sequence input's element shapes (--shape s=[…]); a tensor input's shape when the file leaves it open
+        shapes = {i.name: tuple(tuple(np.asarray(e).shape) for e in feeds[i.name]) for i in case.model.graph.input
+                  if isinstance(feeds.get(i.name), list) and i.type.WhichOneof("value") == "sequence_type"}
+        shapes.update({i.name: tuple(feeds[i.name].shape) for i in case.model.graph.input
+                       if isinstance(feeds.get(i.name), np.ndarray) and not _fixed(i)})
         out.append({"name": case.name, "path": str(path), "source": "onnx node test", "feeds": feeds,
-                    "bindings": [{"label": "own inputs", "dims": {}, "values": values}]})
+                    "bindings": [{"label": "own inputs", "dims": {}, "values": values, "shapes": shapes}]})
     return out
+
+
+def _fixed(value: onnx.ValueInfoProto) -> bool:
+    """Whether a graph input declares a tensor shape of fixed dims only."""
+    t = value.type
+    return (t.WhichOneof("value") == "tensor_type" and t.tensor_type.HasField("shape")
+            and all(d.HasField("dim_value") for d in t.tensor_type.shape.dim))
 
 
 def feeds_for(entry: dict, binding: dict, sign: int = 0) -> dict:  # type: ignore[type-arg]

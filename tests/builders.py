@@ -31,6 +31,11 @@ BERT = MODELS / "tiny_bert.onnx"
 TRAIN_CNN = MODELS / "train_cnn.onnx"
 COMMITTED_MODELS = sorted(MODELS.glob("*.onnx"))
 
+#: The IR version of every model the tests make. onnx 1.23's ``helper.make_model`` writes its own
+#: newest IR (14), which onnxruntime 1.31 refuses to load (core/graph/model.cc: "max supported IR
+#: version: 13"), and so does graphmem (graphmem/ort/loadable.py); 8 is the IR of opsets 17 and 18.
+IR_VERSION = 8
+
 # --- tiny inline graphs -----------------------------------------------------------------------
 
 
@@ -40,7 +45,7 @@ def model(nodes, inputs, outputs, initializers=(), opset=17, value_info=(), chec
         list(nodes), "g", list(inputs), list(outputs), list(initializers), value_info=list(value_info)
     )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
+    m.ir_version = IR_VERSION
     if checked:
         onnx.checker.check_model(m)
     return m
@@ -109,7 +114,7 @@ def tiny_decoder() -> onnx.ModelProto:
     outputs.insert(0, helper.make_tensor_value_info(h, TensorProto.FLOAT, ["batch", 1, HIDDEN]))
     graph = helper.make_graph(nodes, "tiny_decoder", inputs, outputs, inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
+    m.ir_version = IR_VERSION
     onnx.checker.check_model(m)
     return m
 
@@ -130,7 +135,7 @@ def mlp_model(width: int = MLP_WIDTH) -> onnx.ModelProto:
     graph = helper.make_graph(
         nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
 
 
 def gemm_mlp(path: Path, hidden: int) -> Path:
@@ -150,7 +155,7 @@ def gemm_mlp(path: Path, hidden: int) -> Path:
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model.ir_version = IR_VERSION
     onnx.checker.check_model(model)
     onnx.save(model, path)
     return path

@@ -42,7 +42,7 @@ from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort
-from graphmem.ort.loadable import check_opsets
+from graphmem.ort.loadable import check_cpu_kernel_attributes, check_opsets
 from graphmem.ort.scratch import prepacked_in_arena, replay_run
 from graphmem.ort.scratch import step_scratch as scratch_per_step
 from graphmem.ort.session import CUDA_RUNTIME, PROVIDERS, main_device_only, session_graph
@@ -149,7 +149,9 @@ def analyze_model(
     if execution_order not in orders:
         raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
     ordering = orders[execution_order]
-    check_opsets(model.path, model.opsets)
+    check_opsets(model.path, model.opsets, model.ir_version)
+    if provider == "cpu":
+        check_cpu_kernel_attributes(model.path, [*model.nodes, *(n for f in model.functions for n in f.node)])
     given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)
     bound = given.dims
     file_nodes = len(model.nodes)

@@ -7,16 +7,21 @@ node without a CPU kernel for its types is refused by :func:`graphmem.ort.insert
 asks onnx for schemas at the model's opset): an IR version or an opset onnxruntime does not
 load (``core/graph/model.cc``: "Unsupported model IR version: 14, max supported IR version: 13";
 ``core/graph/model_load_utils.h`` ValidateOpsetForDomain: "Current official support for domain
-ai.onnx is till opset 26", ai.onnx.ml till 5; measured with onnxruntime 1.31.1).
+ai.onnx is till opset 26", ai.onnx.ml till 5; measured with onnxruntime 1.31.1). Also here:
+the attributes a CPU kernel's constructor enforces (``ORT_ENFORCE``, so session creation fails
+although the model is valid ONNX): :data:`CPU_KERNEL_ATTRIBUTES`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+
+import onnx
+from onnx import helper
 
 from graphmem.errors import InvalidModelError
 
-__all__ = ["MAX_IR_VERSION", "MAX_OPSETS", "check_opsets"]
+__all__ = ["CPU_KERNEL_ATTRIBUTES", "MAX_IR_VERSION", "MAX_OPSETS", "check_cpu_kernel_attributes", "check_opsets"]
 
 #: Newest IR version onnxruntime 1.31 loads (model.cc; measured).
 MAX_IR_VERSION = 13
@@ -40,3 +45,58 @@ def check_opsets(path: str, opsets: Mapping[str, int], ir_version: int = 0) -> N
                 f"{path}: onnxruntime would refuse to load it: {name} opset {version} "
                 f"(onnxruntime 1.31 loads {name} opsets 1 to {top})"
             )
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and value > 0
+
+
+def _given(value: object) -> bool:
+    return value is not None
+
+
+def _zero(value: object) -> bool:
+    return value is None or value == 0  # absent: the schema's default, 0
+
+
+#: (domain, op) -> (attribute, test of its value (None when absent), what the kernel needs): the
+#: attribute checks of the CPU kernels' constructors (measured with onnxruntime 1.31.1: the
+#: session fails with "... was false"; onnx's checker accepts these models).
+CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object], bool], str], ...]] = {
+    # rnn/deep_cpu_gru.h DeepCpuGruOp: hidden_size > 0, layout_ == 0
+    ("", "GRU"): (("hidden_size", _positive, "a positive hidden_size"), ("layout", _zero, "layout 0")),
+    # rnn/lstm_base.h LSTMBase: hidden_size > 0, layout_ == 0
+    ("", "LSTM"): (("hidden_size", _positive, "a positive hidden_size"), ("layout", _zero, "layout 0")),
+    # rnn/rnn.h RNN<T>: hidden_size given (any value: a non-positive one fails only when it runs), layout_ == 0
+    ("", "RNN"): (("hidden_size", _given, "a hidden_size"), ("layout", _zero, "layout 0")),
+}
+
+
+def _all_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+    """``nodes`` and the nodes of their subgraphs (onnxruntime makes kernels for bodies too)."""
+    for node in nodes:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _all_nodes(attr.g.node)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    yield from _all_nodes(g.node)
+
+
+def check_cpu_kernel_attributes(path: str, nodes: Iterable[onnx.NodeProto]) -> None:
+    """Raise :class:`InvalidModelError` for a node whose CPU kernel refuses its attributes
+    (:data:`CPU_KERNEL_ATTRIBUTES`), naming the node and the attribute."""
+    for node in _all_nodes(nodes):
+        checks = CPU_KERNEL_ATTRIBUTES.get(("" if node.domain == "ai.onnx" else node.domain, node.op_type))
+        if not checks:
+            continue
+        given = {a.name: a for a in node.attribute}
+        for name, test, needed in checks:
+            value = helper.get_attribute_value(given[name]) if name in given else None
+            if not test(value):
+                shown = f"no {name}" if value is None else f"{name} {value!r}"
+                raise InvalidModelError(
+                    f"{path}: onnxruntime would refuse to load it: {node.op_type} node '{node.name}' has "
+                    f"{shown} (its CPU kernel needs {needed})"
+                )

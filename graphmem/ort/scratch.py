@@ -200,6 +200,8 @@ def _lstm(node, ins, outs, site):  # type: ignore[no-untyped-def]
         return None
     seq, batch, inp = x
     hidden = _attr(node, "hidden_size", 0)
+    if not isinstance(hidden, int) or hidden <= 0:  # the kernel refuses it (graphmem.ort.loadable)
+        return None
     direction = _attr(node, "direction", b"forward")
     direction = direction.decode() if isinstance(direction, bytes) else direction
     dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
@@ -243,6 +245,8 @@ def _gru(node, ins, outs, site):  # type: ignore[no-untyped-def]
         return None
     seq, batch, inp = x
     hidden = _attr(node, "hidden_size", 0)
+    if not isinstance(hidden, int) or hidden <= 0:  # the kernel refuses it (graphmem.ort.loadable)
+        return None
     direction = _attr(node, "direction", b"forward")
     direction = direction.decode() if isinstance(direction, bytes) else direction
     dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]

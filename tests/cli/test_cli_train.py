@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from graphmem.training import estimate_training
 
-from builders import invoke
+from builders import IR_VERSION, invoke
 
 TRAINING_KEYS = [
     "weights_bytes",
@@ -99,7 +99,7 @@ def test_model_without_trainable_weights_is_exit_2(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
     )
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
     path = tmp_path / "relu.onnx"
     path.write_bytes(proto.SerializeToString())
     result = run(str(path))
@@ -127,7 +127,8 @@ def test_mixed_precision_through_the_cli(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w],
     )
     path = tmp_path / "mm.onnx"
-    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                      ir_version=IR_VERSION).SerializeToString())
     t = json.loads(run(str(path), "--precision", "mixed-bf16", "--optimizer", "sgd", "--json").stdout)["training"]
     # 32 params: bf16 copy 64 + fp32 master 128; bf16 gradients 64
     assert (t["weights_bytes"], t["master_weights_bytes"], t["grads_bytes"]) == (192, 128, 64)

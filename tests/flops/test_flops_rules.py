@@ -21,6 +21,8 @@ from graphmem.model.graph import build_graph
 from graphmem.model.loading import load_model
 from graphmem.model.types import TensorType
 
+from builders import IR_VERSION
+
 MS = "com.microsoft"
 
 
@@ -491,7 +493,7 @@ def test_unsupported_body_makes_control_flow_unsupported():
 
 
 def _save(tmp_path, graph, opset=17, name="m.onnx"):
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
     path = tmp_path / name
     onnx.save(model, str(path))
     return path
@@ -761,7 +763,7 @@ def test_contrib_ops_with_declared_shapes(tmp_path):
         value_info=[_vi("m", [2, 8, 32]), _vi("g", [2, 8, 32])],
     )
     model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)]
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)], ir_version=IR_VERSION
     )
     path = tmp_path / "contrib.onnx"
     onnx.save(model, str(path))

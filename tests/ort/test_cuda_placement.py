@@ -19,7 +19,7 @@ from graphmem.model.loading import load_model
 from graphmem.ort.order import ort_order
 from graphmem.shapes.infer import ORT_STATIC, infer_types
 
-from builders import COMMITTED_MODELS
+from builders import COMMITTED_MODELS, IR_VERSION
 
 MODELS = COMMITTED_MODELS
 F = TensorProto.FLOAT
@@ -27,7 +27,7 @@ F = TensorProto.FLOAT
 
 def _save(tmp_path: Path, nodes, inputs, outputs, inits=(), opset: int = 17, name: str = "m.onnx") -> Path:  # type: ignore[no-untyped-def]
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
     path = tmp_path / name
     onnx.save(model, path)
     return path

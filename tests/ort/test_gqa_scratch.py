@@ -15,7 +15,7 @@ from graphmem.model.types import TensorType
 from graphmem.ort.scratch import KernelScratch, kernel_scratch
 from graphmem.verify import measure
 
-from builders import save
+from builders import IR_VERSION, save
 
 F, I32 = TensorProto.FLOAT, TensorProto.INT32
 L2 = 2 * 1024 * 1024  # this machine's sysconf(_SC_LEVEL2_CACHE_SIZE); patched in, so the test does not depend on it
@@ -121,7 +121,7 @@ def test_verify_feeds_attention_masks_all_ones() -> None:
                           [helper.make_tensor_value_info("ids", I64, [2, 8]),
                            helper.make_tensor_value_info("attention_mask", I64, [2, 8])],
                           [helper.make_tensor_value_info("y", I64, [2, 8])])
-    feeds = make_feeds(helper.make_model(g), {}, seed=0)
+    feeds = make_feeds(helper.make_model(g, ir_version=IR_VERSION), {}, seed=0)
     assert (feeds["attention_mask"] == 1).all() and feeds["attention_mask"].dtype == np.int64
     rng = np.random.default_rng(0)
     assert (feeds["ids"] == rng.integers(0, 2, (2, 8), dtype=np.int64)).all()  # drawn first, as before

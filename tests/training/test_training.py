@@ -25,6 +25,8 @@ from graphmem.training.classify import weight_only_nodes
 from graphmem.training.optimizer import optimizer_costs
 from graphmem.training.saved import RULES, lstm_workspace_bytes
 
+from builders import IR_VERSION
+
 F, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
 
@@ -210,7 +212,7 @@ def test_rules_table_is_keyed_by_domain_and_op_type() -> None:
 def test_weight_transposes_are_not_activations() -> None:
     nodes = [helper.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]), helper.make_node("MatMul", ["x", "Wt"], ["y"])]
     graph = helper.make_graph(nodes, "g", [vi("x", [4, 8])], [vi("y", [4, 5])], [w("W", 5, 8)])
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
     a = analyze_model(model_from_proto(proto))
     assert weight_only_nodes(a.graph) == frozenset({0})
     est = estimate_training_analysis(a, TrainingConfig(optimizer="sgd"))
@@ -514,7 +516,8 @@ def test_memory_orders_follow_permutes_and_elementwise_ops() -> None:
              helper.make_node("LayerNormalization", ["r", "s"], ["y"], axis=-1)]
     graph = helper.make_graph(nodes, "g", [vi("x", [1, 4, 2, 3])], [vi("y", [1, 2, 3, 4]), vi("v", [1, 4, 2, 3])],
                               [w("s", 4)])
-    a = analyze_model(model_from_proto(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])))
+    a = analyze_model(model_from_proto(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                                         ir_version=IR_VERSION)))
     orders = memory_orders(torch_ops(a.graph, range(len(nodes)), frozenset()), a.types)
     assert orders == {"t": (0, 3, 1, 2), "n": (0, 3, 1, 2), "r": (0, 3, 1, 2)}
     # v (= u.permute(0,2,3,1).permute(0,3,1,2)) is u's layout: contiguous, so not listed
@@ -665,7 +668,7 @@ def test_lstm_backward_temporaries_by_hand() -> None:
     nodes, inits = rnn("LSTM", [5, 2, 4], 6)
     a = analyze_model(model_from_proto(helper.make_model(
         helper.make_graph(nodes, "g", [vi("x", [5, 2, 4])], [vi("Yh", [1, 2, 6])], inits),
-        opset_imports=[helper.make_opsetid("", 17)])))
+        opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)))
     node = nodes[-1]
     view = OpView(op_type="LSTM", node=node, inputs=tuple(node.input), outputs=tuple(node.output), types=a.types,
                   needs_grad=frozenset({"h", "Wx", "Rh"}), weights=frozenset({"Wx", "Rh"}))

@@ -553,7 +553,7 @@ def gru_view(x_shape, hidden, kept, **attrs):  # type: ignore[no-untyped-def]
     inits = [w("b", x_shape[-1]), w("Wx", dirs, 3 * hidden, x_shape[-1]), w("Rh", dirs, 3 * hidden, hidden)]
     a = analyze_model(model_from_proto(helper.make_model(
         helper.make_graph(nodes, "g", [vi("x", x_shape)], [vi("Yh", [dirs, x_shape[1], hidden])], inits),
-        opset_imports=[helper.make_opsetid("", 17)])))
+        opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)))
     node = nodes[-1]
     return OpView(op_type="GRU", node=node, inputs=tuple(node.input), outputs=tuple(node.output), types=a.types,
                   needs_grad=frozenset({"h", "Wx", "Rh"}), weights=frozenset({"Wx", "Rh"}), weight_grads_kept=kept)

@@ -5,8 +5,9 @@
   nor name), ``-1`` (``dim_value -1``, as paddle2onnx writes dynamic dims) and shared-name dims
   (one ``?`` for both height and width) (:func:`parse_shapes`); for an input that is a sequence of
   tensors, ``--shape INPUT=[D0xD1,…]`` gives the shape of each of its elements (``[]``: empty);
-* ``--value INPUT=V[,V…]`` gives the values of a small integer input (sample rates, lengths,
-  flags), used by shape and value inference and by ``verify`` for its feeds (:func:`parse_values`).
+* ``--value INPUT=V[,V…]`` gives the values of a small input (integers: sample rates, lengths,
+  flags; numbers for a float input: a speed), used by shape and value inference and by ``verify``
+  for its feeds (:func:`parse_values`).
 
 A dim may be 0 where onnxruntime accepts it (an empty KV past); negative or absurd dims, unknown
 names and values that do not fit the input are errors naming the input. :func:`resolve_inputs`
@@ -105,19 +106,23 @@ def is_sequence_binding(shape: Sequence[object]) -> bool:
     return bool(shape) and all(isinstance(e, (tuple, list)) for e in shape)
 
 
-def parse_values(items: Iterable[str] | None) -> dict[str, tuple[int, ...]]:
-    """``["sr=16000", "lens=3,4"]`` → ``{"sr": (16000,), "lens": (3, 4)}``."""
-    values: dict[str, tuple[int, ...]] = {}
+def parse_values(items: Iterable[str] | None) -> dict[str, tuple[int | float, ...]]:
+    """``["sr=16000", "lens=3,4", "speed=1.0"]`` → ``{"sr": (16000,), "lens": (3, 4), "speed": (1.0,)}``
+    (a token written as an integer stays an int; whether the input takes it is checked later)."""
+    values: dict[str, tuple[int | float, ...]] = {}
     for item in items or ():
         name, text = split_dim_item(item, example="sr=16000", option="--value")
         if name in values:
             raise UsageError(f"--value {name} is given twice")
-        out = []
+        out: list[int | float] = []
         for token in text.split(","):
             token = token.strip()
-            if not re.fullmatch(r"[+-]?[0-9]+", token):
-                raise UsageError(f"--value '{item}': '{token}' is not an integer")
-            out.append(int(token))
+            if re.fullmatch(r"[+-]?[0-9]+", token):
+                out.append(int(token))
+            elif re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", token) and math.isfinite(float(token)):
+                out.append(float(token))
+            else:
+                raise UsageError(f"--value '{item}': '{token}' is not a number")
         values[name] = tuple(out)
     return values
 
@@ -141,6 +146,7 @@ _INT_TYPES = {
     2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
     12: np.uint32, 13: np.uint64,
 }
+_FLOAT_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,7 +168,7 @@ def format_shape(shape: Sequence[object]) -> str:
     return "x".join(str(d) if isinstance(d, int) and d >= 0 else "N" for d in shape) or "scalar"
 
 
-def inputs_text(shapes: Mapping[str, Sequence[int]], values: Mapping[str, Sequence[int]]) -> str:
+def inputs_text(shapes: Mapping[str, Sequence[int]], values: Mapping[str, Sequence[int | float]]) -> str:
     """``; shapes x=1x3x48x192; values sr=16000`` for a report's dims line (empty without
     ``--shape``/``--value``)."""
     text = ""
@@ -193,13 +199,13 @@ def resolve_inputs(
     *,
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
-    values: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int | float]] | None = None,
 ) -> ResolvedInputs:
     """Check ``dims``, ``shapes`` and ``values`` against the graph inputs (name -> TensorType).
 
     Raises :class:`UnknownDimError` for a dim no input has, :class:`UsageError` for an unknown
     input, a shape of the wrong rank or against a fixed dim, a negative or absurd dim, a value
-    for a non-integer input or of the wrong count; :class:`UnboundDimError` (with pasteable
+    for an input neither integer nor float, or of the wrong count; :class:`UnboundDimError` (with pasteable
     hints) when an input's shape is still not known.
     """
     dims, shapes, values = dict(dims or {}), dict(shapes or {}), dict(values or {})
@@ -278,7 +284,7 @@ def open_dims(
     *,
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
-    values: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int | float]] | None = None,
 ) -> tuple[str, ...]:
     """The named dims still to bind: used by an input whose shape neither ``shapes`` nor
     ``values`` fixes, and neither given in ``dims`` nor implied by a ``--shape``. A dim named by
@@ -319,7 +325,7 @@ def fixing_input(
     dim: str,
     *,
     shapes: Mapping[str, Sequence[int]] | None = None,
-    values: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, Sequence[int | float]] | None = None,
 ) -> tuple[str, str] | None:
     """An input declaring the named dim ``dim`` whose shape ``--shape`` sets or whose values
     ``--value`` gives (so no binding of ``dim`` changes it): (input, the option as typed,
@@ -431,14 +437,22 @@ def _concrete(shape: Sequence[object] | None, dims: Mapping[str, int]) -> bool:
     return all((isinstance(d, int) and d >= 0) or (isinstance(d, str) and d in dims) for d in shape)
 
 
-def _value_array(name: str, value: Sequence[int], t: object, given: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]) -> np.ndarray:
+def _value_array(name: str, value: Sequence[int | float], t: object, given: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]) -> np.ndarray:
     _check_tensor(name, t, "--value")
-    dtype = _INT_TYPES.get(t.dtype)  # type: ignore[attr-defined]
+    dtype = _INT_TYPES.get(t.dtype) or _FLOAT_TYPES.get(t.dtype)  # type: ignore[attr-defined]
     if dtype is None:
-        raise UsageError(f"--value {name}: input '{name}' is not an integer tensor; --value is for integer inputs")
+        raise UsageError(
+            f"--value {name}: input '{name}' is not an integer or float tensor; --value is for integer and float inputs"
+        )
     items = list(value)
-    if not items or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in items):
-        raise UsageError(f"--value {name}: expected integers, e.g. --value {name}=16000")
+    numbers = (int, np.integer) if dtype in _INT_TYPES.values() else (int, float, np.integer, np.floating)
+    if not items or any(isinstance(v, bool) or not isinstance(v, numbers) for v in items):
+        kind = "integers" if dtype in _INT_TYPES.values() else "numbers"
+        raise UsageError(f"--value {name}: expected {kind}, e.g. --value {name}={16000 if kind == 'integers' else 1.0}")
+    if dtype in _FLOAT_TYPES.values():
+        top = float(np.finfo(dtype).max)
+        if any(not math.isfinite(float(v)) or abs(float(v)) > top for v in items):
+            raise UsageError(f"--value {name}: a value does not fit the input's {np.dtype(dtype).name}")
     declared = t.shape  # type: ignore[attr-defined]
     if name in given:
         shape = given[name]
@@ -452,7 +466,7 @@ def _value_array(name: str, value: Sequence[int], t: object, given: Mapping[str,
         raise UsageError(f"--value {name}: give its shape too ({shape_hint(name, declared)})")
     if math.prod(shape) != len(items):
         raise UsageError(f"--value {name}: {len(items)} values for an input of shape {format_shape(shape)} ({math.prod(shape)} values)")
-    info = np.iinfo(dtype) if dtype is not np.bool_ else None
+    info = np.iinfo(dtype) if dtype in _INT_TYPES.values() and dtype is not np.bool_ else None
     if info is not None and any(not info.min <= v <= info.max for v in items):
         raise UsageError(f"--value {name}: a value does not fit the input's {np.dtype(dtype).name}")
     return np.asarray(items, dtype=dtype).reshape(shape)

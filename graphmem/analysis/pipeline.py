@@ -73,7 +73,7 @@ def analyze(
     """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``.
 
     ``shapes`` set inputs' whole shapes (overriding named, unnamed, ``-1`` and shared-name
-    dims) and ``values`` the values of small integer inputs (:mod:`graphmem.analysis.dims`).
+    dims) and ``values`` the values of small inputs (:mod:`graphmem.analysis.dims`).
 
     ``as_dtype`` ("float16", "bfloat16", "int8", …) is a what-if: every floating tensor, weights
     included, is sized as if cast to that type; integer shape tensors are untouched.
@@ -294,7 +294,7 @@ def analyze_model(
     return Analysis(
         model=ModelInfo(
             path=model.path, opset=model.opset, nodes=file_nodes, dims=bound, shapes=dict(given.given_shapes),
-            values={k: tuple(int(x) for x in v.reshape(-1)) for k, v in given.values.items()},
+            values={k: tuple(x.item() for x in v.reshape(-1)) for k, v in given.values.items()},
         ),
         weights=weights,
         activations=activations,

@@ -27,7 +27,7 @@ class ModelInfo:
     dims: dict[str, int]
     graph_opt: str = "none"  # onnxruntime optimization level of the graph analysed
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # --shape: inputs' whole shapes
-    values: dict[str, tuple[int, ...]] = field(default_factory=dict)  # --value: small integer inputs
+    values: dict[str, tuple[int | float, ...]] = field(default_factory=dict)  # --value: small inputs' values
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

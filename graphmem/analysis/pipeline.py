@@ -337,7 +337,7 @@ def _as_onnxruntime_writes_it(model: Model, as_dtype: str | None, **inputs) -> A
             if as_dtype is not None:
                 source = write_converted(source, parse_dtype(as_dtype), Path(tmp) / "converted.onnx")
             written = optimized_model(source, "none", Path(tmp), always=True)
-            result = analyze_model(load_model(written), execution_order="file", **inputs)
+            result = analyze_model(load_model(written, validate=False), execution_order="file", **inputs)
     except UnsupportedOpError:
         return None
     note = f"{result.activations.runtime}; graph as onnxruntime builds it (function bodies for the element types)"
@@ -505,7 +505,7 @@ def analyze_graph_opt(
                 "--graph-opt none sizes the what-if without a session"
             ) from None
         with _gc_paused():
-            model = with_session_shapes(load_model(optimized), original)
+            model = with_session_shapes(load_model(optimized, validate=False), original)  # onnxruntime wrote it
             result = _analyze_session_orders(  # as_dtype: the file is converted already
                 model, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=None
             )

@@ -339,3 +339,28 @@ def test_cli_peak_graph_opt(tmp_path: Path) -> None:
     assert doc["activations"]["scratch_unmodelled"] == []
     r = invoke("peak", str(path), "--dim", "N=2", "--graph-opt", "fastest")
     assert r.exit_code == 2
+
+
+def test_graph_onnxruntime_wrote_is_not_checked_again(tmp_path: Path) -> None:
+    # A LayerNorm pattern at opset 12: onnxruntime fuses it into LayerNormalization, an op the
+    # onnx checker has only from opset 17, and writes that graph. graphmem analyses what
+    # onnxruntime wrote without the checker (PP-OCRv4's recognizer was refused at level all).
+    # The one activation left is the fused node's output y [2,8,32] float: 2,048 B.
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[-1]), helper.make_node("Sub", ["x", "mean"], ["d"]),
+        helper.make_node("Pow", ["d", "two"], ["sq"]), helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+        helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["std"]),
+        helper.make_node("Div", ["d", "std"], ["n"]), helper.make_node("Mul", ["n", "gamma"], ["s"]),
+        helper.make_node("Add", ["s", "beta"], ["y"]),
+    ]
+    weights = [init("two", np.array(2.0, np.float32)), init("eps", np.array(1e-5, np.float32)),
+               init("gamma", np.ones(32, np.float32)), init("beta", np.zeros(32, np.float32))]
+    m = model(nodes, [tensor("x", [2, 8, 32])], [tensor("y", [2, 8, 32])], weights, opset=12)
+    m.ir_version = 8
+    path = save(m, tmp_path / "layernorm12.onnx")
+    optimized = onnx.load(str(optimized_model(path, "all", tmp_path)))
+    assert [n.op_type for n in optimized.graph.node] == ["LayerNormalization"]
+    result = graphmem.analysis.pipeline.analyze_graph_opt(path, "all")
+    assert result.activations.peak_bytes == 2048 and result.activations.exact
+    feeds = make_feeds(onnx.load(str(path)), {}, seed=0)
+    assert measure(str(path), feeds, graph_opt="all", threads=1, runs=1).runs[0].requested_peak == 2048

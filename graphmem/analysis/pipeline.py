@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
+import numpy as np
+
 from graphmem.analysis.dims import resolve_inputs
 from graphmem.analysis.exactness import approximations
 from graphmem.analysis.result import (
@@ -294,7 +296,7 @@ def analyze_model(
     return Analysis(
         model=ModelInfo(
             path=model.path, opset=model.opset, nodes=file_nodes, dims=bound, shapes=dict(given.given_shapes),
-            values={k: tuple(x.item() for x in v.reshape(-1)) for k, v in given.values.items()},
+            values={k: _given_values(v) for k, v in given.values.items()},
         ),
         weights=weights,
         activations=activations,
@@ -451,6 +453,13 @@ def _input_bytes(t):  # type: ignore[no-untyped-def]
     if t is not None and t.kind == "sequence_type" and t.elements:
         return sum(tensor_size(e) or 0 for e in t.elements)
     return tensor_size(t) or 0
+
+
+def _given_values(array: np.ndarray) -> tuple[int | float, ...]:
+    """A ``--value`` array as the report gives it back: ints for integer and bool inputs (a bool
+    as 0/1, as ``--value`` takes it), Python floats for a float input."""
+    flat = array.reshape(-1)
+    return tuple(int(x) for x in flat) if flat.dtype.kind in "biu" else tuple(float(x) for x in flat)
 
 
 def analyze_graph_opt(

@@ -44,7 +44,7 @@ from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort
-from graphmem.ort.loadable import check_cpu_kernel_attributes, check_opsets
+from graphmem.ort.loadable import check_cpu_kernel_attributes, check_domains, check_opsets
 from graphmem.ort.scratch import prepacked_in_arena, replay_run
 from graphmem.ort.scratch import step_scratch as scratch_per_step
 from graphmem.ort.session import CUDA_RUNTIME, PROVIDERS, main_device_only, session_graph
@@ -152,6 +152,7 @@ def analyze_model(
         raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
     ordering = orders[execution_order]
     check_opsets(model.path, model.opsets, model.ir_version)
+    check_domains(model.path, [*model.nodes, *(n for f in model.functions for n in f.node)], model.functions)
     if provider == "cpu":
         check_cpu_kernel_attributes(model.path, [*model.nodes, *(n for f in model.functions for n in f.node)])
     given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)

@@ -55,6 +55,7 @@ def check_model(
     skipped: initializer name -> (payload field, byte length) of the payloads that were dropped.
     """
     _check_text(proto.graph, path)
+    _check_declared_types(proto.graph, path)
     _check_weights(proto, path, skipped or {})
     proxy = checker_proxy(proto)
     try:
@@ -63,6 +64,39 @@ def check_model(
         if "is deprecated in domain_version" in str(exc):  # onnxruntime loads deprecated ops (GroupNormalization-18)
             return
         raise InvalidModelError(f"{path}: not a valid ONNX model (onnx checker): {_first_line(exc)}") from None
+
+
+def _undefined_tensor(t: onnx.TypeProto) -> bool:
+    """Whether ``t`` is, or holds, a tensor type whose element type is 0 (UNDEFINED)."""
+    kind = t.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        return getattr(t, kind).elem_type == TensorProto.UNDEFINED
+    if kind in ("sequence_type", "optional_type"):
+        inner = getattr(t, kind)
+        return inner.HasField("elem_type") and _undefined_tensor(inner.elem_type)
+    if kind == "map_type":
+        return t.map_type.HasField("value_type") and _undefined_tensor(t.map_type.value_type)
+    return False
+
+
+def _check_declared_types(graph: onnx.GraphProto, path: str) -> None:
+    """A declared tensor type without an element type: the checker lets it through, onnxruntime
+    refuses the file ("Failed to load model with error: Invalid tensor data type 0", from onnx's
+    DataTypeUtils when it names the NodeArg's type; measured on graph inputs, outputs and
+    value_info, in bodies too, and inside sequence types)."""
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if vi.HasField("type") and _undefined_tensor(vi.type):
+            raise InvalidModelError(
+                f"{path}: onnxruntime would refuse to load it: '{vi.name}' is declared as a tensor without an "
+                f"element type (data type 0)"
+            )
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _check_declared_types(attr.g, path)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    _check_declared_types(g, path)
 
 
 def _check_text(graph: onnx.GraphProto, path: str) -> None:

@@ -9,7 +9,9 @@ load (``core/graph/model.cc``: "Unsupported model IR version: 14, max supported 
 ``core/graph/model_load_utils.h`` ValidateOpsetForDomain: "Current official support for domain
 ai.onnx is till opset 26", ai.onnx.ml till 5; measured with onnxruntime 1.31.1). Also here:
 the attributes a CPU kernel's constructor enforces (``ORT_ENFORCE``, so session creation fails
-although the model is valid ONNX): :data:`CPU_KERNEL_ATTRIBUTES`.
+although the model is valid ONNX; RNN sizes and layouts, Resize, Upsample and Pad modes):
+:data:`CPU_KERNEL_ATTRIBUTES`; and the ONNX domains onnxruntime registers no op of
+(:data:`UNREGISTERED_DOMAINS`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,39 @@ from onnx import helper
 
 from graphmem.errors import InvalidModelError
 
-__all__ = ["CPU_KERNEL_ATTRIBUTES", "MAX_IR_VERSION", "MAX_OPSETS", "check_cpu_kernel_attributes", "check_opsets"]
+__all__ = [
+    "CPU_KERNEL_ATTRIBUTES",
+    "MAX_IR_VERSION",
+    "MAX_OPSETS",
+    "UNREGISTERED_DOMAINS",
+    "check_cpu_kernel_attributes",
+    "check_domains",
+    "check_opsets",
+]
 
 #: Newest IR version onnxruntime 1.31 loads (model.cc; measured).
 MAX_IR_VERSION = 13
 
 #: Newest opset per domain onnxruntime 1.31 loads (ValidateOpsetForDomain; measured).
 MAX_OPSETS = {"": 26, "ai.onnx.ml": 5}
+
+
+#: ONNX domains none of whose ops onnxruntime 1.31 registers (graph resolve fails: "Fatal error:
+#: ai.onnx.preview:FlexAttention(-1) is not a registered function/op"; measured on every node test
+#: model of onnx 1.23 in these domains: FlexAttention, Adagrad, Adam, Momentum).
+UNREGISTERED_DOMAINS = frozenset({"ai.onnx.preview", "ai.onnx.preview.training"})
+
+
+def check_domains(path: str, nodes: Iterable[onnx.NodeProto], functions: Iterable[onnx.FunctionProto] = ()) -> None:
+    """Raise :class:`InvalidModelError` for a node of a domain onnxruntime 1.31 has no ops of
+    (:data:`UNREGISTERED_DOMAINS`), unless the model defines it as a local function."""
+    local = {(f.domain, f.name) for f in functions}
+    for node in _all_nodes(nodes):
+        if node.domain in UNREGISTERED_DOMAINS and (node.domain, node.op_type) not in local:
+            raise InvalidModelError(
+                f"{path}: onnxruntime would refuse to load it: {node.op_type} node '{node.name}' is in domain "
+                f"'{node.domain}', none of whose ops onnxruntime 1.31 registers"
+            )
 
 
 def check_opsets(path: str, opsets: Mapping[str, int], ir_version: int = 0) -> None:
@@ -59,6 +87,26 @@ def _zero(value: object) -> bool:
     return value is None or value == 0  # absent: the schema's default, 0
 
 
+def _one_of(*allowed: str) -> Callable[[object], bool]:
+    def test(value: object) -> bool:  # absent: the schema's default, which is allowed
+        return value is None or (isinstance(value, bytes) and value.decode("utf-8", "replace") in allowed)
+
+    return test
+
+
+_RESIZE_MODES = ("nearest", "linear", "cubic")  # tensor/upsamplebase.h StringToUpsampleMode
+_RESIZE = (
+    ("mode", _one_of(*_RESIZE_MODES), "mode " + ", ".join(_RESIZE_MODES)),
+    # tensor/upsamplebase.h StringToCoordinateTransformationMode
+    ("coordinate_transformation_mode",
+     _one_of("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+             "tf_half_pixel_for_nn", "tf_crop_and_resize"),
+     "a coordinate_transformation_mode the ONNX spec lists"),
+    # tensor/upsamplebase.h StringToNearestMode (an empty string is taken too; measured)
+    ("nearest_mode", _one_of("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", ""),
+     "nearest_mode round_prefer_floor, round_prefer_ceil, floor or ceil"),
+)
+
 #: (domain, op) -> (attribute, test of its value (None when absent), what the kernel needs): the
 #: attribute checks of the CPU kernels' constructors (measured with onnxruntime 1.31.1: the
 #: session fails with "... was false"; onnx's checker accepts these models).
@@ -69,6 +117,10 @@ CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object],
     ("", "LSTM"): (("hidden_size", _positive, "a positive hidden_size"), ("layout", _zero, "layout 0")),
     # rnn/rnn.h RNN<T>: hidden_size given (any value: a non-positive one fails only when it runs), layout_ == 0
     ("", "RNN"): (("hidden_size", _given, "a hidden_size"), ("layout", _zero, "layout 0")),
+    ("", "Resize"): _RESIZE,
+    ("", "Upsample"): _RESIZE[:1],
+    # tensor/padbase.h PadBase: constant, reflect, edge or wrap
+    ("", "Pad"): (("mode", _one_of("constant", "reflect", "edge", "wrap"), "mode constant, reflect, edge or wrap"),),
 }
 
 
@@ -95,6 +147,8 @@ def check_cpu_kernel_attributes(path: str, nodes: Iterable[onnx.NodeProto]) -> N
         for name, test, needed in checks:
             value = helper.get_attribute_value(given[name]) if name in given else None
             if not test(value):
+                if isinstance(value, bytes):
+                    value = value.decode("utf-8", "replace")
                 shown = f"no {name}" if value is None else f"{name} {value!r}"
                 raise InvalidModelError(
                     f"{path}: onnxruntime would refuse to load it: {node.op_type} node '{node.name}' has "

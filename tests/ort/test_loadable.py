@@ -111,3 +111,112 @@ def test_rnn_scratch_rules_give_no_figure_for_a_hidden_size_below_one() -> None:
         node = helper.make_node(op, ["X", "W", "R"], ["", "Y_h"], hidden_size=2)
         scratch = kernel_scratch(node, [x, None, None], [None, None])
         assert scratch is not None and scratch.after and min(scratch.after) > 0
+
+
+def _resize_or_pad(tmp_path: Path, op: str, **attrs: object) -> Path:
+    if op == "Resize":  # X [1, 1, 4, 4] scaled by 2 in H and W: Y [1, 1, 8, 8]
+        inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")]
+        node = helper.make_node("Resize", ["X", "", "sc"], ["Y"], name="n0", **attrs)
+        x, y = [1, 1, 4, 4], [1, 1, 8, 8]
+    else:  # X [1, 1, 4, 4] padded by one column on each side: Y [1, 1, 4, 6]
+        inits = [numpy_helper.from_array(np.array([0, 0, 0, 1, 0, 0, 0, 1], np.int64), "p")]
+        node = helper.make_node("Pad", ["X", "p"], ["Y"], name="n0", **attrs)
+        x, y = [1, 1, 4, 4], [1, 1, 4, 6]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x)],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, y)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION)
+    onnx.checker.check_model(m, full_check=True)  # the checker does not read these strings
+    return save(m, tmp_path / f"{op}.onnx")
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs", "said"),
+    [
+        ("Resize", {"mode": "abc"}, "has mode 'abc' (its CPU kernel needs mode nearest, linear, cubic)"),
+        ("Resize", {"mode": "bilinear"}, "has mode 'bilinear' (its CPU kernel needs mode nearest, linear, cubic)"),
+        ("Resize", {"coordinate_transformation_mode": "abc"},
+         "has coordinate_transformation_mode 'abc' (its CPU kernel needs a coordinate_transformation_mode the ONNX spec lists)"),
+        ("Resize", {"nearest_mode": "simple"},
+         "has nearest_mode 'simple' (its CPU kernel needs nearest_mode round_prefer_floor, round_prefer_ceil, floor or ceil)"),
+        ("Pad", {"mode": "bogus"}, "has mode 'bogus' (its CPU kernel needs mode constant, reflect, edge or wrap)"),
+    ],
+)
+def test_mode_strings_the_cpu_kernel_refuses_are_refused(tmp_path: Path, op: str, attrs: dict, said: str) -> None:
+    path = _resize_or_pad(tmp_path, op, **attrs)
+    assert not _ort_loads(path)
+    code, out, err = outcome("peak", str(path))
+    assert code == 2 and out == "", err
+    assert err == f"graphmem: error: {path}: onnxruntime would refuse to load it: {op} node 'n0' {said}\n"
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs"),
+    [("Resize", {}), ("Resize", {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}),
+     ("Resize", {"nearest_mode": "floor"}), ("Resize", {"coordinate_transformation_mode": "tf_half_pixel_for_nn"}),
+     ("Pad", {}), ("Pad", {"mode": "wrap"}), ("Pad", {"mode": "reflect"})],
+)
+def test_mode_strings_onnxruntime_loads_are_answered(tmp_path: Path, op: str, attrs: dict) -> None:
+    path = _resize_or_pad(tmp_path, op, **attrs)
+    assert _ort_loads(path)
+    code, out, err = outcome("peak", str(path), "--json")
+    assert code == 0, err
+
+
+def _preview(tmp_path: Path, domain: str) -> Path:
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    if domain == "ai.onnx.preview":  # FlexAttention(Q, K, V), each [batch 1, heads 1, seq 2, head 4]
+        names = ["Q", "K", "V"]
+        ins = [helper.make_tensor_value_info(n, f32, [1, 1, 2, 4]) for n in names]
+        outs = [helper.make_tensor_value_info("Y", f32, [1, 1, 2, 4])]
+        node = helper.make_node("FlexAttention", names, ["Y"], name="n0", domain=domain)
+    else:  # Adagrad(R, T, X, G, H) -> (X_new, H_new), X, G, H [3]
+        ins = [helper.make_tensor_value_info("R", f32, []), helper.make_tensor_value_info("T", i64, [])]
+        ins += [helper.make_tensor_value_info(n, f32, [3]) for n in ("X", "G", "H")]
+        outs = [helper.make_tensor_value_info(n, f32, [3]) for n in ("X_new", "H_new")]
+        node = helper.make_node("Adagrad", ["R", "T", "X", "G", "H"], ["X_new", "H_new"], name="n0", domain=domain)
+    m = helper.make_model(helper.make_graph([node], "g", ins, outs),
+                          opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(domain, 1)], ir_version=10)
+    onnx.checker.check_model(m, full_check=True)
+    return save(m, tmp_path / "preview.onnx")
+
+
+@pytest.mark.parametrize("domain", ["ai.onnx.preview", "ai.onnx.preview.training"])
+def test_preview_domains_onnxruntime_registers_no_op_of_are_refused(tmp_path: Path, domain: str) -> None:
+    path = _preview(tmp_path, domain)
+    assert not _ort_loads(path)
+    code, out, err = outcome("peak", str(path))
+    assert code == 2 and out == "", err
+    op = "FlexAttention" if domain == "ai.onnx.preview" else "Adagrad"
+    assert err == (f"graphmem: error: {path}: onnxruntime would refuse to load it: {op} node 'n0' is in domain "
+                   f"'{domain}', none of whose ops onnxruntime 1.31 registers\n")
+
+
+@pytest.mark.parametrize("where", ["output", "value_info", "sequence", "body"])
+def test_a_tensor_type_without_element_type_is_refused(tmp_path: Path, where: str) -> None:
+    # Relu(x) -> h, Relu(h) -> y; the type left without an element type (0) is where's
+    f32 = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f32, [2])
+    y = helper.make_tensor_value_info("y", 0 if where == "output" else f32, [2])
+    value_info = [helper.make_tensor_value_info("h", 0, [2])] if where == "value_info" else []
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
+    inputs = [x]
+    if where == "sequence":  # y is a sequence of tensors of element type 0
+        y = onnx.ValueInfoProto(name="y")
+        y.type.sequence_type.elem_type.tensor_type.elem_type = 0
+        nodes = [helper.make_node("SequenceConstruct", ["x"], ["y"])]
+    if where == "body":  # If(c) with a then-branch output of element type 0
+        def body(name: str, elem: int) -> onnx.GraphProto:
+            return helper.make_graph([helper.make_node("Relu", ["x"], [name])], name, [],
+                                     [helper.make_tensor_value_info(name, elem, [2])])
+        nodes = [helper.make_node("If", ["c"], ["y"], then_branch=body("t", 0), else_branch=body("e", f32))]
+        inputs = [x, helper.make_tensor_value_info("c", TensorProto.BOOL, [])]
+    m = helper.make_model(helper.make_graph(nodes, "g", inputs, [y], value_info=value_info),
+                          opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+    onnx.checker.check_model(m, full_check=True)  # the checker lets it through
+    path = save(m, tmp_path / f"{where}.onnx")
+    assert not _ort_loads(path)
+    code, out, err = outcome("peak", str(path))
+    assert code == 2 and out == "", err
+    name = {"output": "y", "value_info": "h", "sequence": "y", "body": "t"}[where]
+    assert err == (f"graphmem: error: {path}: onnxruntime would refuse to load it: '{name}' is declared as a "
+                   f"tensor without an element type (data type 0)\n")

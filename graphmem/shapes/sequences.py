@@ -82,7 +82,10 @@ def infer_sequence(
     if op == "Optional":  # optional.cc: copies its input (a tensor, or a sequence's elements) in
         return {out: _optional(node, ins[0] if ins else None)}, {}
     if op == "OptionalHasElement" and ins and ins[0] is not None and ins[0].kind == "optional_type" and ins[0].elements is not None:
-        return {out: TensorType(dtype=onnx.TensorProto.BOOL, shape=())}, {out: np.array(bool(ins[0].elements))}
+        # empty only as Optional() without an input makes it (no element type): an optional of
+        # an empty sequence holds no tensor, yet has its element (`core/providers/cpu/optional/optional_ops.cc`)
+        empty = ins[0].elements == () and not ins[0].dtype
+        return {out: TensorType(dtype=onnx.TensorProto.BOOL, shape=())}, {out: np.array(not empty)}
     if op not in SEQUENCE_OPS:
         return None
     if op == "SequenceEmpty":

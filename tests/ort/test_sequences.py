@@ -199,3 +199,25 @@ def test_sequence_shapes_in_a_check_config(tmp_path: Path) -> None:
         config.write_text(f'[[models]]\npath = "{path.name}"\nshapes = {{ s = [[4, 100], [2, 100]] }}\nmax-peak = {budget}\n')
         got, out, err = outcome("check", "-c", str(config), "-j", "1", "--require-exact")
         assert got == code, out + err
+
+
+def test_an_optional_of_an_empty_sequence_has_its_element(tmp_path: Path) -> None:
+    # OptionalHasElement(Optional(SequenceEmpty())) is true (the optional holds a sequence, with no
+    # tensor in it): the If runs then. h 1; y (the If's static output) 1,600 before the branch;
+    # then: a 1,600 -> 3,201; t written into y. (Taking it for empty planned else: 1,601.)
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["a"], name="t_a"), helper.make_node("Relu", ["a"], ["t"], name="t_t")],
+                             "then", [], [tensor("t", X)])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="e_neg")], "else", [], [tensor("e", X)])
+    m = model(
+        [
+            helper.make_node("SequenceEmpty", [], ["s0"], name="empty", dtype=TensorProto.FLOAT),
+            helper.make_node("Optional", ["s0"], ["o"], name="opt"),
+            helper.make_node("OptionalHasElement", ["o"], ["h"], name="has"),
+            helper.make_node("If", ["h"], ["y"], name="If_h", then_branch=then, else_branch=other),
+        ],
+        [tensor("x", X)], [tensor("y", X)], opset=18,
+    )
+    path = save(m, tmp_path / "opt_empty_seq.onnx")
+    a = graphmem.analyze(path)
+    assert (a.activations.peak_bytes, a.activations.peak_node, a.activations.exact) == (3_201, "If_h/then/t_a", True)
+    assert _run(path, F)[1] == 3_201

@@ -478,6 +478,7 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
             before.append(Temp(_bytes(parent.get(inputs[n_state + k]))))
     first_sizes: dict[str, int] = {}
     delayed: dict[str, int] = {}
+    first_temps: dict[str, int | None] = {}  # temporaries iteration 1 allocates, held to the kernel's end
     outs = _outputs(run)
     for k, out in enumerate(node.output):  # AllocateOutputTensors, in output order
         v = ctx.value(out) if out else None
@@ -487,8 +488,12 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
             continue
         axis = out_axes[k - n_state] if k - n_state < len(out_axes) else 0
         final = _bytes(parent.get(out))
-        if not v8 and axis != 0:
-            before.append(Temp(final))  # a temporary of the untransposed shape; the output is written after
+        if not v8 and axis != 0:  # a temporary of the untransposed shape; the output is written after
+            if _static_concrete(ctx, "body", outs[k], body_types):
+                before.append(Temp(final))
+            else:  # scan_utils.cc OutputIterator::Initialize: no static shape, allocated by iteration 1 (whole)
+                first_sizes[outs[k]] = final
+                first_temps[outs[k]] = None
         elif _static_concrete(ctx, "body", outs[k], body_types):
             if v is not None:
                 before.append(Upfront(v))
@@ -502,7 +507,7 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
             state = _bytes(body_types.get(run.feeds[k]))
             before.extend([Temp(state)] * ((seq > 1) + (seq > 2)))
     provided = frozenset(outs)
-    frames = [ctx.frame(run, provided=provided - set(first_sizes), sizes=first_sizes, delayed=delayed)]
+    frames = [ctx.frame(run, provided=provided - set(first_sizes), sizes=first_sizes, delayed=delayed, kept_drop=first_temps or None)]
     if steps > 1:
         later = ctx.frame(run, provided=provided)
         frames.extend([later] * (steps - 1))

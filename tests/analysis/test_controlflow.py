@@ -166,6 +166,33 @@ def test_scan9_state_buffers_slices_and_pattern(tmp_path: Path) -> None:
     assert _measured(path, {"x": np.ones([5, 4, 100], np.float32), "s": np.ones(X, np.float32)}) == 24_192
 
 
+@pytest.mark.parametrize(("n", "at_add"), [(4, 8_000), ("n", 6_400)])
+def test_scan9_output_axis_1_temporary_is_allocated_upfront_only_with_a_static_shape(tmp_path: Path, n, at_add) -> None:  # type: ignore[no-untyped-def]
+    """One slice of [4,100] (no loop-state buffers), ys on scan axis 1: a temporary [1,4,100], then ys."""
+    X = [n, 100]
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "xt"], ["a"], name="b_add"), helper.make_node("Tanh", ["a"], ["s_out"], name="b_tanh"),
+         helper.make_node("Mul", ["a", "a"], ["y"], name="b_mul")],
+        "body", [tensor("s_in", X), tensor("xt", X)], [tensor("s_out", X), tensor("y", X)],
+    )
+    m = model(
+        [helper.make_node("Relu", ["x"], ["x0"], name="pre"), helper.make_node("Relu", ["s"], ["s0"], name="pres"),
+         helper.make_node("Scan", ["s0", "x0"], ["sf", "ys"], name="scan", body=body, num_scan_inputs=1, scan_output_axes=[1]),
+         helper.make_node("Relu", ["sf"], ["out"], name="post")],
+        [tensor("x", [1, *X]), tensor("s", X)], [tensor("out", X), tensor("ys", [n, 1, 100])],
+    )
+    path = save(m, tmp_path / "scan_axis1.onnx")
+    # pres s0 1,600, pre x0 1,600; Scan: sf 1,600 upfront; the temporary for ys 1,600 upfront when
+    # the body's y has a static shape, else by iteration 1 when b_mul writes it (OutputIterator);
+    # b_add a 1,600 -> 8,000 or 6,400; b_mul -> 8,000; after the slice: ys 1,600 (the transpose's
+    # target), the temporary and a released -> 6,400 at the Scan's own sample; post: 4,800.
+    a = graphmem.analyze(path, dims={"n": 4} if n == "n" else None)
+    timeline = [b for _, b in a.activations.timeline]
+    assert timeline == [1_600, 3_200, 6_400, at_add, 8_000, 8_000, 4_800]
+    run = measure(str(path), {"x": np.ones([1, 4, 100], np.float32), "s": np.ones([4, 100], np.float32)}, runs=1).runs[0]
+    assert [e.requested_in_use - run.primary.session_baseline for e in run.nodes] == timeline
+
+
 def test_layers_shows_body_nodes_under_their_node(tmp_path: Path) -> None:
     path = _loop_model(tmp_path)
     out = invoke("layers", str(path), "--value", "M=3", "--value", "c=1", "--json")

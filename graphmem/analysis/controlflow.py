@@ -359,6 +359,9 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     carried = len(ctx.node.input) - 2
     cond_allocated = False
     owners = _sequence_owners(ctx, cfs.runs, carried)
+    # carried values a later iteration's scan output is (Identity or pass-through of its feed):
+    # loop_output_tensors_ holds them to the end, so they are not released two iterations later
+    scanned = [_scanned_feeds(run, carried) for run in cfs.runs] + [set()]
     for i, run in enumerate(cfs.runs):
         outs = _outputs(run)
         shared = _shared_outputs(run)
@@ -366,6 +369,8 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
         copies: list[tuple[int, int | None]] = []
         for k, name in enumerate(outs):
             after = 2 if k <= carried else None  # carried values and the condition: replaced as feeds two iterations later
+            if 1 <= k <= carried and k - 1 in scanned[i + 1]:
+                after = None
             if name in shared or name in run.model.inputs:
                 continue  # shared or passed through: no buffer of its own
             if name in run.model.weights:  # an initializer returned: copied when the frame starts
@@ -418,6 +423,14 @@ def _sequence_owners(ctx: _Node, runs, carried: int) -> list[dict[str, int]]:  #
             elif v is not None:
                 owners[i][element] = v
     return owners
+
+
+def _scanned_feeds(run: BodyRun, carried: int) -> set[int]:
+    """Positions of the carried feeds one of the body's scan outputs is (kShare Identity or the
+    input passed through)."""
+    outs = _outputs(run)
+    feeds = run.feeds[2 : 2 + carried]
+    return {c for c, feed in enumerate(feeds) for scan in outs[1 + carried :] if _same_value(run, scan, feed)}
 
 
 def _same_value(run: BodyRun, output: str, feed: str) -> bool:

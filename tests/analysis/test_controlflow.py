@@ -76,6 +76,36 @@ def test_loop_iterations_and_memory_pattern(tmp_path: Path) -> None:
     assert a.flops.macs == 0 and a.flops.flops == 400 + 3 * 1_200 + 400  # Relu, 3 x (Add, Mul, Mul), Relu
 
 
+def test_a_loop_scan_output_that_is_the_carried_feed_keeps_it_to_the_end(tmp_path: Path) -> None:
+    """Loop while i + 1 < lim: h' = h * w (carried), keep = Identity(h) (a scan output: the feed itself)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["i", "one"], ["i1"]), helper.make_node("Less", ["i1", "lim"], ["cond_out"]),
+         helper.make_node("Mul", ["h_in", "w"], ["h_out"]), helper.make_node("Identity", ["h_in"], ["keep"])],
+        "body", [tensor("i", [], I64), tensor("cond_in", [], B), tensor("h_in", X)],
+        [tensor("cond_out", [], B), tensor("h_out", X), tensor("keep", X)], [init("one", np.array(1, np.int64))],
+    )
+    m = model(
+        [helper.make_node("Relu", ["x"], ["x0"]), helper.make_node("Loop", ["big", "tr", "x0"], ["hf", "keeps"], body=body)],
+        [tensor("x", X), tensor("lim", [], I64)], [tensor("hf", X), tensor("keeps", [None, *X])],
+        [init("w", np.full([100], 2.0, np.float32)), init("big", np.array(100, np.int64)), init("tr", np.array(True))],
+    )
+    path = save(m, tmp_path / "loop_keep.onnx")
+    # x0 1,600; Loop: 8 + 1. Iteration 1 (order Identity, Mul, Add, Less): keep is x0 (kShare), h1
+    # 1,600, i1 8, cond 1 -> 3,218. Iteration 2: i1 and the first cond gone, block 256, h2, cond ->
+    # 5,066. Iteration 3: cond of 1 released, h1 NOT (iteration 2's keep is h1, held by the Loop's
+    # scan outputs to the end) -> 5,065, h3 -> 6,665, cond -> 6,666; iteration 4 the same, h2 kept
+    # -> 8,266 (lim 4: 4 iterations). The Loop: keeps 4 x 1,600 and hf 1,600 allocated, its
+    # temporaries and the h's released -> 9,600.
+    a = graphmem.analyze(path, values={"lim": (4,)})
+    requested = [b for _, b in a.activations.timeline]
+    # (the Loop's own sample comes first: its profiler event starts before its bodies')
+    assert requested == [1_600, 9_600, 1_609, 3_209, 3_217, 3_218, 3_465, 5_065, 5_065, 5_066,
+                         5_065, 6_665, 6_665, 6_666, 6_665, 8_265, 8_265, 8_266]
+    run = measure(str(path), {"x": np.ones(X, np.float32), "lim": np.array(4, np.int64)}, runs=1).runs[0]
+    assert [e.requested_in_use - run.primary.session_baseline for e in run.nodes] == requested
+    assert (a.activations.peak_bytes, a.activations.in_use_peak_bytes) == (run.requested_peak, run.in_use_peak_bytes) == (9_600, 17_920)
+
+
 def test_loop_trip_count_unknown_is_an_error_naming_the_loop(tmp_path: Path) -> None:
     path = _loop_model(tmp_path)
     with pytest.raises(UnboundDimError, match=r"trip count 'M' of Loop 'loop'.*--value"):

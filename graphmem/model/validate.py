@@ -181,8 +181,17 @@ def _hoist_body_weights(node: onnx.NodeProto, main: onnx.GraphProto, inputs: set
     for attr in node.attribute:
         for body in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
             kept = []
+            returned = {o.name for o in body.output}
             for t in body.initializer:
-                if (t.data_location == TensorProto.EXTERNAL or not _has_payload(t)) and t.name not in inputs:
+                if (t.data_location == TensorProto.EXTERNAL or not _has_payload(t)) and t.name in returned:
+                    # a body output that is the weight: an outer-scope input of its own, returned
+                    # through an Identity (a body may not return an outer-scope value directly)
+                    outer = f"{t.name}/{_PROXY_DOMAIN}"
+                    if outer not in inputs:
+                        main.input.append(helper.make_tensor_value_info(outer, t.data_type, list(t.dims)))
+                        inputs.add(outer)
+                    body.node.insert(0, helper.make_node("Identity", [outer], [t.name]))
+                elif (t.data_location == TensorProto.EXTERNAL or not _has_payload(t)) and t.name not in inputs:
                     main.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
                     inputs.add(t.name)
                 else:

@@ -276,6 +276,23 @@ def test_graph_opt_all_of_a_loop_holding_an_if_with_a_constant(tmp_path: Path) -
     assert measure(str(path), feeds, runs=1, graph_opt="all").runs[0].requested_peak == 297
 
 
+def test_graph_opt_all_of_an_if_returning_a_body_weight_in_weights_bin(tmp_path: Path) -> None:
+    # then returns its initializer k (1,600 B: onnxruntime writes it to weights.bin at all); the
+    # checker's proxy gives it to the body as an outer-scope input returned through an Identity
+    then = helper.make_graph([], "then", [], [tensor("k", X)], [init("k", np.ones(X, np.float32))])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [tensor("e", X)])
+    m = model(
+        [helper.make_node("Greater", ["f", "zero"], ["c"]), helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other),
+         helper.make_node("Sigmoid", ["y"], ["z"])],
+        [tensor("x", X), tensor("f", [], I64)], [tensor("z", X)], [init("zero", np.array(0, np.int64))],
+    )
+    path = save(m, tmp_path / "if_weight_out.onnx")
+    # c 1; y 1,600 (k copied into it) -> 1,601; c released after the If; z 1,600 -> 3,200
+    a = analyze_graph_opt(path, "all", values={"f": (1,)})
+    feeds = {"x": np.ones(X, np.float32), "f": np.array(1, np.int64)}
+    assert a.activations.peak_bytes == measure(str(path), feeds, runs=1, graph_opt="all").runs[0].requested_peak == 3_200
+
+
 def test_train_names_an_if_it_cannot_resolve_and_the_pictures_draw_the_replay(tmp_path: Path) -> None:
     path = _if_model(tmp_path)
     code, _, err = outcome("train", str(path))

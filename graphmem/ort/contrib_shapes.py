@@ -31,7 +31,10 @@ MLAS blocks the file is consistent with (filters' output channels are multiples 
 ReorderOutput after a Conv drops ``roundup(channels, block)`` to ``channels``; a non-grouped Conv
 reading a ReorderInput has a block-multiple of input channels). The rule rounds the channel
 count up under each block left and keeps the answer if they agree (as they do whenever 16
-divides the count, or the file pins the block), else leaves the dim unknown rather than guess.
+divides the count, or the file pins the block); when they do not, a non-grouped NCHWc Conv that
+reads the ReorderInput's output tells its padded count, its filter's input channels
+(:func:`reorder_input_channels`; the transformer pads the filter to the reordered input,
+``nchwc_transformer.cc`` TransformConv); else the dim is left unknown rather than guessed.
 
 A rule takes the node, its input types (None for an omitted input) and the known small values,
 and returns the output types (or None when it cannot tell).
@@ -48,7 +51,7 @@ from onnx import defs, helper
 from graphmem.model.types import Dim, Shape, TensorType, type_from_proto, type_to_proto
 from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpTable
 
-__all__ = ["RULES", "NCHWC_DOMAIN", "MS_DOMAIN", "MLAS_NCHWC_BLOCKS", "infer_contrib", "nchwc_block_sizes"]
+__all__ = ["RULES", "NCHWC_DOMAIN", "MS_DOMAIN", "MLAS_NCHWC_BLOCKS", "infer_contrib", "nchwc_block_sizes", "reorder_input_channels"]
 
 #: ``rule(node, input types, known values, NCHWc block sizes)`` → output types (None where a
 #: shape is unknown), or None when it cannot tell.
@@ -67,11 +70,13 @@ def infer_contrib(
     values: Mapping[str, np.ndarray],
     *,
     block_sizes: Sequence[int] = MLAS_NCHWC_BLOCKS,
+    padded_channels: Mapping[str, int] | None = None,
 ) -> dict[str, TensorType] | None:
     """Output types of a contrib op by its rule; None when there is no rule or it cannot tell.
 
     ``block_sizes``: the NCHWc block sizes the file is consistent with (:func:`nchwc_block_sizes`),
-    used only by ReorderInput.
+    and ``padded_channels`` the padded channel counts its Convs read (:func:`reorder_input_channels`),
+    both used only by ReorderInput.
     """
     rule = RULES.of(node)
     if rule is None:
@@ -79,6 +84,8 @@ def infer_contrib(
     outs = rule(node, _inputs(node, types), values, block_sizes)
     if outs is None:
         return None
+    if node.domain == NCHWC_DOMAIN and node.op_type == "ReorderInput" and outs[0] is not None:
+        outs = [_padded_by_reader(node, _inputs(node, types)[0], outs[0], block_sizes, padded_channels or {})]
     return {name: t for name, t in zip(node.output, outs) if name and t is not None}
 
 
@@ -108,6 +115,38 @@ def nchwc_block_sizes(nodes: Sequence[onnx.NodeProto], weight_dims: Mapping[str,
         return all(_round_up(_attr(n, "channels", 0), block) == m for n, m in zip(outs, filters))
 
     return tuple(b for b in MLAS_NCHWC_BLOCKS if consistent(b))
+
+
+def reorder_input_channels(nodes: Sequence[onnx.NodeProto], weight_dims: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """ReorderInput output -> its padded channel count, read from a non-grouped NCHWc Conv that
+    consumes it: the filter's input channels (``nchwc_transformer.cc`` TransformConv reorders the
+    filter to ``roundup(C, block)`` input channels, the reordered input's channel dim).
+
+    >>> r = helper.make_node("ReorderInput", ["x"], ["xr"], domain=NCHWC_DOMAIN, channels_last=1)
+    >>> conv = helper.make_node("Conv", ["xr", "w"], ["y"], domain=NCHWC_DOMAIN)
+    >>> reorder_input_channels([r, conv], {"w": (480, 128, 1, 1)})
+    {'xr': 128}
+    """
+    reordered = {n.output[0] for n in nodes if n.domain == NCHWC_DOMAIN and n.op_type == "ReorderInput" and n.output}
+    out: dict[str, int] = {}
+    for n in nodes:
+        if n.domain == NCHWC_DOMAIN and n.op_type == "Conv" and len(n.input) > 1 and _attr(n, "group", 1) == 1:
+            if n.input[0] in reordered and n.input[1] in weight_dims and len(weight_dims[n.input[1]]) > 1:
+                out[n.input[0]] = int(weight_dims[n.input[1]][1])
+    return out
+
+
+def _padded_by_reader(node, x, out, block_sizes, padded_channels):  # type: ignore[no-untyped-def]
+    """ReorderInput's output with its channel dim from the Conv reading it, when the file's
+    blocks leave it open and the Conv's count is one of theirs (else ``out`` unchanged)."""
+    shape = _shape(out)
+    if shape is None or shape[1] is not None or node.output[0] not in padded_channels:
+        return out
+    c = _shape(x)[-1] if _attr(node, "channels_last", 0) else _shape(x)[1]
+    count = padded_channels[node.output[0]]
+    if not isinstance(c, int) or count not in {_round_up(c, b) for b in block_sizes}:
+        return out
+    return TensorType(dtype=out.dtype, shape=(shape[0], count, *shape[2:]))
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from onnx.numpy_helper import from_array
 from graphmem.optable import is_default_domain
 from graphmem.model.dtypes import is_integer
 from graphmem.model.graph import OpGraph
-from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes
+from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes, reorder_input_channels
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.model.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
 from graphmem.model.subgraphs import is_control_flow
@@ -109,7 +109,8 @@ def infer_types(
     if body_order is None:
         from graphmem.ort.order import ort_order as body_order
     # NCHWc block sizes a graph onnxruntime saved at level all is consistent with (its filters).
-    blocks = nchwc_block_sizes(model.nodes, {name: w.dims for name, w in model.weights.items()})
+    weight_dims = {name: w.dims for name, w in model.weights.items()}
+    blocks = (nchwc_block_sizes(model.nodes, weight_dims), reorder_input_channels(model.nodes, weight_dims))
     types: dict[str, TensorType] = {}
     values: dict[str, np.ndarray] = {}
     for name, t in model.inputs.items():
@@ -270,7 +271,7 @@ def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # 
     version = model.opsets.get(domain, 0)
     schema = op_schema(node.op_type, version, domain)
     if schema is None:
-        return infer_contrib(node, types, values, block_sizes=blocks)
+        return infer_contrib(node, types, values, block_sizes=blocks[0], padded_channels=blocks[1])
     if not schema.has_type_and_shape_inference_function:
         return None
     in_types: dict[str, bytes] = {}

@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import graphmem
-from graphmem.ort.contrib_shapes import MLAS_NCHWC_BLOCKS, RULES, infer_contrib, nchwc_block_sizes
+from graphmem.ort.contrib_shapes import MLAS_NCHWC_BLOCKS, RULES, infer_contrib, nchwc_block_sizes, reorder_input_channels
 from graphmem.model.types import TensorType
 
 F = TensorProto.FLOAT
@@ -240,6 +240,22 @@ def test_reorder_input_block_size() -> None:
     assert infer("ReorderInput", NCHWC, {"x": t(1, 12, 4, 4)}) == [(1, 16, 4, 4)]
     assert infer("ReorderInput", NCHWC, {"x": t(1, 136, 4, 4)}, blocks=(8,)) == [(1, 136, 4, 4)]
     assert infer("ReorderInput", NCHWC, {"x": t(1, 32, 4, 4)}) == [(1, 32, 4, 4)]
+
+
+def test_reorder_input_padding_from_the_conv_reading_it() -> None:
+    # NHWC [1,1,40,120] (channels_last): 120 under block 8, 128 under 16; a non-grouped NCHWc Conv
+    # reading it has a [480,128,1,1] filter, so 128. A count neither block gives (136) or a
+    # grouped Conv's filter tells nothing: the dim stays unknown.
+    x = {"x": TensorType(dtype=F, shape=(1, 1, 40, 120))}
+    node = helper.make_node("ReorderInput", ["x"], ["xr"], domain=NCHWC, channels_last=1)
+    conv = helper.make_node("Conv", ["xr", "w"], ["y"], domain=NCHWC)
+    padded = reorder_input_channels([node, conv], {"w": (480, 128, 1, 1)})
+    assert padded == {"xr": 128}
+    assert infer_contrib(node, x, {})["xr"].shape == (1, None, 1, 40)
+    assert infer_contrib(node, x, {}, padded_channels=padded)["xr"].shape == (1, 128, 1, 40)
+    assert infer_contrib(node, x, {}, padded_channels={"xr": 136})["xr"].shape == (1, None, 1, 40)
+    grouped = helper.make_node("Conv", ["xr", "w"], ["y"], domain=NCHWC, group=2)
+    assert reorder_input_channels([node, grouped], {"w": (480, 64, 1, 1)}) == {}
 
 
 def test_nchwc_block_sizes_from_padded_filters() -> None:

@@ -364,3 +364,21 @@ def test_graph_onnxruntime_wrote_is_not_checked_again(tmp_path: Path) -> None:
     assert result.activations.peak_bytes == 2048 and result.activations.exact
     feeds = make_feeds(onnx.load(str(path)), {}, seed=0)
     assert measure(str(path), feeds, graph_opt="all", threads=1, runs=1).runs[0].requested_peak == 2048
+
+
+def test_reorder_input_padding_read_from_its_conv(tmp_path: Path) -> None:
+    # x [1,1,40,120] NHWC -> Transpose -> Conv(32, 1x1): at level all a channels_last ReorderInput
+    # blocks the 120 channels, which block 8 keeps at 120 and block 16 pads to 128; the file's
+    # filter [32,128,1,1] says 128. ReorderInput 1x128x1x40 (20,480 B), the Conv's blocked output
+    # 1x32x1x40 (5,120 B): 25,600 B, the input freed; ReorderOutput y (5,120 B). Peak 25,600 B
+    # (without the Conv's count the reordered input was unresolved and the figure 10,240 B).
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 3, 1, 2]), helper.make_node("Conv", ["xt", "w"], ["y"])]
+    m = model(nodes, [tensor("x", [1, 1, 40, 120])], [tensor("y", [1, 32, 1, 40])], [w("w", 32, 120, 1, 1)], opset=17)
+    path = save(m, tmp_path / "nhwc.onnx")
+    optimized = onnx.load(str(optimized_model(path, "all", tmp_path)))
+    if [d for t in optimized.graph.initializer for d in t.dims][:2] != [32, 128]:
+        pytest.skip("this machine's NCHWc block does not pad 120 channels to 128")
+    result = graphmem.analysis.pipeline.analyze_graph_opt(path, "all")
+    assert result.activations.peak_bytes == 25_600 and result.activations.exact
+    feeds = make_feeds(onnx.load(str(path)), {}, seed=0)
+    assert measure(str(path), feeds, graph_opt="all", threads=1, runs=1).runs[0].requested_peak == 25_600

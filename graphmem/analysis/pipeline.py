@@ -152,7 +152,8 @@ def analyze_model(
         raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
     ordering = orders[execution_order]
     check_opsets(model.path, model.opsets, model.ir_version)
-    check_domains(model.path, [*model.nodes, *(n for f in model.functions for n in f.node)], model.functions)
+    check_domains(model.path, [*model.nodes, *(n for f in model.functions for n in f.node)], model.functions,
+                  model.opsets)
     if provider == "cpu":
         check_cpu_kernel_attributes(model.path, [*model.nodes, *(n for f in model.functions for n in f.node)])
     given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)

@@ -25,8 +25,10 @@ from graphmem.errors import InvalidModelError
 
 __all__ = [
     "CPU_KERNEL_ATTRIBUTES",
+    "CPU_KERNEL_NODE_CHECKS",
     "MAX_IR_VERSION",
     "MAX_OPSETS",
+    "ORT_SCHEMA_GAPS",
     "UNREGISTERED_DOMAINS",
     "check_cpu_kernel_attributes",
     "check_domains",
@@ -46,11 +48,22 @@ MAX_OPSETS = {"": 26, "ai.onnx.ml": 5}
 UNREGISTERED_DOMAINS = frozenset({"ai.onnx.preview", "ai.onnx.preview.training"})
 
 
-def check_domains(path: str, nodes: Iterable[onnx.NodeProto], functions: Iterable[onnx.FunctionProto] = ()) -> None:
+def check_domains(path: str, nodes: Iterable[onnx.NodeProto], functions: Iterable[onnx.FunctionProto] = (),
+                  opsets: Mapping[str, int] | None = None) -> None:
     """Raise :class:`InvalidModelError` for a node of a domain onnxruntime 1.31 has no ops of
-    (:data:`UNREGISTERED_DOMAINS`), unless the model defines it as a local function."""
+    (:data:`UNREGISTERED_DOMAINS`), unless the model defines it as a local function, or with an
+    attribute onnxruntime's schema of the op lacks at the model's opset (:data:`ORT_SCHEMA_GAPS`)."""
     local = {(f.domain, f.name) for f in functions}
     for node in _all_nodes(nodes):
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        gap = ORT_SCHEMA_GAPS.get((domain, node.op_type))
+        if gap is not None and opsets is not None and opsets.get(domain, 0) >= gap[0]:
+            extra = sorted({a.name for a in node.attribute} & gap[1])
+            if extra:
+                raise InvalidModelError(
+                    f"{path}: onnxruntime would refuse to load it: {node.op_type} node '{node.name}' has attribute "
+                    f"{extra[0]}, which onnxruntime 1.31's {node.op_type} schema lacks (onnx's is newer)"
+                )
         if node.domain in UNREGISTERED_DOMAINS and (node.domain, node.op_type) not in local:
             raise InvalidModelError(
                 f"{path}: onnxruntime would refuse to load it: {node.op_type} node '{node.name}' is in domain "
@@ -107,6 +120,28 @@ _RESIZE = (
      "nearest_mode round_prefer_floor, round_prefer_ceil, floor or ceil"),
 )
 
+def _zero_or_one(value: object) -> bool:
+    return value is None or value in (0, 1)
+
+
+def _clip_bounds(values: Mapping[str, object]) -> str | None:
+    """Clip-6's ``min <= max`` (math/clip.h Clip_6Base; defaults -FLT_MAX and FLT_MAX; NaN fails)."""
+    low, high = values.get("min"), values.get("max")
+    if low is None and high is None:
+        return None
+    low = -3.4028234663852886e38 if low is None else low
+    high = 3.4028234663852886e38 if high is None else high
+    if isinstance(low, float) and isinstance(high, float) and low <= high:
+        return None
+    return f"min {low!r} and max {high!r} (its CPU kernel needs min <= max)"
+
+
+#: (domain, op) -> a check of all its attributes at once (name -> value): the phrase of the
+#: problem, or None.
+CPU_KERNEL_NODE_CHECKS: dict[tuple[str, str], Callable[[Mapping[str, object]], str | None]] = {
+    ("", "Clip"): _clip_bounds,
+}
+
 #: (domain, op) -> (attribute, test of its value (None when absent), what the kernel needs): the
 #: attribute checks of the CPU kernels' constructors (measured with onnxruntime 1.31.1: the
 #: session fails with "... was false"; onnx's checker accepts these models).
@@ -121,6 +156,18 @@ CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object],
     ("", "Upsample"): _RESIZE[:1],
     # tensor/padbase.h PadBase: constant, reflect, edge or wrap
     ("", "Pad"): (("mode", _one_of("constant", "reflect", "edge", "wrap"), "mode constant, reflect, edge or wrap"),),
+    # math/cumsum.cc CumSum<T>, math/cumprod.cc CumProd<T>: exclusive and reverse 0 or 1
+    ("", "CumSum"): (("exclusive", _zero_or_one, "exclusive 0 or 1"), ("reverse", _zero_or_one, "reverse 0 or 1")),
+    ("", "CumProd"): (("exclusive", _zero_or_one, "exclusive 0 or 1"), ("reverse", _zero_or_one, "reverse 0 or 1")),
+}
+
+#: (domain, op) -> (first opset, attributes): attributes of onnx 1.23's newer schema that
+#: onnxruntime 1.31's own schema of the op lacks (it has Attention only up to version 24, which it
+#: uses at opsets 25 and 26: "Unrecognized attribute: left_window_size for operator Attention").
+#: The whole difference between the two schema sets at the opsets onnxruntime loads, printed by
+#: ``scripts/ort_schema_gap.py``.
+ORT_SCHEMA_GAPS: dict[tuple[str, str], tuple[int, frozenset[str]]] = {
+    ("", "Attention"): (25, frozenset({"left_window_size", "right_window_size"})),
 }
 
 
@@ -140,10 +187,18 @@ def check_cpu_kernel_attributes(path: str, nodes: Iterable[onnx.NodeProto]) -> N
     """Raise :class:`InvalidModelError` for a node whose CPU kernel refuses its attributes
     (:data:`CPU_KERNEL_ATTRIBUTES`), naming the node and the attribute."""
     for node in _all_nodes(nodes):
-        checks = CPU_KERNEL_ATTRIBUTES.get(("" if node.domain == "ai.onnx" else node.domain, node.op_type))
-        if not checks:
+        key = ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
+        checks = CPU_KERNEL_ATTRIBUTES.get(key, ())
+        if not checks and key not in CPU_KERNEL_NODE_CHECKS:
             continue
         given = {a.name: a for a in node.attribute}
+        node_check = CPU_KERNEL_NODE_CHECKS.get(key)
+        if node_check is not None:
+            problem = node_check({name: helper.get_attribute_value(a) for name, a in given.items()})
+            if problem is not None:
+                raise InvalidModelError(
+                    f"{path}: onnxruntime would refuse to load it: {node.op_type} node '{node.name}' has {problem}"
+                )
         for name, test, needed in checks:
             value = helper.get_attribute_value(given[name]) if name in given else None
             if not test(value):

@@ -5,6 +5,7 @@ both ways: what it refuses is refused, what it loads is answered."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -220,3 +221,80 @@ def test_a_tensor_type_without_element_type_is_refused(tmp_path: Path, where: st
     name = {"output": "y", "value_info": "h", "sequence": "y", "body": "t"}[where]
     assert err == (f"graphmem: error: {path}: onnxruntime would refuse to load it: '{name}' is declared as a "
                    f"tensor without an element type (data type 0)\n")
+
+
+def _one_node(tmp_path: Path, op: str, opset: int, **attrs: object) -> Path:
+    f32 = TensorProto.FLOAT
+    if op == "Attention":  # Q, K, V [batch 1, heads 1, seq 2, head 4] -> Y
+        ins = [helper.make_tensor_value_info(n, f32, [1, 1, 2, 4]) for n in "QKV"]
+        node, inits, y = helper.make_node(op, ["Q", "K", "V"], ["Y"], name="n0", **attrs), [], [1, 1, 2, 4]
+    elif op in ("CumSum", "CumProd"):  # along axis 0 of X [3]
+        ins = [helper.make_tensor_value_info("X", f32, [3])]
+        inits = [numpy_helper.from_array(np.array(0, np.int64), "axis")]
+        node, y = helper.make_node(op, ["X", "axis"], ["Y"], name="n0", **attrs), [3]
+    else:  # Clip-6 of X [3]
+        ins = [helper.make_tensor_value_info("X", f32, [3])]
+        node, inits, y = helper.make_node(op, ["X"], ["Y"], name="n0", **attrs), [], [3]
+    m = helper.make_model(helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("Y", f32, y)], inits),
+                          opset_imports=[helper.make_opsetid("", opset)], ir_version=13 if opset > 21 else IR_VERSION)
+    onnx.checker.check_model(m, full_check=True)
+    return save(m, tmp_path / f"{op}.onnx")
+
+
+@pytest.mark.parametrize(
+    ("op", "opset", "attrs", "said"),
+    [
+        ("Clip", 6, {"min": 1.0, "max": 0.0}, "has min 1.0 and max 0.0 (its CPU kernel needs min <= max)"),
+        ("Clip", 6, {"max": float("nan")}, "has min -3.4028234663852886e+38 and max nan (its CPU kernel needs min <= max)"),
+        ("CumSum", 14, {"exclusive": 2}, "has exclusive 2 (its CPU kernel needs exclusive 0 or 1)"),
+        ("CumSum", 14, {"reverse": -1}, "has reverse -1 (its CPU kernel needs reverse 0 or 1)"),
+        ("CumProd", 26, {"exclusive": -4611686018427387904},
+         "has exclusive -4611686018427387904 (its CPU kernel needs exclusive 0 or 1)"),
+        ("Attention", 25, {"left_window_size": 1},
+         "has attribute left_window_size, which onnxruntime 1.31's Attention schema lacks (onnx's is newer)"),
+    ],
+)
+def test_attributes_onnxruntime_refuses_are_refused(tmp_path: Path, op: str, opset: int, attrs: dict, said: str) -> None:
+    path = _one_node(tmp_path, op, opset, **attrs)
+    assert not _ort_loads(path)
+    code, out, err = outcome("peak", str(path))
+    assert code == 2 and out == "", err
+    assert err == f"graphmem: error: {path}: onnxruntime would refuse to load it: {op} node 'n0' {said}\n"
+
+
+@pytest.mark.parametrize(
+    ("op", "opset", "attrs"),
+    [("Clip", 6, {"min": 0.0, "max": 0.0}), ("Clip", 6, {"min": float("-inf")}), ("Clip", 6, {}),
+     ("CumSum", 14, {"exclusive": 1, "reverse": 1}), ("CumProd", 26, {}), ("Attention", 24, {}),
+     ("Attention", 25, {"is_causal": 1})],
+)
+def test_attributes_onnxruntime_loads_are_answered(tmp_path: Path, op: str, opset: int, attrs: dict) -> None:
+    path = _one_node(tmp_path, op, opset, **attrs)
+    assert _ort_loads(path)
+    code, out, err = outcome("peak", str(path), "--json")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("ir", [0, 1, 2, 3, None])
+def test_old_ir_versions_as_onnxruntime_takes_them(tmp_path: Path, ir: int | None) -> None:
+    # y = x + w, w an initializer that is not a graph input (ONNX wants it listed before IR 4;
+    # onnxruntime does not); ir None: no ir_version field at all, which onnxruntime refuses
+    w = numpy_helper.from_array(np.ones(2, np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [w])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    if ir is None:
+        m.ClearField("ir_version")
+    else:
+        m.ir_version = ir
+    path = save(m, tmp_path / "old.onnx")
+    code, out, err = outcome("peak", str(path), "--json")
+    if ir is None:
+        assert not _ort_loads(path)
+        assert code == 2 and err.startswith("graphmem: error: ") and err.count("\n") == 1, err
+    else:
+        assert _ort_loads(path)
+        assert code == 0, err
+        # x [2] float: y 8 B is the only tensor the plan holds
+        assert json.loads(out)["activations"]["peak_bytes"] == 8

@@ -302,8 +302,10 @@ def _loop(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
         if runs:
             t = _outputs(runs[-1])[1 + n_carried + j][1]
             types[out] = _prepend(t, len(runs)) if t is not None else TensorType(dtype=0, shape=None)
-        else:
-            types[out] = TensorType(dtype=0, shape=None)
+        else:  # loop.cc, no iterations: empty, [0, *the body output's dims with 0 for a symbolic one]
+            declared = _declared(body.output[1 + n_carried + j]) if 1 + n_carried + j < len(body.output) else None
+            dims = tuple(d if isinstance(d, int) and d >= 0 else 0 for d in (declared.shape or ())) if declared else ()
+            types[out] = TensorType(dtype=declared.dtype if declared else 0, shape=(0, *dims))
     return types, values, ControlFlowShapes(op="Loop", runs=tuple(runs), branches={"body": runs[0]} if runs else {})
 
 

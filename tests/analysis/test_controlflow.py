@@ -76,6 +76,17 @@ def test_loop_iterations_and_memory_pattern(tmp_path: Path) -> None:
     assert a.flops.macs == 0 and a.flops.flops == 400 + 3 * 1_200 + 400  # Relu, 3 x (Add, Mul, Mul), Relu
 
 
+@pytest.mark.parametrize(("m", "c"), [(0, True), (3, False)])
+def test_a_loop_without_iterations_returns_its_input_and_empty_scan_outputs(tmp_path: Path, m, c) -> None:  # type: ignore[no-untyped-def]
+    # no iteration (M = 0, or the first condition false): hf is a copy of x0 (1,600) and ys is
+    # empty, [0, 4, 100] (loop.cc), 0 B: the Loop's sample x0 + hf 3,200; post: out 1,600 over hf.
+    path = _loop_model(tmp_path)
+    a = graphmem.analyze(path, values={"M": (m,), "c": (int(c),)})
+    assert (list(a.activations.timeline), a.activations.exact) == ([("pre", 1_600), ("loop", 3_200), ("post", 3_200)], True)
+    feeds = {"x": np.ones(X, np.float32), "M": np.array(m, np.int64), "c": np.array(c)}
+    assert _measured(path, feeds) == 3_200
+
+
 def test_a_loop_scan_output_that_is_the_carried_feed_keeps_it_to_the_end(tmp_path: Path) -> None:
     """Loop while i + 1 < lim: h' = h * w (carried), keep = Identity(h) (a scan output: the feed itself)."""
     body = helper.make_graph(

@@ -121,7 +121,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="graphmem-cf-") as tmp:
         entries = helper_models() + torch_models() + node_cases(Path(tmp)) + realworld_models()
-        print(f"{'model':<34} {'source':<17} {'binding':<16} {'opt':<4} {'predicted':>11} {'measured':>11} {'ratio':>7} "
+        print(f"{'model':<34} {'source':<17} {'binding':<20} {'opt':<4} {'predicted':>11} {'measured':>11} {'ratio':>7} "
               f"{'in-use pred':>11} {'in-use meas':>11}  note")
         for entry in entries:
             if args.only and not any(s in entry["name"] for s in args.only):
@@ -169,7 +169,7 @@ class Row:
 
 def run_one(entry: dict, binding: dict, level: str) -> Row | None:  # type: ignore[type-arg]
     values = {k: tuple(v) for k, v in binding.get("values", {}).items()}
-    head = f"{entry['name']:<34} {entry['source']:<17} {binding['label']:<16} {level:<4}"
+    head = f"{entry['name']:<34} {entry['source']:<17} {binding['label']:<20} {level:<4}"
     try:
         a = analyze_graph_opt(entry["path"], level, dims=binding.get("dims", {}), values=values,
                               shapes=binding.get("shapes") or None)

@@ -70,7 +70,7 @@ def model(graph: onnx.GraphProto, opset: int = 17) -> onnx.ModelProto:
 def batches(*extra: str, values: dict[str, tuple[int, ...]] | None = None, **dims: int) -> tuple[Binding, ...]:
     """Batch 1 and 4 bindings (plus fixed ``dims``)."""
     values = values or {}
-    label = "".join(f" {k}={v[0]}" for k, v in values.items())
+    label = "".join(f" {k}={v}" for k, v in dims.items()) + "".join(f" {k}={v[0]}" for k, v in values.items())
     return tuple(Binding(f"b{b}{label}", {"batch": b, **dims}, dict(values), b) for b in (1, 4))
 
 
@@ -361,19 +361,138 @@ def scan8_reverse() -> onnx.ModelProto:
     return _scan8("scan8_reverse", reverse=True)
 
 
+# ---------------------------------------------------------------- edge cases (fixed shapes)
+
+E = [4, 100]
+B = T.BOOL
+
+
+def _g(nodes, name, inputs, outputs, inits=()):  # type: ignore[no-untyped-def]
+    return h.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+
+
+def _i64(name: str, v: int) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(v, np.int64), name)
+
+
+def if_in_scan() -> onnx.ModelProto:
+    """A Scan body with an If on a shape-derived condition (Size(x_t) > 100)."""
+    then = _g([h.make_node("Relu", ["a"], ["t1"]), h.make_node("Add", ["t1", "a"], ["t"])], "then", [], [vi("t", E)])
+    other = _g([h.make_node("Neg", ["a"], ["e"])], "else", [], [vi("e", E)])
+    body = _g([h.make_node("Add", ["s_in", "xt"], ["a"]), h.make_node("Size", ["xt"], ["sz"]), h.make_node("Greater", ["sz", "hundred"], ["c"]),
+               h.make_node("If", ["c"], ["s_out"], then_branch=then, else_branch=other), h.make_node("Mul", ["a", "a"], ["y"])],
+              "body", [vi("s_in", E), vi("xt", E)], [vi("s_out", E), vi("y", E)], [_i64("hundred", 100)])
+    return model(_g([h.make_node("Relu", ["x"], ["x0"]), h.make_node("Scan", ["s", "x0"], ["sf", "ys"], body=body, num_scan_inputs=1)],
+                    "if_in_scan", [vi("x", [3, *E]), vi("s", E)], [vi("sf", E), vi("ys", [3, *E])]))
+
+
+def loop_in_if() -> onnx.ModelProto:
+    """An If (n > 0, an input value) whose then branch runs a Loop of n iterations with a scan output."""
+    body = _g([h.make_node("Identity", ["cond_in"], ["cond_out"]), h.make_node("Add", ["h_in", "x"], ["h_out"]), h.make_node("Sigmoid", ["h_out"], ["sc"])],
+              "body", [vi("i", [], I64), vi("cond_in", [], B), vi("h_in", E)], [vi("cond_out", [], B), vi("h_out", E), vi("sc", E)])
+    then = _g([h.make_node("Loop", ["n", "", "x"], ["hf", "scs"], body=body), h.make_node("Add", ["hf", "hf"], ["t"])], "then", [], [vi("t", E)])
+    other = _g([h.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", E)])
+    return model(_g([h.make_node("Greater", ["n", "zero"], ["c"]), h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                    "loop_in_if", [vi("x", E), vi("n", [], I64)], [vi("y", E)], [_i64("zero", 0)]))
+
+
+def scan_two_states() -> onnx.ModelProto:
+    """Scan 9 with two states, two scan inputs (the second reversed, on axis 1), two outputs (the second on axis 1)."""
+    body = _g([h.make_node("Add", ["s1_in", "xa"], ["a"]), h.make_node("Mul", ["s2_in", "xb"], ["b"]), h.make_node("Tanh", ["a"], ["s1_out"]),
+               h.make_node("Sigmoid", ["b"], ["s2_out"]), h.make_node("Add", ["a", "b"], ["y1"]), h.make_node("Sub", ["a", "b"], ["y2"])],
+              "body", [vi("s1_in", E), vi("s2_in", E), vi("xa", E), vi("xb", E)], [vi("s1_out", E), vi("s2_out", E), vi("y1", E), vi("y2", E)])
+    return model(_g([h.make_node("Scan", ["s1", "s2", "xa", "xb"], ["f1", "f2", "ys1", "ys2"], body=body, num_scan_inputs=2,
+                                 scan_input_directions=[0, 1], scan_output_axes=[0, 1], scan_input_axes=[0, 1])],
+                    "scan_two_states", [vi("s1", E), vi("s2", E), vi("xa", [5, *E]), vi("xb", [4, 5, 100])],
+                    [vi("f1", E), vi("f2", E), vi("ys1", [5, *E]), vi("ys2", [4, 5, 100])]))
+
+
+def loop_keep_feed() -> onnx.ModelProto:
+    """A Loop while i + 1 < lim whose scan output is Identity of the carried feed (held to the end)."""
+    body = _g([h.make_node("Add", ["i", "one"], ["i1"]), h.make_node("Less", ["i1", "lim"], ["cond_out"]),
+               h.make_node("Mul", ["h_in", "w"], ["h_out"]), h.make_node("Identity", ["h_in"], ["keep"])],
+              "body", [vi("i", [], I64), vi("cond_in", [], B), vi("h_in", E)], [vi("cond_out", [], B), vi("h_out", E), vi("keep", E)], [_i64("one", 1)])
+    return model(_g([h.make_node("Relu", ["x"], ["x0"]), h.make_node("Loop", ["big", "tr", "x0"], ["hf", "keeps"], body=body)],
+                    "loop_keep_feed", [vi("x", E), vi("lim", [], I64)], [vi("hf", E), vi("keeps", [None, *E])],
+                    [numpy_helper.from_array(np.full([100], 2.0, np.float32), "w"), _i64("big", 100), numpy_helper.from_array(np.array(True), "tr")]))
+
+
+def loop_passthrough() -> onnx.ModelProto:
+    """A Loop whose carried value is passed through unchanged, with a scan output of it squared."""
+    body = _g([h.make_node("Identity", ["cond_in"], ["cond_out"]), h.make_node("Mul", ["h_in", "h_in"], ["y"])],
+              "body", [vi("i", [], I64), vi("cond_in", [], B), vi("h_in", E)], [vi("cond_out", [], B), vi("h_in", E), vi("y", E)])
+    return model(_g([h.make_node("Relu", ["x"], ["x0"]), h.make_node("Loop", ["n", "", "x0"], ["hf", "ys"], body=body)],
+                    "loop_passthrough", [vi("x", E), vi("n", [], I64)], [vi("hf", E), vi("ys", [None, *E])]))
+
+
+def if_branch_shapes() -> onnx.ModelProto:
+    """An If (f > 0) whose branches return [4,100] and [2,100]; its output declared [?, 100]."""
+    then = _g([h.make_node("Relu", ["x"], ["t"])], "then", [], [vi("t", [4, 100])])
+    other = _g([h.make_node("Slice", ["x", "st", "en"], ["e"])], "else", [], [vi("e", [2, 100])])
+    return model(_g([h.make_node("Greater", ["f", "zero"], ["c"]), h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other),
+                     h.make_node("Sigmoid", ["y"], ["z"])],
+                    "if_branch_shapes", [vi("x", E), vi("f", [], I64)], [vi("z", [None, 100])],
+                    [_i64("zero", 0), numpy_helper.from_array(np.array([0], np.int64), "st"), numpy_helper.from_array(np.array([2], np.int64), "en")]))
+
+
+def if_returns_outer_or_weight() -> onnx.ModelProto:
+    """An If (f > 0): then returns Identity of an outer value, else its own 1,600 B initializer."""
+    then = _g([h.make_node("Identity", ["x0"], ["t"])], "then", [], [vi("t", E)])
+    other = _g([], "else", [], [vi("k", E)], [weight("k", tuple(E), 21)])
+    return model(_g([h.make_node("Relu", ["x"], ["x0"]), h.make_node("Greater", ["f", "zero"], ["c"]),
+                     h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other), h.make_node("Sigmoid", ["y"], ["z"])],
+                    "if_returns_outer_or_weight", [vi("x", E), vi("f", [], I64)], [vi("z", E)], [_i64("zero", 0)]))
+
+
+def scan_in_loop() -> onnx.ModelProto:
+    """A Loop whose body scans its carried [4,100] with a Scan (state [100], one scan output)."""
+    sbody = _g([h.make_node("Add", ["s_in", "xt"], ["s_out"]), h.make_node("Mul", ["s_out", "xt"], ["y"])],
+               "sbody", [vi("s_in", [100]), vi("xt", [100])], [vi("s_out", [100]), vi("y", [100])])
+    body = _g([h.make_node("Identity", ["cond_in"], ["cond_out"]), h.make_node("Scan", ["s0", "h_in"], ["sf", "h_out"], body=sbody, num_scan_inputs=1)],
+              "body", [vi("i", [], I64), vi("cond_in", [], B), vi("h_in", E)], [vi("cond_out", [], B), vi("h_out", E)])
+    return model(_g([h.make_node("Relu", ["x"], ["x0"]), h.make_node("Loop", ["n", "", "x0"], ["hf"], body=body)],
+                    "scan_in_loop", [vi("x", E), vi("n", [], I64)], [vi("hf", E)], [numpy_helper.from_array(np.zeros([100], np.float32), "s0")]))
+
+
+def loop_in_loop() -> onnx.ModelProto:
+    """Nested Loops: iteration i of the outer runs an inner Loop of i + 1 iterations."""
+    inner = _g([h.make_node("Identity", ["c2"], ["c2o"]), h.make_node("Add", ["g_in", "x"], ["g_out"])],
+               "inner", [vi("j", [], I64), vi("c2", [], B), vi("g_in", E)], [vi("c2o", [], B), vi("g_out", E)])
+    outer = _g([h.make_node("Identity", ["cond_in"], ["cond_out"]), h.make_node("Add", ["i", "one"], ["m"]),
+                h.make_node("Loop", ["m", "", "h_in"], ["h_out"], body=inner)],
+               "outer", [vi("i", [], I64), vi("cond_in", [], B), vi("h_in", E)], [vi("cond_out", [], B), vi("h_out", E)], [_i64("one", 1)])
+    return model(_g([h.make_node("Relu", ["x"], ["x0"]), h.make_node("Loop", ["n", "", "x0"], ["hf"], body=outer)],
+                    "loop_in_loop", [vi("x", E), vi("n", [], I64)], [vi("hf", E)]))
+
+
+def one(label: str, **values: int) -> tuple[Binding, ...]:
+    return (Binding(label, {}, {k: (v,) for k, v in values.items()}, 1),)
+
+
 CASES: tuple[Case, ...] = (
     Case("if_shape_weights", if_shape_weights, batches()),
     Case("if_value_weights", if_value_weights, batches(values={"mode": (1,)}) + batches(values={"mode": (0,)})),
     Case("if_lstm", if_lstm, batches(values={"sr": (16000,)}, seq=20) + batches(values={"sr": (8000,)}, seq=20)),
-    Case("loop_carried_scan", loop_carried_scan, batches(values={"n": (3,)}) + batches(values={"n": (6,)})),
-    Case("loop_while", loop_while, batches(values={"limit": (4,)})),
+    Case("loop_carried_scan", loop_carried_scan, batches(values={"n": (3,)}) + batches(values={"n": (6,)})
+         + batches(values={"n": (0,)}) + batches(values={"n": (1,)})),  # no iteration, one
+    Case("loop_while", loop_while, batches(values={"limit": (4,)}) + batches(values={"limit": (0,)}) + batches(values={"limit": (1,)})),
     Case("loop_noshape", loop_noshape, batches(values={"n": (3,)})),
     Case("loop_growing", loop_growing, batches(values={"n": (4,)})),
     Case("loop_nested_if", loop_nested_if, batches()),
-    Case("scan9_forward", scan9_forward, batches(seq=6)),
-    Case("scan9_reverse_axis1", scan9_reverse_axis1, batches(seq=6)),
-    Case("scan8_forward", scan8_forward, batches(seq=6)),
+    Case("scan9_forward", scan9_forward, batches(seq=6) + batches(seq=1) + batches(seq=2)),  # no / one loop-state buffer
+    Case("scan9_reverse_axis1", scan9_reverse_axis1, batches(seq=6) + batches(seq=1) + batches(seq=2)),
+    Case("scan8_forward", scan8_forward, batches(seq=6) + batches(seq=1) + batches(seq=2)),
     Case("scan8_reverse", scan8_reverse, batches(seq=6)),
+    # edge cases (fixed shapes, batch 1)
+    Case("if_in_scan", if_in_scan, one("fixed")),
+    Case("loop_in_if", loop_in_if, one("n=3", n=3) + one("n=0", n=0)),
+    Case("scan_two_states", scan_two_states, one("fixed")),
+    Case("loop_keep_feed", loop_keep_feed, one("lim=4", lim=4)),
+    Case("loop_passthrough", loop_passthrough, one("n=3", n=3)),
+    Case("if_branch_shapes", if_branch_shapes, one("f=1", f=1) + one("f=0", f=0)),
+    Case("if_returns_outer_or_weight", if_returns_outer_or_weight, one("f=1", f=1) + one("f=0", f=0)),
+    Case("scan_in_loop", scan_in_loop, one("n=3", n=3)),
+    Case("loop_in_loop", loop_in_loop, one("n=3", n=3)),
 )
 
 

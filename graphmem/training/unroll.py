@@ -35,6 +35,7 @@ from graphmem.errors import UnsupportedOpError
 from graphmem.model.graph import build_graph
 from graphmem.model.loading import Model, Weight
 from graphmem.model.subgraphs import body_graphs, body_model, is_control_flow
+from graphmem.model.types import type_from_proto
 from graphmem.ort.order import file_order
 from graphmem.shapes.controlflow import BodyRun
 from graphmem.shapes.infer import RUNTIME, infer_types
@@ -175,8 +176,16 @@ class _Flat:
         for out, value in zip(node.output[:n_carried], current):
             if out:
                 self.nodes.append(helper.make_node("Identity", [value], [out], name=f"{name}/{out}"))
-        for out, pieces in zip(node.output[n_carried:], scans):
-            if not out or not pieces:
+        body_outputs = list(dict(body_graphs(node))["body"].output)
+        for j, (out, pieces) in enumerate(zip(node.output[n_carried:], scans)):
+            if not out:
+                continue
+            if not pieces:  # no iteration: an empty output, [0, *the body output's dims] (loop.cc)
+                t = type_from_proto(body_outputs[1 + n_carried + j].type) if 1 + n_carried + j < len(body_outputs) else None
+                dims = [d if isinstance(d, int) and d >= 0 else 0 for d in ((t.shape or ()) if t is not None else ())]
+                dtype = helper.tensor_dtype_to_np_dtype(t.dtype) if t is not None and t.dtype else np.float32
+                empty = self.constant(f"{name}/{out}/empty", np.zeros([0, *dims], dtype))
+                self.nodes.append(helper.make_node("Identity", [empty], [out], name=f"{name}/{out}"))
                 continue
             axes = self.constant(f"{name}/axes", np.array([0], np.int64))
             stacked = []

@@ -109,6 +109,23 @@ def test_a_loop_with_a_known_trip_count_trains_as_its_body_unrolled(tmp_path: Pa
     assert figures(estimate_training(flat, optimizer="sgd")) == figures(e)
 
 
+def test_a_loop_without_iterations_trains_as_its_inputs_passed_on(tmp_path: Path) -> None:
+    # M = 0: no body op runs; y is x1 (MatMul(x, W0) saves x 16), the scan output ys an empty
+    # [0, 1, 4] (0 B): the same figures as the network without the Loop
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="cond"),
+         helper.make_node("MatMul", ["h_in", "W"], ["m"], name="mm"), helper.make_node("Relu", ["m"], ["h_out"], name="relu")],
+        "body", [vi("i", [], I64), vi("cond_in", [], B), vi("h_in", [1, 4])], [vi("cond_out", [], B), vi("h_out", [1, 4]), vi("m", [1, 4])],
+    )
+    nodes = [helper.make_node("MatMul", ["x", "W0"], ["x1"], name="mm0"),
+             helper.make_node("Loop", ["M", "c", "x1"], ["y", "ys"], name="Loop_rnn", body=body)]
+    inits = [w("W0", 4, 4), w("W", 4, 4), numpy_helper.from_array(np.array(0, np.int64), "M"), numpy_helper.from_array(np.array(True), "c")]
+    e = estimate_training(save(nodes, [vi("x", [1, 4])], [vi("y", [1, 4]), vi("ys", [None, 1, 4])], inits, tmp_path / "loop0.onnx"), optimizer="sgd")
+    assert any("Loop 'Loop_rnn': its body unrolled 0 times" in x for x in e.warnings)
+    flat = save([nodes[0], helper.make_node("Identity", ["x1"], ["y"])], [vi("x", [1, 4])], [vi("y", [1, 4])], inits, tmp_path / "flat0.onnx")
+    assert figures(estimate_training(flat, optimizer="sgd")) == figures(e)
+
+
 def test_what_cannot_be_estimated_is_one_line_naming_the_node(tmp_path: Path) -> None:
     then = helper.make_graph([helper.make_node("Relu", ["x"], ["a"])], "t", [], [vi("a", [1, 4])])
     other = helper.make_graph([helper.make_node("Neg", ["x"], ["b"])], "e", [], [vi("b", [1, 4])])

@@ -456,7 +456,7 @@ def _shared_outputs(run: BodyRun) -> set[str]:
 def _unbound(ctx: _Node, problem: str | None) -> UnboundDimError:
     return UnboundDimError(
         f"{problem}: graphmem cannot plan its iterations (bind the inputs it depends on with "
-        "--value NAME=V, or fixed dims with --dim/--shape)"
+        "--value NAME=V, fixed dims with --dim/--shape, a sequence input's elements with --shape NAME=[D0xD1,...])"
     )
 
 

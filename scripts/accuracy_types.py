@@ -66,7 +66,7 @@ def predict(path: Path, level: str, dims: dict[str, int], as_dtype: str | None =
         if level == "none":
             result = graphmem.analyze(path, dims=dims, as_dtype=as_dtype)
         else:
-            result = analyze_graph_opt(path, level, dims=dims)
+            result = analyze_graph_opt(path, level, dims=dims, as_dtype=as_dtype)
         if as_dtype and level == "none":
             return result.activations.peak_bytes, None, ()
         profile = scratch_profile(result)

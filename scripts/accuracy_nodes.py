@@ -51,6 +51,26 @@ def _case_feeds(case) -> dict | None:  # type: ignore[no-untyped-def]
     return dict(zip(names, inputs))
 
 
+def _tensor_inputs(case) -> dict | None:  # type: ignore[no-untyped-def]
+    """The case's own tensor inputs (sequence and optional inputs left out), or None."""
+    import numpy as np
+
+    raw = _raw_inputs(case)
+    if raw is None:
+        return None
+    return {k: v for k, v in raw.items() if isinstance(v, np.ndarray)}
+
+
+def _needs_sequence_values(case, refusal: str) -> bool:  # type: ignore[no-untyped-def]
+    """A Loop/If refused for a value not known statically although every tensor input of the
+    case was given: it depends on a sequence (or optional) graph input, whose elements and length
+    ``--shape``/``--value`` cannot give (README, Exit codes)."""
+    import numpy as np
+
+    raw = _raw_inputs(case) or {}
+    return "is not known statically" in refusal and any(not isinstance(v, np.ndarray) for v in raw.values())
+
+
 #: Reasons graphmem refuses on purpose although onnxruntime runs the model (README, Exit codes):
 #: phrases of graphmem's message.
 DELIBERATE: tuple[str, ...] = ()
@@ -128,7 +148,7 @@ def main() -> int:
             try:
                 model = load_model(path)
                 dims = {d: 2 for d in model.symbolic_dims}
-                own = _case_feeds(case)
+                own = _tensor_inputs(case)
                 if own is not None:  # the run's own shapes, and its small integer inputs' values (--shape, --value)
                     own = {k: v for k, v in own.items() if k in model.inputs and model.inputs[k].kind == "tensor"}
                     inputs = {"shapes": {k: v.shape for k, v in own.items()},
@@ -140,7 +160,7 @@ def main() -> int:
             except GraphmemError as exc:
                 refusal = f"{type(exc).__name__}: {_first_line(exc)}"
                 verdict = ort_verdict(path, _raw_inputs(case))
-                if verdict == "runs" and any(p in refusal for p in DELIBERATE):
+                if verdict == "runs" and (any(p in refusal for p in DELIBERATE) or _needs_sequence_values(case, refusal)):
                     key = "rejected by graphmem on purpose, onnxruntime runs it (documented)"
                 elif verdict == "runs":
                     key = "rejected by graphmem, onnxruntime runs it (FALSE REFUSAL)"

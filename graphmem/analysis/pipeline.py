@@ -44,7 +44,7 @@ from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort
-from graphmem.ort.loadable import check_cpu_kernel_attributes, check_domains, check_opsets
+from graphmem.ort.loadable import check_cpu_kernel_attributes, check_domains, check_nodes, check_opsets
 from graphmem.ort.scratch import prepacked_in_arena, replay_run
 from graphmem.ort.scratch import step_scratch as scratch_per_step
 from graphmem.ort.session import CUDA_RUNTIME, PROVIDERS, main_device_only, session_graph
@@ -156,6 +156,7 @@ def analyze_model(
                   model.opsets)
     if provider == "cpu":
         check_cpu_kernel_attributes(model.path, [*model.nodes, *(n for f in model.functions for n in f.node)])
+    check_nodes(model, cpu=provider == "cpu")
     given = resolve_inputs(model.inputs, dims=dims, shapes=shapes, values=values)
     bound = given.dims
     file_nodes = len(model.nodes)

@@ -147,7 +147,37 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
         _hoist_body_weights(node, graph, inputs)
     _unshaped_io(proxy)
     _sort_nodes(graph)
+    _referenced_defaults(proxy)
     return proxy
+
+
+def _referenced_defaults(proxy: onnx.ModelProto) -> None:
+    """onnx's checker expands a function body whose attribute refers (``ref_attr_name``) to an
+    attribute the node leaves at its default without filling the default in, and fails
+    (MeanVarianceNormalization without ``axes``: "One and only one of the attributes 'value',
+    'value_*' or 'sparse_value' must be specified for a Constant node"); onnxruntime, whose kernel
+    uses the default, loads it. In the proxy such nodes carry their schema's defaults."""
+    from onnx import defs
+
+    opsets = {o.domain: o.version for o in proxy.opset_import}
+    for node in proxy.graph.node:
+        if node.domain not in ("", "ai.onnx.ml") or node.domain not in opsets:
+            continue
+        try:
+            schema = defs.get_schema(node.op_type, opsets[node.domain], node.domain)
+        except defs.SchemaError:
+            continue
+        if not schema.has_function:
+            continue
+        have = {a.name for a in node.attribute}
+        for body_node in schema.function_body.node:
+            for a in body_node.attribute:
+                ref = a.ref_attr_name
+                formal = schema.attributes.get(ref) if ref else None
+                if formal is None or ref in have or not formal.default_value.name:
+                    continue
+                node.attribute.append(formal.default_value)
+                have.add(ref)
 
 
 #: Domain of the proxy's stand-in nodes: unknown to ONNX, so the checker and inference skip them.

@@ -12,16 +12,28 @@ the attributes a CPU kernel's constructor enforces (``ORT_ENFORCE``, so session 
 although the model is valid ONNX; RNN sizes and layouts, Resize, Upsample and Pad modes):
 :data:`CPU_KERNEL_ATTRIBUTES`; and the ONNX domains onnxruntime registers no op of
 (:data:`UNREGISTERED_DOMAINS`).
+
+:func:`check_nodes` refuses what depends on the machine the session is made on (measured on
+onnx's node test cases, ``accuracy_nodes.py``): StringNormalizer whose locale (``en_US.UTF-8``
+unless its ``locale`` attribute says otherwise) this machine does not have, when it changes case or compares stop words case-insensitively
+(``text/string_normalizer.cc`` builds it in the constructor then: "Failed to construct locale";
+measured).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import onnx
 from onnx import helper
 
 from graphmem.errors import InvalidModelError
+from graphmem.model.loading import Model
+from graphmem.optable import normalize_domain
 
 __all__ = [
     "CPU_KERNEL_ATTRIBUTES",
@@ -32,6 +44,7 @@ __all__ = [
     "UNREGISTERED_DOMAINS",
     "check_cpu_kernel_attributes",
     "check_domains",
+    "check_nodes",
     "check_opsets",
 ]
 
@@ -209,3 +222,61 @@ def check_cpu_kernel_attributes(path: str, nodes: Iterable[onnx.NodeProto]) -> N
                     f"{path}: onnxruntime would refuse to load it: {node.op_type} node '{node.name}' has "
                     f"{shown} (its CPU kernel needs {needed})"
                 )
+
+
+def check_nodes(model: Model, *, cpu: bool = True) -> None:
+    """Raise :class:`InvalidModelError` for the first node onnxruntime 1.31 refuses that the
+    checks above do not cover (module doc: :func:`check_nodes`), bodies of control-flow nodes
+    included; ``cpu``: the kernels are the CPU provider's (only theirs are checked)."""
+    if not cpu:
+        return
+    for node in _all_nodes(model.graph.node):
+        domain = normalize_domain(node.domain)
+        where = f"node '{node.name or node.op_type}' ({(domain + ':') if domain else ''}{node.op_type})"
+        _check_kernel_construction(node, domain, model.path, where)
+
+
+def _int_attr(node: onnx.NodeProto, name: str, default: int) -> int:
+    return next((a.i for a in node.attribute if a.name == name), default)
+
+
+def _check_kernel_construction(node: onnx.NodeProto, domain: str, path: str, where: str) -> None:
+    """StringNormalizer's constructor without its locale (module doc); the attribute checks of
+    the other constructors are :data:`CPU_KERNEL_ATTRIBUTES`."""
+    if domain == "" and node.op_type == "StringNormalizer" and _builds_locale(node):
+        name = next((a.s.decode("utf-8", "replace") for a in node.attribute if a.name == "locale"), "en_US.UTF-8")
+        if _has_locale(name) is False:
+            raise InvalidModelError(
+                f"{path}: onnxruntime cannot load it on this machine: {where}: its CPU kernel builds the "
+                f"locale '{name}' when the session is created and this machine has no such locale "
+                "(text/string_normalizer.cc: 'Failed to construct locale'; install it, e.g. locale-gen)"
+            )
+
+
+def _builds_locale(node: onnx.NodeProto) -> bool:
+    """StringNormalizer's constructor builds its locale when it changes case, or compares stop
+    words case-insensitively (measured on onnxruntime 1.31.1 with one-node models)."""
+    action = next((a.s for a in node.attribute if a.name == "case_change_action"), b"NONE")
+    stopwords = any(a.name == "stopwords" and len(a.strings) for a in node.attribute)
+    return action != b"NONE" or (_int_attr(node, "is_case_sensitive", 0) == 0 and stopwords)
+
+
+@functools.cache
+def _has_locale(name: str) -> bool | None:
+    """Whether the C library knows the locale ``name`` (as ``std::locale(name)`` asks it), None
+    when that cannot be asked here (not Linux/glibc-like)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        newlocale, freelocale = libc.newlocale, libc.freelocale
+    except (OSError, AttributeError):
+        return None
+    newlocale.restype, newlocale.argtypes = ctypes.c_void_p, [ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p]
+    freelocale.argtypes = [ctypes.c_void_p]
+    lc_all_mask = 8127  # glibc's LC_ALL_MASK (every category but LC_ALL)
+    handle = newlocale(lc_all_mask, name.encode(), None)
+    if not handle:
+        return False
+    freelocale(handle)
+    return True

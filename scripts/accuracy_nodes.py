@@ -38,19 +38,6 @@ from graphmem.model.loading import load_model
 from graphmem.verify import make_feeds, measure
 
 
-def _case_feeds(case) -> dict | None:  # type: ignore[no-untyped-def]
-    """The test case's own inputs (data-dependent shapes need them), or None."""
-    import numpy as np
-
-    if not case.data_sets:
-        return None
-    inputs = case.data_sets[0][0]
-    names = [i.name for i in case.model.graph.input]
-    if len(inputs) != len(names) or not all(isinstance(x, np.ndarray) for x in inputs):
-        return None
-    return dict(zip(names, inputs))
-
-
 def _tensor_inputs(case) -> dict | None:  # type: ignore[no-untyped-def]
     """The case's own tensor inputs (sequence and optional inputs left out), or None."""
     import numpy as np
@@ -173,10 +160,12 @@ def main() -> int:
                 if args.rejected:
                     print(f"REJECTED {case.name:<56} graphmem: {refusal[:110]} | ort: {verdict[:150]}")
                 continue
-            try:
-                feeds = _case_feeds(case) or make_feeds(case.model, dims)
-            except GraphmemError:  # sequences, optionals: the case's own inputs
-                feeds = _raw_inputs(case) or {}
+            feeds = _raw_inputs(case)  # the case's own inputs (arrays, sequences), else random ones
+            if feeds is None:
+                try:
+                    feeds = make_feeds(case.model, dims)
+                except GraphmemError:
+                    feeds = {}
             try:
                 measured = measure(str(path), feeds, runs=1).runs[0].requested_peak
             except GraphmemError:

@@ -35,7 +35,9 @@ def optimized_model(path: Path, graph_opt: str, workdir: Path, *, always: bool =
     out = workdir / f"optimized_{graph_opt}.onnx"
     options = session_options(graph_opt, 1, False, str(out))
     options.add_session_config_entry("session.optimized_model_external_initializers_file_name", "weights.bin")
-    options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    # every tensor whose value graphmem keeps (KEEP_VALUE_MAX_ELEMENTS of up to 4 bytes) stays in
+    # the file: the kernels' rules read them (QLinearConv's per-channel weight zero points)
+    options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "16385")
     options.log_severity_level = 3
     try:
         create_session(str(path), options, ["CPUExecutionProvider"])

@@ -48,14 +48,13 @@ def _tensor_inputs(case) -> dict | None:  # type: ignore[no-untyped-def]
     return {k: v for k, v in raw.items() if isinstance(v, np.ndarray)}
 
 
-def _needs_sequence_values(case, refusal: str) -> bool:  # type: ignore[no-untyped-def]
-    """A Loop/If refused for a value not known statically although every tensor input of the
-    case was given: it depends on a sequence (or optional) graph input, whose elements and length
-    ``--shape``/``--value`` cannot give (README, Exit codes)."""
+def _sequence_shapes(case, model) -> dict:  # type: ignore[no-untyped-def]
+    """The element shapes of the case's sequence inputs (``--shape s=[…]``)."""
     import numpy as np
 
     raw = _raw_inputs(case) or {}
-    return "is not known statically" in refusal and any(not isinstance(v, np.ndarray) for v in raw.values())
+    return {k: tuple(tuple(np.asarray(e).shape) for e in v) for k, v in raw.items()
+            if isinstance(v, list) and k in model.inputs and model.inputs[k].kind == "sequence_type"}
 
 
 #: Reasons graphmem refuses on purpose although onnxruntime runs the model (README, Exit codes):
@@ -138,7 +137,7 @@ def main() -> int:
                 own = _tensor_inputs(case)
                 if own is not None:  # the run's own shapes, and its small integer inputs' values (--shape, --value)
                     own = {k: v for k, v in own.items() if k in model.inputs and model.inputs[k].kind == "tensor"}
-                    inputs = {"shapes": {k: v.shape for k, v in own.items()},
+                    inputs = {"shapes": {k: v.shape for k, v in own.items()} | _sequence_shapes(case, model),
                               "values": {k: tuple(int(x) for x in v.reshape(-1)) for k, v in own.items()
                                          if v.dtype.kind in "iub" and 0 < v.size <= 64}}
                 else:
@@ -147,7 +146,7 @@ def main() -> int:
             except GraphmemError as exc:
                 refusal = f"{type(exc).__name__}: {_first_line(exc)}"
                 verdict = ort_verdict(path, _raw_inputs(case))
-                if verdict == "runs" and (any(p in refusal for p in DELIBERATE) or _needs_sequence_values(case, refusal)):
+                if verdict == "runs" and any(p in refusal for p in DELIBERATE):
                     key = "rejected by graphmem on purpose, onnxruntime runs it (documented)"
                 elif verdict == "runs":
                     key = "rejected by graphmem, onnxruntime runs it (FALSE REFUSAL)"

@@ -165,7 +165,7 @@ def _referenced_defaults(proxy: onnx.ModelProto) -> None:
             continue
         try:
             schema = defs.get_schema(node.op_type, opsets[node.domain], node.domain)
-        except defs.SchemaError:
+        except (defs.SchemaError, TypeError, OverflowError):  # TypeError: a version beyond int32
             continue
         if not schema.has_function:
             continue

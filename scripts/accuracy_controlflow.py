@@ -141,6 +141,8 @@ def main() -> int:
     print(f"in-use peak (kernel scratch, arena chunks): {len(in_use)} compared, {in_use_exact} byte-exact; "
           f"{hidden} not comparable (set at session creation, or not predicted)")
     print(f"exact: true on {len(claimed)} measurements, {len(wrong)} of them off (requested or in-use)")
+    refused = [r for r in rows if r is None]
+    print(f"not measured: {len(refused)} runs (graphmem or onnxruntime refused the file; the reason is in its row)")
     return 0 if within == len(measured) and not wrong else 1
 
 

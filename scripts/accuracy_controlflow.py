@@ -140,6 +140,9 @@ def main() -> int:
     hidden = sum(1 for r in measured if r.in_use_exact is None)
     print(f"in-use peak (kernel scratch, arena chunks): {len(in_use)} compared, {in_use_exact} byte-exact; "
           f"{hidden} not comparable (set at session creation, or not predicted)")
+    hidden = [r for r in measured if r.hidden_checked is not None]
+    print(f"in-use hidden by session creation, re-measured with prepacking off: {len(hidden)}, "
+          f"{sum(1 for r in hidden if r.hidden_checked)} equal to the prediction")
     print(f"exact: true on {len(claimed)} measurements, {len(wrong)} of them off (requested or in-use)")
     refused = [r for r in rows if r is None]
     print(f"not measured: {len(refused)} runs (graphmem or onnxruntime refused the file; the reason is in its row)")
@@ -167,6 +170,7 @@ class Row:
     exact: bool  # requested peak byte-exact
     in_use_exact: bool | None  # in-use peak byte-exact (None: not predicted or not measurable)
     claims_exact: bool  # graphmem said activations.exact
+    hidden_checked: bool | None = None  # in-use hidden: equal to the prediction with prepacking off
 
 
 def run_one(entry: dict, binding: dict, level: str) -> Row | None:  # type: ignore[type-arg]
@@ -179,12 +183,16 @@ def run_one(entry: dict, binding: dict, level: str) -> Row | None:  # type: igno
         print(f"{head} {'':>11} {'':>11} {'':>7} {'':>11} {'':>11}  graphmem: {str(exc)[:90]}")
         return None
     assumed = [x for x in a.activations.approximations if x.kind == "branch_assumed"]
+    hidden_checked = None
     try:
         if assumed and "feeds" not in entry:  # data-dependent condition: measure both signs, take the larger
-            runs = [measure(entry["path"], feeds_for(entry, binding, s), runs=1, graph_opt=level).runs[0] for s in (1, -1)]
-            run = max(runs, key=lambda r: (r.requested_peak, r.in_use_peak_bytes))
+            signed = [feeds_for(entry, binding, s) for s in (1, -1)]
+            runs = [measure(entry["path"], f, runs=1, graph_opt=level).runs[0] for f in signed]
+            k = max(range(2), key=lambda i: (runs[i].requested_peak, runs[i].in_use_peak_bytes))
+            run, run_feeds = runs[k], signed[k]
         else:
-            run = measure(entry["path"], feeds_for(entry, binding), runs=1, graph_opt=level).runs[0]
+            run_feeds = feeds_for(entry, binding)
+            run = measure(entry["path"], run_feeds, runs=1, graph_opt=level).runs[0]
     except GraphmemError as exc:
         print(f"{head} {a.activations.peak_bytes:>11,} {'':>11} {'':>7} {'':>11} {'':>11}  onnxruntime: {str(exc)[:80]}")
         return None
@@ -197,7 +205,13 @@ def run_one(entry: dict, binding: dict, level: str) -> Row | None:  # type: igno
     if in_use_exact is False:
         note += "; in-use OFF"
     elif in_use_exact is None and pu is not None:
-        note += "; in-use hidden (the arena's high-water mark was set at session creation)"
+        # the mark prepacking set at session creation: without prepacking the run's own shows
+        # (graphmem's in-use figure does not depend on where the packed weights sit)
+        bare = measure(entry["path"], run_feeds, runs=1, graph_opt=level,
+                       session_config={"session.disable_prepacking": "1"}).runs[0]
+        hidden_checked = bare.in_use_peak_bytes == pu
+        note += (f"; in-use hidden (the arena's high-water mark was set at session creation); prepacking off: "
+                 f"{bare.in_use_peak_bytes:,} measured, {'equal' if hidden_checked else 'NOT equal'}")
     if assumed:
         note += f"; branch assumed ({len(assumed)} If), compared with the larger measured"
     elif not a.activations.exact:
@@ -206,7 +220,7 @@ def run_one(entry: dict, binding: dict, level: str) -> Row | None:  # type: igno
         note += "; exact: true"
     shown = f"{pu:>11,}" if pu is not None else f"{'-':>11}"
     print(f"{head} {p:>11,} {q:>11,} {ratio:>7.4f} {shown} {qu:>11,}  {note}")
-    return Row(within=ok, exact=p == q, in_use_exact=in_use_exact, claims_exact=a.activations.exact)
+    return Row(within=ok, exact=p == q, in_use_exact=in_use_exact, claims_exact=a.activations.exact, hidden_checked=hidden_checked)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import onnx
+import onnx.defs
 from onnx import TensorProto, helper
 
 from graphmem.errors import InvalidModelError
@@ -63,7 +64,44 @@ def check_model(
     except Exception as exc:  # noqa: BLE001 - ValidationError, InferenceError and C++ errors alike
         if "is deprecated in domain_version" in str(exc):  # onnxruntime loads deprecated ops (GroupNormalization-18)
             return
+        if "No Op registered for" in str(exc) and _onnxruntime_registered(proxy):
+            try:  # the ops only onnxruntime registers are stand-ins now: check the rest
+                onnx.checker.check_model(proxy, full_check=True)
+                return
+            except Exception as again:  # noqa: BLE001
+                exc = again
         raise InvalidModelError(f"{path}: not a valid ONNX model (onnx checker): {_first_line(exc)}") from None
+
+
+def _onnxruntime_registered(proxy: onnx.ModelProto) -> bool:
+    """Make stand-ins (:data:`_PROXY_DOMAIN`) of the proxy's default-domain nodes whose op onnx has
+    no schema for at the model's opset but onnxruntime registers in the ONNX domain
+    (:func:`graphmem.ort.schemas.onnx_domain_contrib_ops`: SimplifiedLayerNormalization, which
+    onnxruntime-genai writes, LayerNormalization below opset 17); whether there were any."""
+    from graphmem.ort.schemas import onnx_domain_contrib_ops
+
+    opset = next((o.version for o in proxy.opset_import if o.domain == ""), 0)
+    extra = onnx_domain_contrib_ops()
+    changed = False
+    for node in _graph_nodes(proxy.graph):
+        if node.domain != "" or not any(op == node.op_type and v <= opset for op, v in extra):
+            continue
+        try:
+            onnx.defs.get_schema(node.op_type, opset, "")
+        except (onnx.defs.SchemaError, TypeError, OverflowError):  # TypeError: an opset beyond int32
+            node.domain = _PROXY_DOMAIN
+            changed = True
+    if changed and not any(o.domain == _PROXY_DOMAIN for o in proxy.opset_import):
+        proxy.opset_import.add(domain=_PROXY_DOMAIN, version=1)
+    return changed
+
+
+def _graph_nodes(graph: onnx.GraphProto):  # type: ignore[no-untyped-def]
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for body in (attr.g,) if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                yield from _graph_nodes(body)
 
 
 def _undefined_tensor(t: onnx.TypeProto) -> bool:
@@ -145,6 +183,14 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
         graph.initializer.extend(kept)
     for node in graph.node:
         _hoist_body_weights(node, graph, inputs)
+    # Constant nodes become initializers when onnxruntime builds the graph (graph.cc): their type
+    # is their tensor's, whatever value_info declares (onnxruntime-genai declares [1] constants as
+    # scalars, and onnxruntime loads them).
+    constants = {out for node in graph.node if node.op_type == "Constant" and node.domain in ("", "ai.onnx") for out in node.output}
+    if constants & {vi.name for vi in graph.value_info}:
+        kept_info = [vi for vi in graph.value_info if vi.name not in constants]
+        del graph.value_info[:]
+        graph.value_info.extend(kept_info)
     _unshaped_io(proxy)
     _sort_nodes(graph)
     _referenced_defaults(proxy)

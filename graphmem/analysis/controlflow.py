@@ -515,10 +515,11 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
             delayed[outs[k]] = v
     # CreateLoopStateVariables (scan_utils.cc LoopStateVariable): per batch entry, per state, a_
     # when seq > 1 and b_ when seq > 2, shaped like the state
-    for _ in range(batch):
+    for entry in range(batch):
+        n = cfs.lengths[entry] if cfs.lengths is not None and entry < len(cfs.lengths) else seq  # sequence_lens
         for k in range(n_state):
             state = _bytes(body_types.get(run.feeds[k]))
-            before.extend([Temp(state)] * ((seq > 1) + (seq > 2)))
+            before.extend([Temp(state)] * ((n > 1) + (n > 2)))
     provided = frozenset(outs)
     frames = [ctx.frame(run, provided=provided - set(first_sizes), sizes=first_sizes, delayed=delayed, kept_drop=first_temps or None)]
     if steps > 1:

@@ -67,6 +67,7 @@ class ControlFlowShapes:
     runs: tuple[BodyRun, ...]
     branches: Mapping[str, BodyRun]
     problem: str | None = None
+    lengths: tuple[int, ...] | None = None  # Scan 8's sequence_lens, per batch entry (None: every entry the whole sequence)
 
 
 InferFn = Callable[..., object]  # graphmem.shapes.infer.infer_types
@@ -401,7 +402,15 @@ def _scan(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
     if steps is None:
         problem = f"the sequence length of Scan '{node.name or 'Scan'}' is not known"
         return types, {}, ControlFlowShapes(op="Scan", runs=(), branches={"body": run}, problem=problem)
-    return types, {}, ControlFlowShapes(op="Scan", runs=(run,) * steps, branches={"body": run})
+    lengths = None
+    if v8 and node.input and node.input[0]:  # scan_8.cc: batch entry b runs sequence_lens[b] slices
+        given = _value(ctx.values, node.input[0])
+        if given is None:
+            problem = f"the sequence_lens '{node.input[0]}' of Scan '{node.name or 'Scan'}' is not known statically"
+            return types, {}, ControlFlowShapes(op="Scan", runs=(), branches={"body": run}, problem=problem)
+        lengths = tuple(int(n) for n in np.asarray(given).reshape(-1))
+        steps = sum(lengths)
+    return types, {}, ControlFlowShapes(op="Scan", runs=(run,) * steps, branches={"body": run}, lengths=lengths)
 
 
 def concrete(t: TensorType | None) -> bool:

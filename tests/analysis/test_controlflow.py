@@ -234,6 +234,29 @@ def test_scan9_output_axis_1_temporary_is_allocated_upfront_only_with_a_static_s
     assert [e.requested_in_use - run.primary.session_baseline for e in run.nodes] == timeline
 
 
+def test_scan8_sequence_lens_sizes_each_batch_entry_s_state_buffers(tmp_path: Path) -> None:
+    """Scan 8 over 3 batch entries of 5 slices of [100] with sequence_lens = (5, 3, 1)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "xt"], ["s_out"]), helper.make_node("Mul", ["s_out", "xt"], ["y"])],
+        "b", [tensor("s_in", [100]), tensor("xt", [100])], [tensor("s_out", [100]), tensor("y", [100])],
+    )
+    m = model(
+        [helper.make_node("Scan", ["lens", "s", "x"], ["sf", "ys"], body=body, num_scan_inputs=1)],
+        [tensor("lens", [3], I64), tensor("s", [3, 100]), tensor("x", [3, 5, 100])], [tensor("sf", [3, 100]), tensor("ys", [3, 5, 100])],
+        opset=8,
+    )
+    path = save(m, tmp_path / "scan8_lens.onnx")
+    # outputs upfront: sf 1,200, ys 6,000; loop-state buffers a_ (length > 1) and b_ (> 2) of 400 B:
+    # entry 0 (5 slices) both, entry 1 (3) both, entry 2 (1) none -> 1,600; 8,800 (the full length
+    # for every entry would be 9,600)
+    a = graphmem.analyze(path, values={"lens": (5, 3, 1)})
+    assert (a.activations.peak_bytes, a.activations.exact) == (8_800, True)
+    feeds = {"lens": np.array([5, 3, 1], np.int64), "s": np.ones([3, 100], np.float32), "x": np.ones([3, 5, 100], np.float32)}
+    assert _measured(path, feeds) == 8_800
+    with pytest.raises(UnboundDimError, match="the sequence_lens 'lens' of Scan"):
+        graphmem.analyze(path)
+
+
 def test_layers_shows_body_nodes_under_their_node(tmp_path: Path) -> None:
     path = _loop_model(tmp_path)
     out = invoke("layers", str(path), "--value", "M=3", "--value", "c=1", "--json")

@@ -465,8 +465,17 @@ def loop_in_loop() -> onnx.ModelProto:
                     "loop_in_loop", [vi("x", E), vi("n", [], I64)], [vi("hf", E)]))
 
 
-def one(label: str, **values: int) -> tuple[Binding, ...]:
-    return (Binding(label, {}, {k: (v,) for k, v in values.items()}, 1),)
+def scan8_lens() -> onnx.ModelProto:
+    """Scan 8 over 3 batch entries of up to 5 slices, sequence_lens an input (a value)."""
+    body = _g([h.make_node("Add", ["s_in", "xt"], ["s_out"]), h.make_node("Mul", ["s_out", "xt"], ["y"])],
+              "body", [vi("s_in", [100]), vi("xt", [100])], [vi("s_out", [100]), vi("y", [100])])
+    return model(_g([h.make_node("Scan", ["lens", "s", "x"], ["sf", "ys"], body=body, num_scan_inputs=1)],
+                    "scan8_lens", [vi("lens", [3], I64), vi("s", [3, 100]), vi("x", [3, 5, 100])],
+                    [vi("sf", [3, 100]), vi("ys", [3, 5, 100])]), opset=8)
+
+
+def one(label: str, **values: int | tuple[int, ...]) -> tuple[Binding, ...]:
+    return (Binding(label, {}, {k: v if isinstance(v, tuple) else (v,) for k, v in values.items()}, 1),)
 
 
 CASES: tuple[Case, ...] = (
@@ -493,6 +502,7 @@ CASES: tuple[Case, ...] = (
     Case("if_returns_outer_or_weight", if_returns_outer_or_weight, one("f=1", f=1) + one("f=0", f=0)),
     Case("scan_in_loop", scan_in_loop, one("n=3", n=3)),
     Case("loop_in_loop", loop_in_loop, one("n=3", n=3)),
+    Case("scan8_lens", scan8_lens, one("lens=5,3,1", lens=(5, 3, 1)) + one("lens=5,5,5", lens=(5, 5, 5)) + one("lens=1,2,3", lens=(1, 2, 3))),
 )
 
 

@@ -16,9 +16,10 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
   im2col buffer of ``C_in·kh·kw × H_out·W_out`` per image, forward and backward.
 * **Conv** on a channels-last input (:func:`~graphmem.training.patterns.memory_orders`: ConvNeXt's
   permutes make the residual stream channels-last): oneDNN works in nhwc, so only the weight is
-  reordered; a depthwise conv with a kernel above 3x3 computes its weight gradient with a
-  workspace of 256 fp32 per weight element. These nhwc figures are measured (kernel allocations
-  under the profiler), not read from oneDNN's source.
+  reordered, beside ATen's channels-last copy of a dense weight; the weight gradient is computed
+  in oneDNN's ``gOIhw16i16o`` layout, each group padded to 16x16 (256x the weight of a depthwise
+  conv whose ``kw > 3``: ``jit_uni_dw`` refuses those). Sources in :func:`_nhwc_backward`; the
+  dense input-gradient scratchpad and the 3x3 depthwise figures are measured, not sourced.
 * **Mul/Div** backward: a broadcast operand's gradient at the output's size, before the engine
   sums it down (``engine.cpp`` ``validate_outputs``).
 * **LayerNormalization** on a non-contiguous (permuted) input: a contiguous copy, forward and
@@ -38,6 +39,7 @@ What is known and not modelled is named by :func:`unmodelled` (the estimate's ``
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 
 from graphmem.model.program import tensor_size
@@ -49,6 +51,9 @@ Temp = Callable[[OpView], int]
 
 #: oneDNN's channel block for fp32 on this class of machine (AVX2: 8; AVX-512 machines use 16).
 BLOCK = 8
+
+#: fp32 lanes of the avx512_core kernels oneDNN picks for channels-last convolutions (``jcp.simd_w``)
+SIMD_W = 16
 
 
 def _size(op: OpView, name: str) -> int:
@@ -100,25 +105,75 @@ def _depthwise(op: OpView) -> bool:
     return w is not None and len(w) > 1 and w[1] == 1 and op.attr("group", 1) == w[0] > 1
 
 
+def _rnd_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _elem(op: OpView) -> int:
+    shape = _shape(op, op.input(1))
+    return _size(op, op.input(1)) // max(math.prod(shape), 1) if shape else 4
+
+
+def _channels_last_weight_copy(op: OpView) -> int:
+    """ATen's ``weight_t.contiguous(memory_format)`` on the channels-last path (``Conv.cpp``
+    ``_mkldnn_convolution_out`` and ``mkldnn_convolution_backward``): a copy of the
+    ``[O, I/g, kh, kw]`` weight unless it already is channels-last, i.e. ``I/g == 1`` (depthwise)
+    or a 1x1 kernel; forward it lives for the call, backward for both gradients."""
+    w = _shape(op, op.input(1))
+    if w is None or len(w) < 3 or w[1] == 1 or math.prod(w[2:]) == 1:
+        return 0
+    return _size(op, op.input(1))
+
+
+def _padded_weight_grad(op: OpView) -> int:
+    """The weight gradient in oneDNN's layout, ``gOIhw16i16o``: each group's ``O/g x I/g`` padded
+    to ``SIMD_W x SIMD_W``; ideep allocates it (``convolution_backward_weights::compute_impl``)
+    and ATen keeps it until ``mkldnn_convolution_backward_weights`` returns."""
+    # oneDNN v3.12 src/cpu/x64/jit_avx512_common_conv_kernel.cpp, jit_avx512_common_conv_bwd_weights_kernel_f32_t::init_conf
+    w = _shape(op, op.input(1))
+    if w is None or len(w) < 3:
+        return _size(op, op.input(1))
+    groups = op.attr("group", 1)
+    return (groups * _rnd_up(w[0] // groups, SIMD_W) * _rnd_up(w[1], SIMD_W) * math.prod(w[2:])
+            * _elem(op))
+
+
 def _nhwc_forward(op: OpView) -> int:
-    """oneDNN on a channels-last input (measured, torch 2.13 CPU): source and result stay nhwc,
-    only the weight is reordered — once for a depthwise conv, twice for a dense one."""
-    weight = _size(op, op.input(1))
-    return weight if _depthwise(op) else 2 * weight
+    """oneDNN on a channels-last input: source and result stay nhwc (``Conv.cpp`` note "MKLDNN
+    Convolution Memory Formats"); the weight is reordered into the primitive's blocked layout
+    (once) beside ATen's channels-last copy of it (none for a depthwise or 1x1 weight)."""
+    return _size(op, op.input(1)) + _channels_last_weight_copy(op)
 
 
 def _nhwc_backward(op: OpView) -> int:
-    """oneDNN backward on a channels-last input (measured, torch 2.13 CPU): a depthwise conv
-    with a kernel larger than 3x3 takes the reference-like nhwc weight-gradient path, whose
-    workspace is 256 fp32 per weight element whatever the batch and image size; beside it the
-    reordered weight and the weight gradient's blocked copy. A dense conv holds two reordered
-    weights and an input-gradient-sized scratchpad, then three weight copies."""
+    """oneDNN backward on a channels-last input (``Conv.cpp`` ``mkldnn_convolution_backward``),
+    beside ATen's channels-last weight copy for both phases:
+
+    * input gradient: the weight reordered into the primitive's layout, plus (dense conv,
+      ``brgconv_strided``) a scratchpad of the input gradient's size — measured, not sourced;
+    * weight gradient of a depthwise conv with ``kw > 3``: ``jit_uni_dw`` refuses it
+      (``jit_uni_dw_conv_bwd_weights_kernel_t::init_conf``, "kw > 3"), so the generic
+      ``jit:avx512_core`` runs with the gradient in ``gOIhw16i16o`` — 16x16 per group, 256x the
+      weight — beside its dense copy (``mkldnn_to_dense``) and the bias gradient; its minibatch
+      reduction buffers exist only with at least as many threads as groups (``balance``; see
+      :func:`unmodelled`);
+    * weight gradient of a dense conv: the padded gradient and its dense copy, as above;
+    * weight gradient of a depthwise conv with ``kw <= 3`` (``jit_dw``, per-thread reduction
+      buffers): two weights, measured, not sourced."""
     weight, shape = _size(op, op.input(1)), _shape(op, op.input(1))
-    if _depthwise(op):
-        big = shape is not None and max(shape[2:], default=1) > 3
-        return 2 * weight + (weight * 256 if big and op.grad(1) else 0)
-    gi = _size(op, op.input(0)) if op.grad(0) else 0
-    return max(2 * weight + gi, 3 * weight)
+    copy = _channels_last_weight_copy(op)
+    if _depthwise(op) and shape is not None:  # jit_dw's Abcde16a: the groups padded to SIMD_W
+        reordered = _rnd_up(shape[0], SIMD_W) * math.prod(shape[1:]) * _elem(op)
+    else:  # the reordered weight and brgconv_strided's scratchpad, measured as the input's size
+        reordered = weight + _size(op, op.input(0))
+    data = copy + reordered if op.grad(0) else 0
+    if not op.grad(1):
+        return data
+    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_conf ("kw > 3")
+    if _depthwise(op) and (shape is None or shape[-1] <= 3):
+        return max(data, 2 * weight)
+    bias = _size(op, op.input(2)) if op.grad(2) else 0
+    return max(data, copy + _padded_weight_grad(op) + weight + bias)
 
 
 def conv_forward(op: OpView) -> int:
@@ -327,6 +382,17 @@ def unmodelled(op: OpView, domain: str = "") -> str | None:
     if domain or op.op_type not in ("Conv", "ConvTranspose") or not op.grad(1):
         return None
     w = _shape(op, op.input(1))
+    if op.op_type == "Conv" and op.channels_last(op.input(0)) and w is not None and len(w) > 2:
+        groups = op.attr("group", 1)  # os.cpu_count(): the most threads torch starts by default
+        if not _depthwise(op) or (w[-1] > 3 and groups <= (os.cpu_count() or 1)):
+            # jit_avx512_common_conv_bwd_weights_kernel_f32_t::balance splits the minibatch only
+            # with at least as many threads as groups; then init_scratchpad books nthr_mb - 1
+            # more padded weight gradients (key_conv_wei_bia_reduction)
+            return (f"Conv '{op.node.name or 'Conv'}' (channels-last, {groups} group(s)): oneDNN may "
+                    "split its weight gradient's minibatch across threads and book a padded weight "
+                    "gradient per extra thread; not modelled (never when the threads are fewer "
+                    "than the groups)")
+        return None
     if w is None or len(w) < 3 or max(w[2:]) <= 7 or op.channels_last(op.input(0)) or _depthwise(op):
         return None
     kernel = "x".join(str(d) for d in w[2:])

@@ -492,15 +492,45 @@ def test_layer_norm_copies_a_permuted_input() -> None:
 def test_channels_last_depthwise_conv_backward_workspace() -> None:
     # x f32[1,8,8,4] (NHWC, a graph input) viewed as NCHW by Transpose [0,3,1,2]: channels-last.
     # Depthwise 5x5 conv, W f32[4,1,5,5] (400 B), pad 2: y f32[1,4,8,8] (1024).
-    # forward: y + the reordered weight (400) = 1424.
-    # backward: dy 1024 (y released by the loss) + dW 400 (kept) + 2 weight copies (800) and the
-    # nhwc weight-gradient workspace, 256 fp32 per weight element (400 x 256 = 102400): 104624
+    # forward: y + the reordered weight (400; W is already channels-last, no ATen copy) = 1424.
+    # backward (no input gradient: x is a graph input): jit_uni_dw refuses kw 5 > 3, so
+    # jit:avx512_core computes dW in gOIhw16i16o: 4 groups x 16 x 16 x 25 x 4 B = 102400, beside
+    # its dense copy (400) and dW itself (400, kept); dy 1024: 1024 + 400 + 102400 + 400 = 104224
+    # (torch 2.13, 2 threads, profiler: 102400, +400, +400 beyond dy)
     nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
              helper.make_node("Conv", ["t", "W"], ["y"], group=4, kernel_shape=[5, 5], pads=[2, 2, 2, 2])]
     est = estimate(nodes, [vi("x", [1, 8, 8, 4])], [vi("y", [1, 4, 8, 8])], [w("W", 4, 1, 5, 5)])
     assert est.activation_peak_bytes == 1424
-    assert est.backward_peak_bytes == 104624
-    assert not any("not modelled" in x for x in est.warnings)  # depthwise: modelled
+    assert est.backward_peak_bytes == 104224
+
+
+def test_channels_last_conv_weight_gradient_padding() -> None:
+    from graphmem.model.types import TensorType
+    from graphmem.training.saved import OpView
+    from graphmem.training.workspace import backward_temporaries, forward_temporaries
+
+    def view(w_shape, group, x_shape=(1, 100, 20, 20)):  # type: ignore[no-untyped-def]
+        node = helper.make_node("Conv", ["x", "W", "B"], ["y"], group=group)
+        f32 = TensorProto.FLOAT
+        t = lambda shape: TensorType(dtype=f32, shape=tuple(shape))  # noqa: E731
+        types = {"x": t(x_shape), "W": t(w_shape), "B": t((w_shape[0],))}
+        return OpView(op_type="Conv", node=node, inputs=("x", "W", "B"), outputs=("y",), types=types,
+                      needs_grad=frozenset({"x", "W", "B"}), weights=frozenset({"W", "B"}),
+                      orders={"x": (0, 2, 3, 1)})
+
+    # depthwise 7x7, 100 channels: W 100x1x7x7 = 19600 B, B 400 B, x (= dx) 160000 B.
+    # dx phase: W in Abcde16a, groups padded to 112: 112 x 49 x 4 = 21952.
+    # dW phase: gOIhw16i16o 100 x 16 x 16 x 49 x 4 = 5017600 + dense copy 19600 + dB 400 = 5037600
+    # (torch 2.13 profiler: 256 W, +W dense, +W channels-last result returned, bias 400 x 2)
+    dw = view((100, 1, 7, 7), 100)
+    assert backward_temporaries(dw) == 5037600
+    assert forward_temporaries(dw) == 19600  # the reordered weight only
+    # dense 2x2, 100 -> 40 channels: W 40x100x2x2 = 64000 B; ATen's channels-last copy 64000;
+    # dW in OIhw16i16o: 48 x 112 x 4 x 4 B = 86016, dense copy 64000, dB 160:
+    # max(dx: 64000 + 64000 + 160000, dW: 64000 + 86016 + 64000 + 160) = 288000
+    dense = view((40, 100, 2, 2), 1)
+    assert backward_temporaries(dense) == 288000
+    assert forward_temporaries(dense) == 128000  # the copy and the reordered weight
 
 
 def test_memory_orders_follow_permutes_and_elementwise_ops() -> None:

@@ -38,7 +38,7 @@ from graphmem.analysis.bodyflops import flops_with_bodies
 from graphmem.analysis.controlflow import control_flow_approximations, plan_control_flow
 from graphmem.ort.controlflow import replay
 from graphmem.ort.insert_cast import CpuSession, cpu_session
-from graphmem.ort.order import file_order, finalize_reorders, ort_order, session_orders
+from graphmem.ort.order import file_order, finalize_reorders, node_stages, ort_order, session_orders
 from graphmem.ort.rewrites import remove_duplicate_casts
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
@@ -518,6 +518,7 @@ def analyze_graph_opt(
             ) from None
         with _gc_paused():
             model = with_session_shapes(load_model(optimized, validate=False), original)  # onnxruntime wrote it
+            model = replace(model, node_stage=node_stages(model.nodes, original.nodes))  # NodeIndex order
             result = _analyze_session_orders(  # as_dtype: the file is converted already
                 model, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=None
             )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +69,10 @@ class Model:
     value_info: dict[str, TensorType]
     functions: tuple[onnx.FunctionProto, ...]
     node_ids: tuple[int, ...] = ()  # onnxruntime's NodeIndex per node; () = file positions
+    # for a graph onnxruntime optimized and wrote: which pass made each node, by node name (0: the
+    # user's file, 1: a fusion, 2: the layout transformer), as ``Graph::AddNode`` numbers nodes in
+    # creation order (:func:`graphmem.ort.scratch.prepack_order`); empty = every node the file's
+    node_stage: dict[str, int] = field(default_factory=dict)
 
     @property
     def indexed_nodes(self) -> tuple[tuple[int, onnx.NodeProto], ...]:

@@ -123,7 +123,8 @@ def qlinear_conv(node, ins, outs, site):  # type: ignore[no-untyped-def]
     when it was not prepacked; the int32 GEMM output of one image (``M·out_image``) unless the
     symmetric convolution requantizes in its kernel; for channels-first data a transposed input
     and output image; then for a depthwise or (symmetric, non-pointwise) convolution the
-    indirection buffer (a pointer per kernel tap and output pixel), else for a non-pointwise one
+    indirection buffer (a pointer per kernel tap and output pixel; of every image for a symmetric
+    channels-last convolution, which runs the batch in one parallel section), else for a non-pointwise one
     the im2col buffer of one group (all groups beyond 2-D kernels)."""
     plan = _qconv_plan(node, ins, site)
     x, w, y = concrete_shape(ins[0]), concrete_shape(ins[3]), concrete_shape(outs[0]) if outs else None
@@ -153,7 +154,9 @@ def qlinear_conv(node, ins, outs, site):  # type: ignore[no-untyped-def]
         req += [act * (c * in_image + SYMM_QGEMM_BUF_OVERRUN), act * y_image]
     pointwise = ks == 1 and _strides_one_no_padding(node, rank)
     if depthwise or (sym and not pointwise):
-        req.append(POINTER_BYTES * ks * out_image)
+        # parallel_batch (symmetric and channels-last): one indirection buffer per image
+        images = x[0] if sym and channels_last else 1
+        req.append(POINTER_BYTES * ks * out_image * images)
     elif not pointwise:
         col = gi * ks * out_image
         req.append(act * ((group * col if rank > 2 else col) + SYMM_QGEMM_BUF_OVERRUN))

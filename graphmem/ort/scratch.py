@@ -59,6 +59,7 @@ __all__ = [
     "kernel_scratch",
     "replay_run",
     "step_scratch",
+    "prepack_order",
     "prepacked_in_arena",
     "MLAS_CONV_WORKING_BUFFER_FLOATS",
     "l2_cache_bytes",
@@ -514,6 +515,16 @@ def _site(n: int, opset: int, values: Sequence[np.ndarray | None] | None, consta
 # --- run 1 through the arena -----------------------------------------------------------------
 
 
+def prepack_order(graph: OpGraph) -> list[int]:
+    """Node ids in the order ``SessionState::PrepackConstantInitializedTensors`` prepacks them: it
+    iterates ``GetGraphViewer().Nodes()`` (``core/framework/session_state.cc``), NodeIndex order.
+    For a file that is the file's order; for a graph onnxruntime optimized and wrote (in execution
+    order) the nodes its passes made come after the nodes they kept, the layout transformer's last
+    (``Model.node_stage``, :func:`graphmem.ort.order.node_stages`)."""
+    stage = graph.model.node_stage
+    return sorted(graph.dag.nodes, key=lambda nid: (stage.get(graph.node(nid).name, 0), nid))
+
+
 def prepacked_in_arena(
     graph: OpGraph, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray] | None = None
 ) -> list[tuple[int, bool]]:
@@ -521,11 +532,11 @@ def prepacked_in_arena(
     packs its filter with ``alloc->Alloc`` (``nn/conv_transpose.cc`` PrePack), QLinearConv keeps its
     symmetric packed filter, QGemm transposes a constant B into a temporary
     (:func:`graphmem.ort.quant_scratch.prepack_requests`); other kernels pack with ``Reserve``,
-    outside the arena's chunks. In node order, as ``PrepackConstantInitializedTensors``."""
+    outside the arena's chunks. In NodeIndex order (:func:`prepack_order`)."""
     model = graph.model
     known = values or {}
     requests: list[tuple[int, bool]] = []
-    for nid in sorted(graph.dag.nodes):
+    for nid in prepack_order(graph):
         node = graph.node(nid)
         if op_key(node) in quant.PREPACK_KEYS:
             ins = [types.get(x) if x else None for x in node.input]

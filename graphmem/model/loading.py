@@ -69,7 +69,7 @@ class Model:
     value_info: dict[str, TensorType]
     functions: tuple[onnx.FunctionProto, ...]
     node_ids: tuple[int, ...] = ()  # onnxruntime's NodeIndex per node; () = file positions
-    # for a graph onnxruntime optimized and wrote: which pass made each node, by node name (0: the
+    # for a graph onnxruntime optimized and wrote: which pass made each node, by its first output (0: the
     # user's file, 1: a fusion, 2: the layout transformer), as ``Graph::AddNode`` numbers nodes in
     # creation order (:func:`graphmem.ort.scratch.prepack_order`); empty = every node the file's
     node_stage: dict[str, int] = field(default_factory=dict)

@@ -19,7 +19,7 @@ import onnx
 from graphmem.model.graph import OpGraph
 from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN
 
-__all__ = ["ort_order", "file_order", "session_orders", "finalize_reorders", "node_stages"]
+__all__ = ["ort_order", "file_order", "session_orders", "finalize_reorders", "node_key", "node_stages"]
 
 #: At most this many distinct orders are enumerated (:func:`session_orders`); each is planned.
 MAX_SESSION_ORDERS = 64
@@ -156,19 +156,24 @@ def _replay(
 
 
 def node_stages(written: Sequence[onnx.NodeProto], original: Sequence[onnx.NodeProto]) -> dict[str, int]:
-    """Which pass made each node of a graph onnxruntime optimized and wrote, by node name: 0 a node
+    """Which pass made each node of a graph onnxruntime optimized and wrote, by :func:`node_key`: 0 a node
     of the ``original`` file (same name, domain and op), 2 a node the layout transformer made (a
     com.microsoft node with ``channels_last=1``: ``core/optimizer/nhwc_transformer.cc``, which runs
     after the fusions), 1 any other (a fusion's). ``Graph::AddNode`` (``core/graph/graph.cc``)
     gives a new node the next NodeIndex, so NodeIndex order is stage order, and within a stage the
     passes' topological order, which the written file (in execution order) keeps."""
-    kept = {(n.name, n.domain, n.op_type) for n in original}
+    kept = {(n.name, n.domain, n.op_type, node_key(n)) for n in original}
     stages: dict[str, int] = {}
     for node in written:
-        if (node.name, node.domain, node.op_type) in kept:
-            stages[node.name] = 0
+        if (node.name, node.domain, node.op_type, node_key(node)) in kept:
+            stages[node_key(node)] = 0
         elif node.domain == MS_DOMAIN and any(a.name == "channels_last" and a.i for a in node.attribute):
-            stages[node.name] = 2
+            stages[node_key(node)] = 2
         else:
-            stages[node.name] = 1
+            stages[node_key(node)] = 1
     return stages
+
+
+def node_key(node: onnx.NodeProto) -> str:
+    """A node's first output (unique in a graph; names may be empty or repeated), else its name."""
+    return next((y for y in node.output if y), node.name)

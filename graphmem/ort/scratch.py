@@ -41,6 +41,7 @@ import onnx
 from graphmem.model.dtypes import element_bits, tensor_bytes
 from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key
 from graphmem.ort.arena import BfcArena, Chunk
+from graphmem.ort.order import node_key
 from graphmem.model.types import TensorType
 from graphmem.ort import quant_scratch as quant
 from graphmem.ort.scratch_common import KernelScratch, ScratchSite, attr, concrete_shape, conv_pads, nbytes
@@ -522,7 +523,7 @@ def prepack_order(graph: OpGraph) -> list[int]:
     order) the nodes its passes made come after the nodes they kept, the layout transformer's last
     (``Model.node_stage``, :func:`graphmem.ort.order.node_stages`)."""
     stage = graph.model.node_stage
-    return sorted(graph.dag.nodes, key=lambda nid: (stage.get(graph.node(nid).name, 0), nid))
+    return sorted(graph.dag.nodes, key=lambda nid: (stage.get(node_key(graph.node(nid)), 0), nid))
 
 
 def prepacked_in_arena(

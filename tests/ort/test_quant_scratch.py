@@ -13,8 +13,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 import graphmem
 import graphmem.ort.mlas as mlas
+from graphmem.analysis import analyze_graph_opt
 from graphmem.analysis.scratch import scratch_profile
 from graphmem.model.types import TensorType
+from graphmem.ort.order import node_stages
 from graphmem.ort.quant_scratch import prepack_requests
 from graphmem.ort.scratch import KernelScratch, kernel_scratch
 from graphmem.ort.scratch_common import ScratchSite
@@ -167,3 +169,72 @@ def test_quantized_kernels_in_a_real_session(tmp_path: Path) -> None:
     assert result.activations.peak_bytes == run.requested_peak
     assert max(profile.peak_bytes, profile.prepack_high_bytes) == run.in_use_peak_bytes
     assert list(profile.in_use) == [n.in_use - run.primary.in_use_session_baseline for n in run.nodes]
+
+
+def test_qlinear_conv_channels_last_symmetric_indirection_per_image(avx512) -> None:  # type: ignore[no-untyped-def]
+    # qlinearconv.cc: a symmetric channels-last convolution runs the whole batch in one parallel
+    # section (parallel_batch), so its indirection buffer holds every image's pointers:
+    # 8 B x 9 taps x 3,136 pixels x 4 images = 903,168 B. The depthwise filter (32 groups, 16-
+    # aligned) is packed at PrePack: 32 x 9 = 288 B kept.
+    got, prepack = qconv((4, 56, 56, 32), (32, 1, 3, 3), (4, 56, 56, 32), group=32, pads=[1, 1, 1, 1],
+                         domain="com.microsoft", channels_last=1)
+    assert got == KernelScratch(after=(903168,))
+    assert prepack == ((288, True),)
+    # Channels first loops over the images: one image's transposes and indirection, as at batch 1.
+    got, _ = qconv((2, 64, 56, 56), (64, 64, 3, 3), (2, 64, 56, 56), pads=[1, 1, 1, 1])
+    assert got == KernelScratch(after=(200704, 200704, 225792))
+
+
+def _qdq_conv_then_gemm(path: Path) -> Path:
+    """QDQ Conv 16 -> 64 (1x1, 128x128) -> GlobalAveragePool -> Flatten -> QDQ Gemm 64 -> 20,480
+    (transB): at graph-opt all onnxruntime fuses a QGemm and a QLinearConv that its layout
+    transformer then makes channels-last."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.array(128, np.uint8), "z"),
+             numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(rng.integers(-8, 8, (64, 16, 1, 1)).astype(np.int8), "w"),
+             numpy_helper.from_array(rng.integers(-8, 8, (20480, 64)).astype(np.int8), "b")]
+
+    def qdq(a: str, b: str) -> list[onnx.NodeProto]:
+        return [helper.make_node("QuantizeLinear", [a, "s", "z"], [a + "q"]), helper.make_node("DequantizeLinear", [a + "q", "s", "z"], [b])]
+
+    nodes = [*qdq("x", "xd"), helper.make_node("DequantizeLinear", ["w", "s", "wz"], ["wd"]),
+             helper.make_node("Conv", ["xd", "wd"], ["c"]), *qdq("c", "cd"),
+             helper.make_node("GlobalAveragePool", ["cd"], ["p"]), *qdq("p", "pd"),
+             helper.make_node("Flatten", ["pd"], ["f"]), *qdq("f", "fd"),
+             helper.make_node("DequantizeLinear", ["b", "s", "wz"], ["bd"]),
+             helper.make_node("Gemm", ["fd", "bd"], ["g"], transB=1), *qdq("g", "y")]
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", F, [1, 16, 128, 128])],
+                              [helper.make_tensor_value_info("y", F, [1, 20480])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    return path
+
+
+def test_prepack_in_node_index_order_at_graph_opt_all(tmp_path: Path) -> None:
+    # session_state.cc prepacks in NodeIndex order: the fused QGemm (made before the layout
+    # transformer ran) before the channels-last QLinearConv, although the written graph runs the
+    # convolution first. QGemm transposes B into a temporary 20,480 x 64 = 1,310,720 B: the arena's
+    # first region grows to 2 MiB for it, takes it whole and frees it; the filter's 1,024 B pack
+    # (64 x 16) then sits at the region's start (baseline 1,024; the PrePack high 2,096,128 above it).
+    # Run 1: QuantizeLinear 262,144 B, Transpose 262,144 B (in use 524,288), the QuantizeLinear's
+    # chunk freed; the convolution's 1,048,576 B output takes the 1,571,840 B remainder whole
+    # (less than twice the request): 262,144 + 1,571,840 = 1,833,984. (In the written order the
+    # filter would sit in a 1 MiB region, the temporary in a 2 MiB one, and the output would split
+    # it: 1,310,720.)
+    path = _qdq_conv_then_gemm(tmp_path / "qdq.onnx")
+    result = analyze_graph_opt(path, "all")
+    profile = scratch_profile(result)
+    assert (profile.baseline_bytes, profile.prepack_high_bytes, profile.in_use[:3]) == (1024, 2096128, (262144, 524288, 1833984))
+    run = measure(str(path), make_feeds(onnx.load(str(path)), {}, seed=0), graph_opt="all", threads=1, runs=1).runs[0]
+    assert list(profile.in_use) == [n.in_use - run.primary.in_use_session_baseline for n in run.nodes]
+    assert max(profile.peak_bytes, profile.prepack_high_bytes) == run.in_use_peak_bytes
+
+
+def test_node_stages_of_a_written_graph() -> None:
+    # A node of the user's file keeps stage 0 (even nameless), a fusion's node is 1, a
+    # com.microsoft channels-last node (the layout transformer's) 2; keyed by first output.
+    original = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]), helper.make_node("Gemm", ["a", "b"], ["g"])]
+    written = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+               helper.make_node("QGemm", ["a"], ["g"], domain="com.microsoft"),
+               helper.make_node("QLinearConv", ["c"], ["y"], domain="com.microsoft", channels_last=1)]
+    assert node_stages(written, original) == {"xq": 0, "g": 1, "y": 2}

@@ -31,6 +31,7 @@ count), the setting graphmem's measurements use. Float kernels only, where dtype
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -516,14 +517,26 @@ def _site(n: int, opset: int, values: Sequence[np.ndarray | None] | None, consta
 # --- run 1 through the arena -----------------------------------------------------------------
 
 
+#: The counter ``Graph::GenerateNodeName`` appends to a node name it makes.
+_NAME_TOKEN = re.compile(r"_token_(\d+)$")
+
+
 def prepack_order(graph: OpGraph) -> list[int]:
     """Node ids in the order ``SessionState::PrepackConstantInitializedTensors`` prepacks them: it
     iterates ``GetGraphViewer().Nodes()`` (``core/framework/session_state.cc``), NodeIndex order.
     For a file that is the file's order; for a graph onnxruntime optimized and wrote (in execution
     order) the nodes its passes made come after the nodes they kept, the layout transformer's last
-    (``Model.node_stage``, :func:`graphmem.ort.order.node_stages`)."""
+    (``Model.node_stage``, :func:`graphmem.ort.order.node_stages`), and within a pass in the order
+    it made them: ``Graph::GenerateNodeName`` (``core/graph/graph.cc``) suffixes the names it makes
+    with one counter (``…_token_N``), which the written names keep; other nodes in the file's order."""
     stage = graph.model.node_stage
-    return sorted(graph.dag.nodes, key=lambda nid: (stage.get(node_key(graph.node(nid)), 0), nid))
+
+    def key(nid: int) -> tuple[int, int, int]:
+        node = graph.node(nid)
+        token = _NAME_TOKEN.search(node.name)
+        return stage.get(node_key(node), 0), int(token.group(1)) if token else -1, nid
+
+    return sorted(graph.dag.nodes, key=key)
 
 
 def prepacked_in_arena(

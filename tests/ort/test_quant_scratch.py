@@ -4,6 +4,7 @@ dynamic_quantize_matmul.cc, nhwc_max_pool.cc), hand-computed, and real sessions.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,11 @@ import graphmem.ort.mlas as mlas
 from graphmem.analysis import analyze_graph_opt
 from graphmem.analysis.scratch import scratch_profile
 from graphmem.model.types import TensorType
+from graphmem.model.graph import build_graph
+from graphmem.model.loading import load_model
 from graphmem.ort.order import node_stages
 from graphmem.ort.quant_scratch import prepack_requests
-from graphmem.ort.scratch import KernelScratch, kernel_scratch
+from graphmem.ort.scratch import KernelScratch, kernel_scratch, prepack_order
 from graphmem.ort.scratch_common import ScratchSite
 from graphmem.verify import make_feeds, measure
 
@@ -238,3 +241,15 @@ def test_node_stages_of_a_written_graph() -> None:
                helper.make_node("QGemm", ["a"], ["g"], domain="com.microsoft"),
                helper.make_node("QLinearConv", ["c"], ["y"], domain="com.microsoft", channels_last=1)]
     assert node_stages(written, original) == {"xq": 0, "g": 1, "y": 2}
+
+
+def test_prepack_order_follows_stages_then_name_tokens(tmp_path: Path) -> None:
+    # NodeIndex order: the file's own nodes (stage 0) first, then a pass's nodes in the order
+    # Graph::GenerateNodeName numbered them (_token_N), not the written (execution) order.
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="conv_token_5"), helper.make_node("Relu", ["a"], ["b"], name="down_token_2"),
+             helper.make_node("Relu", ["b"], ["c"], name="gemm")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [4])], [helper.make_tensor_value_info("c", F, [4])])
+    path = tmp_path / "chain.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    g = build_graph(replace(load_model(path), node_stage={"a": 2, "b": 2, "c": 1}))
+    assert [g.node(n).name for n in prepack_order(g)] == ["gemm", "down_token_2", "conv_token_5"]

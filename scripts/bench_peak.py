@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / ".cache" / "corpus"
+CORPUS = Path(os.environ.get("GRAPHMEM_CORPUS", ROOT / ".cache" / "corpus"))  # as scripts/corpus.py
 
 # Each snippet imports its tool, then times its work (``WORK`` seconds, after the imports).
 ONNX_LOAD = "import onnx,sys,time; t0=time.perf_counter(); onnx.load(sys.argv[1]); work=time.perf_counter()-t0"

@@ -26,6 +26,17 @@ from onnx import defs
 
 
 
+def _gpu_build() -> bool:
+    """Whether the installed onnxruntime is the onnxruntime-gpu distribution."""
+    from importlib import metadata
+
+    try:
+        metadata.version("onnxruntime-gpu")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def cpu_kernels() -> dict[str, list[list[int]]]:
     import onnxruntime.capi.onnxruntime_pybind11_state as C
 
@@ -65,6 +76,11 @@ def main() -> int:
             dumped = json.load(f)
         kernels, ort_version = dumped["kernels"], dumped["onnxruntime"]
     else:
+        if _gpu_build():
+            print("op_coverage.py: onnxruntime-gpu cannot list its kernels on this machine (it crashes "
+                  "loading the CUDA provider); pass --kernels FILE dumped by --dump-kernels under a plain "
+                  "onnxruntime of the same version", file=sys.stderr)
+            return 2
         import onnxruntime
 
         kernels, ort_version = cpu_kernels(), onnxruntime.__version__

@@ -358,7 +358,7 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     frames = []
     carried = len(ctx.node.input) - 2
     cond_allocated = False
-    owners = _sequence_owners(ctx, cfs.runs, carried)
+    owners, ends = _sequence_owners(ctx, cfs.runs, carried)
     # carried values a later iteration's scan output is (Identity or pass-through of its feed):
     # loop_output_tensors_ holds them to the end, so they are not released two iterations later
     scanned = [_scanned_feeds(run, carried) for run in cfs.runs] + [set()]
@@ -378,11 +378,13 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
                 continue
             drop[name] = after
         # element buffers of the sequences it returns: the later sequences hold them (shared); those
-        # the Loop's output sequence ends with are that output's, the others are held to the end
+        # the Loop's output sequence ends with are that output's; those a later iteration no longer
+        # holds (it copied them: OptionalGetElement) go with the last carried sequence holding them;
+        # the others are held to the end
         delayed = owners[i]
         for element in sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).read_by(outs):  # type: ignore[attr-defined]
             if element not in delayed:
-                drop[element] = None
+                drop[element] = ends[i].get(element)
         if i == 0:  # the first condition scalar goes unless the body hands that same value back
             cond_allocated = not _same_value(run, outs[0], run.feeds[1] if len(run.feeds) > 1 else "")
         frames.append(ctx.frame(run, shared=frozenset(shared), kept_drop=drop, copies=tuple(copies), delayed=delayed))
@@ -393,13 +395,18 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     )
 
 
-def _sequence_owners(ctx: _Node, runs, carried: int) -> list[dict[str, int]]:  # type: ignore[no-untyped-def]
+def _sequence_owners(ctx: _Node, runs, carried: int) -> tuple[list[dict[str, int]], list[dict[str, int]]]:  # type: ignore[no-untyped-def]
     """Per iteration, the element buffers it allocates that the Loop's output sequences end with,
-    and the parent value each becomes (``out#j``). onnxruntime 1.31 hands the last iteration's
-    carried sequence to the Loop output with its elements (measured on a TorchScript
-    ``list.append`` loop: no copy at the end, the in-use peak stays below what copies need), and
-    every iteration's sequence shares the elements of the one before."""
+    and the parent value each becomes (``out#j``); and the element buffers of its carried
+    sequences that a later iteration's sequence no longer holds, with how many frames later they
+    are released (with the last carried sequence holding them: two iterations after it, as any
+    carried value). onnxruntime 1.31 hands the last iteration's carried sequence to the Loop output
+    with its elements (measured on a TorchScript ``list.append`` loop: no copy at the end, the
+    in-use peak stays below what copies need); an iteration's sequence shares the elements of the
+    one before unless the body copies them (OptionalGetElement returned from an If branch:
+    onnx's test_loop16_seq_none, measured)."""
     owners: list[dict[str, int]] = [{} for _ in runs]
+    ends: list[dict[str, int]] = [{} for _ in runs]
     for c in range(carried):
         out = ctx.node.output[c] if c < len(ctx.node.output) else ""
         t = ctx.runtime_types.get(out) if out else None
@@ -410,11 +417,16 @@ def _sequence_owners(ctx: _Node, runs, carried: int) -> list[dict[str, int]]:  #
         if any(n.op_type == "SequenceErase" for run in runs for n in run.model.nodes):
             ctx.result.assumed.append((ctx.label, f"the body erases from the carried sequence '{out}': an element "
                                        "erased in a later iteration is counted until the Loop ends"))
+        last: dict[tuple[int, str], int] = {}  # (iteration, element) -> the last iteration whose sequence holds it
         for i, run in enumerate(runs):
             holds = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).holds  # type: ignore[attr-defined]
             body_out = _outputs(run)[c + 1]
             before = iter(track)
             track = [next(before, (-1, "")) if e is None else (i, e) for e in holds.get(body_out, ())]
+            last.update({entry: i for entry in track if entry[0] >= 0})
+        for (i, element), j in last.items():
+            if j < len(runs) - 1:  # not in the output: released before iteration j + 2
+                ends[i][element] = max(ends[i].get(element, 0), j - i + 2)
         for j, (i, element) in enumerate(track):
             v = ctx.value(f"{out}#{j}")
             if i < 0:
@@ -422,7 +434,7 @@ def _sequence_owners(ctx: _Node, runs, carried: int) -> list[dict[str, int]]:  #
                                            "the Loop was given: counted as buffers of its own"))
             elif v is not None:
                 owners[i][element] = v
-    return owners
+    return owners, ends
 
 
 def _scanned_feeds(run: BodyRun, carried: int) -> set[int]:

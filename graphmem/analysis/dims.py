@@ -5,6 +5,7 @@
   nor name), ``-1`` (``dim_value -1``, as paddle2onnx writes dynamic dims) and shared-name dims
   (one ``?`` for both height and width) (:func:`parse_shapes`); for an input that is a sequence of
   tensors, ``--shape INPUT=[D0xD1,…]`` gives the shape of each of its elements (``[]``: empty);
+  an optional input takes the binding of what it holds, or ``--shape INPUT=none`` (no value);
 * ``--value INPUT=V[,V…]`` gives the values of a small input (integers: sample rates, lengths,
   flags; numbers for a float input: a speed), used by shape and value inference and by ``verify``
   for its feeds (:func:`parse_values`).
@@ -31,7 +32,7 @@ from graphmem.model.loading import Model
 __all__ = [
     "MAX_DIM", "INT64_MAX", "parse_dim_value", "split_dim_item", "parse_dims", "parse_shapes", "parse_values",
     "parse_inputs", "check_dims", "ResolvedInputs", "resolve_inputs", "open_dims", "fixing_input",
-    "format_shape", "shape_hint", "inputs_text", "is_sequence_binding",
+    "format_shape", "shape_json", "shape_hint", "inputs_text", "is_sequence_binding",
 ]
 
 #: Largest value a dim may take; larger ones are rejected as absurd.
@@ -78,16 +79,19 @@ def parse_dims(items: Iterable[str] | None) -> dict[str, int]:
     return dims
 
 
-def parse_shapes(items: Iterable[str] | None) -> dict[str, tuple]:  # type: ignore[type-arg]
+def parse_shapes(items: Iterable[str] | None) -> dict[str, tuple | None]:  # type: ignore[type-arg]
     """``["x=1x3x48x192"]`` → ``{"x": (1, 3, 48, 192)}`` (``x=scalar`` for a rank-0 input);
     ``["s=[2x3,4]"]`` → ``{"s": ((2, 3), (4,))}``: a sequence input's element shapes, ``s=[]``
-    an empty sequence."""
-    shapes: dict[str, tuple] = {}  # type: ignore[type-arg]
+    an empty sequence; ``["o=none"]`` → ``{"o": None}``: an optional input without a value (an
+    optional input with a value takes its tensor's shape or its sequence's element shapes)."""
+    shapes: dict[str, tuple | None] = {}  # type: ignore[type-arg]
     for item in items or ():
         name, text = split_dim_item(item, example="x=1x3x224x224", option="--shape")
         if name in shapes:
             raise UsageError(f"--shape {name} is given twice")
-        if text.startswith("[") and text.endswith("]"):
+        if text.lower() == "none":
+            shapes[name] = None  # an optional input without a value
+        elif text.startswith("[") and text.endswith("]"):
             inner = text[1:-1].strip()
             shapes[name] = tuple(_parse_one_shape(item, e) for e in inner.split(",")) if inner else ()
         else:
@@ -160,12 +164,20 @@ class ResolvedInputs:
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def format_shape(shape: Sequence[object]) -> str:
+def format_shape(shape: Sequence[object] | None) -> str:
     """``(1, 3, 48)`` -> ``1x3x48`` (a dim without a value prints as N); a sequence's element
-    shapes ``((2, 3), (4,))`` -> ``[2x3,4]``."""
+    shapes ``((2, 3), (4,))`` -> ``[2x3,4]``; an optional without a value (None) -> ``none``."""
+    if shape is None:
+        return "none"
     if is_sequence_binding(shape):
         return "[" + ",".join(format_shape(tuple(e)) for e in shape) + "]"  # type: ignore[arg-type]
     return "x".join(str(d) if isinstance(d, int) and d >= 0 else "N" for d in shape) or "scalar"
+
+
+def shape_json(shape: Sequence[object] | None) -> list | None:  # type: ignore[type-arg]
+    """A ``--shape`` binding in a JSON document: a list (of element shapes for a sequence), null
+    for an optional input without a value."""
+    return None if shape is None else [list(e) if isinstance(e, (tuple, list)) else e for e in shape]
 
 
 def inputs_text(shapes: Mapping[str, Sequence[int]], values: Mapping[str, Sequence[int | float]]) -> str:
@@ -173,7 +185,7 @@ def inputs_text(shapes: Mapping[str, Sequence[int]], values: Mapping[str, Sequen
     ``--shape``/``--value``)."""
     text = ""
     if shapes:
-        text += "; shapes " + ", ".join(f"{k}={format_shape(tuple(v))}" for k, v in shapes.items())
+        text += "; shapes " + ", ".join(f"{k}={format_shape(v if v is None else tuple(v))}" for k, v in shapes.items())
     if values:
         text += "; values " + ", ".join(f"{k}={','.join(map(str, v))}" for k, v in values.items())
     return text
@@ -217,6 +229,11 @@ def resolve_inputs(
     given_shapes: dict[str, tuple[int, ...]] = {}
     sequences: dict[str, tuple[tuple[int, ...], ...]] = {}
     for name, shape in shapes.items():
+        if _kind(inputs[name]) == "optional_type":
+            sequences[name] = _check_optional(name, shape, inputs[name])  # type: ignore[assignment]
+            continue
+        if shape is None:
+            raise UsageError(f"--shape {name}=none: input '{name}' is not optional; 'none' is for an optional input without a value")
         if _kind(inputs[name]) == "sequence_type":
             sequences[name] = _check_elements(name, shape, inputs[name].shape)  # type: ignore[attr-defined]
             continue
@@ -291,7 +308,7 @@ def open_dims(
     arithmetic on other input dims (``past + seq``) is not listed: binding those derives it.
     Checks nothing else (:func:`resolve_inputs` does)."""
     shapes, values, dims = dict(shapes or {}), dict(values or {}), dict(dims or {})
-    given = {n: tuple(s) for n, s in shapes.items() if n in inputs}
+    given = {n: tuple(s) for n, s in shapes.items() if n in inputs and s is not None}
     bound = dict(dims)
     for _, (dim, value) in _implied(inputs, given).items():
         bound.setdefault(dim, value)
@@ -333,7 +350,7 @@ def fixing_input(
     for option, given in (("--shape", shapes or {}), ("--value", values or {})):
         for name, items in given.items():
             if dim in (getattr(inputs.get(name), "shape", None) or ()):
-                text = format_shape(tuple(items)) if option == "--shape" else ",".join(map(str, items))
+                text = format_shape(items if items is None else tuple(items)) if option == "--shape" else ",".join(map(str, items))
                 return name, f"{option} {name}={text}"
     return None
 
@@ -400,6 +417,22 @@ def _check_elements(name: str, shape: Sequence[object], declared: Sequence[objec
         except UsageError as exc:
             raise UsageError(f"{exc} (element {k} of --shape {name}={format_shape(shape)})") from None
     return tuple(checked)
+
+
+def _check_optional(name: str, shape: Sequence[object] | None, t: object) -> tuple | None:  # type: ignore[type-arg]
+    """An optional input's binding: None (``o=none``: no value), the shape of the tensor it holds,
+    or the element shapes of the sequence it holds."""
+    if shape is None:
+        return None
+    holds = getattr(t, "holds", "")
+    if holds == "sequence_type":
+        return _check_elements(name, shape, t.shape)  # type: ignore[attr-defined]
+    if holds != "tensor":
+        raise UsageError(f"--shape {name}: input '{name}' is an optional of a type graphmem cannot bind (only none)")
+    if is_sequence_binding(shape):
+        raise UsageError(f"--shape {name}={format_shape(shape)}: input '{name}' is an optional tensor; give its shape "
+                         f"(--shape {name}=D0xD1) or --shape {name}=none; [..] is for a sequence's elements")
+    return _check_shape(name, shape, t.shape)  # type: ignore[arg-type, attr-defined]
 
 
 def _check_shape(name: str, shape: Sequence[int], declared: Sequence[object] | None) -> tuple[int, ...]:

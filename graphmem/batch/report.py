@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from graphmem.analysis.dims import inputs_text
+from graphmem.analysis.dims import inputs_text, shape_json
 from graphmem.batch.search import (
     QUADRATIC_RULE,
     FitCheck,
@@ -42,7 +42,7 @@ def sweep_json(s: Sweep) -> dict[str, Any]:
         "model": {"path": s.path},
         "dim": s.dim,
         "fixed_dims": dict(s.fixed),
-        "shapes": {k: list(v) for k, v in s.shapes.items()},
+        "shapes": {k: shape_json(v) for k, v in s.shapes.items()},
         "values": {k: list(v) for k, v in s.values.items()},
         "as_dtype": s.as_dtype,
         "rows": [
@@ -202,7 +202,7 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
     if isinstance(r, FitCheck):
         split, top = parts(a)
         doc.update(mode="check", model={"path": a.model.path}, dims=dict(a.model.dims),
-                   shapes={k: list(v) for k, v in a.model.shapes.items()},
+                   shapes={k: shape_json(v) for k, v in a.model.shapes.items()},
                    values={k: list(v) for k, v in a.model.values.items()},
                    fits=r.fits, total_bytes=r.total_bytes, needed_bytes=r.needed_bytes,
                    headroom_bytes=r.headroom_bytes, breakdown=split, dominant=top,
@@ -222,7 +222,7 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
         probes.append(row)
     doc.update(
         mode="solve", solve=r.dim, dims=dict(r.dims), largest=r.largest, fits=r.largest > 0,
-        shapes={k: list(v) for k, v in r.shapes.items()}, values={k: list(v) for k, v in r.values.items()},
+        shapes={k: shape_json(v) for k, v in r.shapes.items()}, values={k: list(v) for k, v in r.values.items()},
         unbounded=r.unbounded, limit=r.limit,
         total_bytes=r.total_bytes, next_total_bytes=r.next_total_bytes,
         next_complete=r.next_complete,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from graphmem.analysis.dims import shape_json
 from graphmem.optable import op_key
 from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
 from graphmem.cli.gate import FormatOption, OutputOption
@@ -71,7 +72,7 @@ def layers_json(
         "model": {
             "path": path,
             "dims": dict(a.model.dims),
-            "shapes": {k: list(s) for k, s in a.model.shapes.items()},
+            "shapes": {k: shape_json(s) for k, s in a.model.shapes.items()},
             "values": {k: list(x) for k, x in a.model.values.items()},
         },
         "layers": layers,

@@ -207,10 +207,14 @@ def _dims(value: Any, what: str, prefix: str) -> dict[str, int]:
 
 def _int_lists(value: Any, what: str, prefix: str, *, minimum: int | None, nested: bool = False) -> dict[str, tuple]:  # type: ignore[type-arg]
     """``shapes = { x = [1, 3, 48, 192] }`` / ``values = { sr = [16000] }`` (a bare int is one value);
-    ``nested``: ``shapes = { s = [[4, 100], [2, 100]] }``, a sequence input's element shapes."""
+    ``nested``: ``shapes = { s = [[4, 100], [2, 100]] }``, a sequence input's element shapes, and
+    ``o = "none"``, an optional input without a value."""
     table = _table(value, what, prefix)
     out: dict[str, tuple] = {}  # type: ignore[type-arg]
     for name, items in table.items():
+        if nested and isinstance(items, str) and items.strip().lower() == "none":
+            out[name] = None  # an optional input without a value
+            continue
         if nested and isinstance(items, list) and items and all(isinstance(e, list) for e in items):
             out[name] = tuple(_int_lists({name: e}, what, prefix, minimum=minimum)[name] for e in items)
             continue

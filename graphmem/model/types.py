@@ -28,13 +28,17 @@ class TensorType:
     ``kind`` is "tensor" for dense tensors; sequences, maps and optionals keep their kind. A
     sequence (``sequence_type``) has its elements' element type and, as ``shape``, the shape the
     file or ONNX inference gives every element; ``elements`` are the types of its elements in
-    order when the runtime view knows them (None: unknown), the only way its size is known.
+    order when the runtime view knows them (None: unknown), the only way its size is known. An
+    optional (``optional_type``) has what it holds as ``holds`` ("tensor" or "sequence_type"; ""
+    when not known), that value's element type and shape, and as ``elements`` the tensors it
+    holds (``()`` holding nothing, ``holds`` "": an optional without a value).
     """
 
     dtype: int
     shape: Shape | None
     kind: str = "tensor"
     elements: tuple[TensorType, ...] | None = None
+    holds: str = ""
 
 
 UNKNOWN = TensorType(dtype=0, shape=None)
@@ -46,6 +50,10 @@ def type_from_proto(tp: onnx.TypeProto) -> TensorType:
     if which == "sequence_type" and tp.sequence_type.elem_type.WhichOneof("value") == "tensor_type":
         element = type_from_proto(tp.sequence_type.elem_type)
         return TensorType(dtype=element.dtype, shape=element.shape, kind="sequence_type")
+    if which == "optional_type" and tp.optional_type.elem_type.WhichOneof("value") in ("tensor_type", "sequence_type"):
+        held = type_from_proto(tp.optional_type.elem_type)
+        if held.kind in ("tensor", "sequence_type"):
+            return TensorType(dtype=held.dtype, shape=held.shape, kind="optional_type", holds=held.kind)
     if which != "tensor_type":
         return TensorType(dtype=0, shape=None, kind=which or "unknown")
     tt = tp.tensor_type
@@ -67,6 +75,9 @@ def type_to_proto(t: TensorType) -> onnx.TypeProto:
     tp = onnx.TypeProto()
     if t.kind == "sequence_type":  # a sequence of tensors: its element type
         tp.sequence_type.elem_type.CopyFrom(type_to_proto(TensorType(dtype=t.dtype, shape=t.shape)))
+        return tp
+    if t.kind == "optional_type" and t.holds and t.dtype:  # an optional: what it holds
+        tp.optional_type.elem_type.CopyFrom(type_to_proto(TensorType(dtype=t.dtype, shape=t.shape, kind=t.holds)))
         return tp
     tt = tp.tensor_type
     tt.elem_type = t.dtype

@@ -468,7 +468,8 @@ _NONE = (
     # SplitToSequence's pieces) are values of the program (graphmem.model.program.sequence_elements),
     # not scratch; run alone (tests/ort/test_sequences.py) their in-use high is the replay's.
     + [("", op) for op in ("SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt",
-                           "SequenceLength", "ConcatFromSequence", "SplitToSequence", "Optional", "OptionalHasElement")]
+                           "SequenceLength", "ConcatFromSequence", "SplitToSequence", "Optional", "OptionalHasElement",
+                           "OptionalGetElement")]
     + [("", op) for op in (
         "Add", "And", "AveragePool", "Cast", "Clip", "Concat", "ConstantOfShape",
         "Div", "Dropout", "Elu", "Equal", "Erf", "Expand", "Flatten", "Gather", "GatherElements", "Gemm",

@@ -33,7 +33,7 @@ from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.model.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
 from graphmem.model.subgraphs import is_control_flow
 from graphmem.shapes.controlflow import ControlFlowShapes, infer_control_flow
-from graphmem.shapes.sequences import infer_sequence, sequence_of
+from graphmem.shapes.sequences import bound_optional, infer_sequence, sequence_of
 
 __all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape", "op_schema"]
 
@@ -116,6 +116,9 @@ def infer_types(
     for name, t in model.inputs.items():
         if t.kind == "sequence_type" and name in shapes:  # --shape s=[2x3,4x3]: its elements
             types[name] = sequence_of(t.dtype, tuple(TensorType(dtype=t.dtype, shape=tuple(e)) for e in shapes[name]), t)
+            continue
+        if t.kind == "optional_type" and name in shapes:  # --shape o=4x100, o=[2x3], o=none
+            types[name] = bound_optional(t, shapes[name])
             continue
         shape = tuple(shapes[name]) if name in shapes else bind_shape(t.shape, dims)
         types[name] = replace(t, shape=shape)  # a sequence keeps its elements

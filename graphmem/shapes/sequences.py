@@ -6,7 +6,8 @@ kernels do (``core/providers/cpu/sequence/sequence_ops.cc``, ``concat_from_seque
 SequenceEmpty has none; SequenceConstruct has its inputs; SequenceInsert its input's elements
 and the tensor, at ``position`` (default: appended); SequenceErase drops the one at ``position``
 (default: the last); SplitToSequence the pieces of its input; Identity passes a sequence on.
-SequenceAt, SequenceLength and ConcatFromSequence read them. A position or split that is not a
+SequenceAt, SequenceLength and ConcatFromSequence read them. An optional holds a tensor or a
+sequence's elements (Optional, OptionalGetElement, an optional graph input bound with ``--shape``). A position or split that is not a
 known value leaves the elements unknown (the sequence is then unresolved, never guessed).
 
 How the elements' buffers are shared between sequences is the program's business
@@ -15,7 +16,8 @@ How the elements' buffers are shared between sequences is the program's business
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import onnx
@@ -23,7 +25,7 @@ from onnx import helper
 
 from graphmem.model.types import Dim, TensorType, is_concrete
 
-__all__ = ["SEQUENCE_OPS", "infer_sequence", "sequence_of", "is_sequence"]
+__all__ = ["SEQUENCE_OPS", "infer_sequence", "sequence_of", "is_sequence", "optional_of", "bound_optional"]
 
 #: Ops of the default domain whose runtime types this module gives.
 SEQUENCE_OPS = frozenset({
@@ -82,10 +84,18 @@ def infer_sequence(
     if op == "Optional":  # optional.cc: copies its input (a tensor, or a sequence's elements) in
         return {out: _optional(node, ins[0] if ins else None)}, {}
     if op == "OptionalHasElement" and ins and ins[0] is not None and ins[0].kind == "optional_type" and ins[0].elements is not None:
-        # empty only as Optional() without an input makes it (no element type): an optional of
-        # an empty sequence holds no tensor, yet has its element (`core/providers/cpu/optional/optional_ops.cc`)
-        empty = ins[0].elements == () and not ins[0].dtype
+        # empty only as Optional() without an input makes it (or `--shape o=none`: holding nothing):
+        # an optional of an empty sequence holds no tensor, yet has its element
+        # (`core/providers/cpu/optional/optional_ops.cc`)
+        empty = ins[0].elements == () and not ins[0].holds
         return {out: TensorType(dtype=onnx.TensorProto.BOOL, shape=())}, {out: np.array(not empty)}
+    if op == "OptionalHasElement" and ins and ins[0] is not None and ins[0].kind in ("tensor", _SEQ) and ins[0].dtype:
+        # opset 18 takes a tensor or a sequence itself (a Loop feeding its carried sequence back
+        # into an optional body input): it has its element (optional_ops.cc: IsAllocated)
+        return {out: TensorType(dtype=onnx.TensorProto.BOOL, shape=())}, {out: np.array(True)}
+    if op == "OptionalGetElement" and ins and ins[0] is not None:
+        held = _held(ins[0])
+        return ({out: held}, {}) if held is not None else None
     if op not in SEQUENCE_OPS:
         return None
     if op == "SequenceEmpty":
@@ -135,9 +145,41 @@ def _optional(node: onnx.NodeProto, x: TensorType | None) -> TensorType:
         return TensorType(dtype=0, shape=None, kind="optional_type", elements=())
     if x is None:
         return TensorType(dtype=0, shape=None, kind="optional_type")
+    return optional_of(x)
+
+
+def optional_of(x: TensorType) -> TensorType:
+    """An optional holding ``x`` (a tensor, or a sequence: its elements)."""
     if is_sequence(x):
-        return TensorType(dtype=x.dtype, shape=x.shape, kind="optional_type", elements=x.elements)
-    return TensorType(dtype=x.dtype, shape=x.shape, kind="optional_type", elements=(x,) if x.kind == "tensor" else None)
+        return TensorType(dtype=x.dtype, shape=x.shape, kind="optional_type", elements=x.elements, holds=_SEQ)
+    tensor = x.kind == "tensor"
+    return TensorType(dtype=x.dtype, shape=x.shape, kind="optional_type", elements=(x,) if tensor else None,
+                      holds="tensor" if tensor else "")
+
+
+def bound_optional(declared: TensorType, binding: Sequence[object] | None) -> TensorType:
+    """An optional graph input as ``--shape`` binds it: ``None`` (``o=none``) an optional without
+    a value; otherwise the shape of the tensor it holds, or its sequence's element shapes."""
+    if binding is None:
+        return TensorType(dtype=0, shape=None, kind="optional_type", elements=())
+    if declared.holds == _SEQ:
+        elements = tuple(TensorType(dtype=declared.dtype, shape=tuple(e)) for e in binding)  # type: ignore[arg-type]
+        return optional_of(sequence_of(declared.dtype, elements, replace(declared, kind=_SEQ)))
+    return optional_of(TensorType(dtype=declared.dtype, shape=tuple(binding)))  # type: ignore[arg-type]
+
+
+def _held(x: TensorType) -> TensorType | None:
+    """What OptionalGetElement returns for ``x`` (opset 18 also takes a tensor or a sequence
+    itself: returned as is); None when not known (or an optional without a value: an error at run)."""
+    if x.kind in ("tensor", _SEQ):
+        return x
+    if x.kind != "optional_type" or x.elements is None or (x.elements == () and not x.holds):
+        return None
+    if x.holds == _SEQ:
+        return sequence_of(x.dtype, x.elements)
+    if x.holds == "tensor" and len(x.elements) == 1:
+        return x.elements[0]
+    return None
 
 
 def _concat(node: onnx.NodeProto, elements: tuple[TensorType, ...] | None) -> TensorType | None:

@@ -42,7 +42,8 @@ def make_feeds(
     integer inputs named ``attention_mask``, all ones (a full sequence).
     ``shapes`` give inputs' whole shapes (``--shape``) and ``values`` their values (``--value``,
     laid out in the input's shape); a sequence input's feed is a list of random arrays of the
-    element shapes ``shapes`` gives it (``--shape s=[2x3,4x3]``).
+    element shapes ``shapes`` gives it (``--shape s=[2x3,4x3]``); an optional input's is what it
+    holds, or None for ``--shape o=none`` (what onnxruntime's Python API takes for no value).
     """
     if int_range is not None:
         _check_range(int_range)
@@ -51,9 +52,16 @@ def make_feeds(
     rng = np.random.default_rng(check_seed(seed))
     wanted = []
     sequences = []
+    absent: list[str] = []
     for value in graph.input:
         if value.name in initializers:
             continue
+        if value.type.WhichOneof("value") == "optional_type":
+            held = _optional_held(value, shapes)
+            if held is None:
+                absent.append(value.name)  # o=none: onnxruntime takes None for an optional without a value
+                continue
+            value = held
         if _is_tensor_sequence(value):
             sequences.append((value, _sequence_elements(value, shapes)))
             continue
@@ -63,7 +71,7 @@ def make_feeds(
     fresh = [(dtype, shape) for value, dtype, shape in wanted if not (values and value.name in values)]
     fresh += [(dtype, shape) for _, (dtype, elements) in sequences for shape in elements]
     check_allocation(sum(generation_bytes(dtype, shape) for dtype, shape in fresh), "random inputs")
-    feeds: dict[str, np.ndarray] = {}
+    feeds: dict[str, np.ndarray] = dict.fromkeys(absent)  # type: ignore[arg-type]
     for value, (dtype, elements) in sequences:  # a list of arrays: onnxruntime's feed for a sequence
         feeds[value.name] = [random_array(rng, dtype, shape, DEFAULT_INT_RANGE) for shape in elements]  # type: ignore[assignment]
     for value, dtype, shape in wanted:
@@ -136,6 +144,20 @@ def _sequence_elements(
     except (KeyError, TypeError, ValueError) as exc:
         raise MeasureError(f"input {value.name!r} has unsupported element type {elem}") from exc
     return dtype, tuple(tuple(int(d) for d in e) for e in shapes[value.name])  # type: ignore[union-attr]
+
+
+def _optional_held(value: onnx.ValueInfoProto, shapes: Mapping[str, object] | None) -> onnx.ValueInfoProto | None:
+    """An optional input as the value it holds (a tensor or a sequence of tensors, fed as one),
+    or None for ``--shape NAME=none``; MeasureError without a binding."""
+    if not shapes or value.name not in shapes:
+        raise MeasureError(f"input {value.name!r} is optional: give what it holds (--shape {value.name}=D0xD1, "
+                           f"or [D0xD1,...] for a sequence) or --shape {value.name}=none; cannot make a feed")
+    if shapes[value.name] is None:
+        return None
+    held = onnx.ValueInfoProto()
+    held.name = value.name
+    held.type.CopyFrom(value.type.optional_type.elem_type)
+    return held
 
 
 def input_dtype(value: onnx.ValueInfoProto) -> np.dtype:

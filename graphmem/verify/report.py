@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from graphmem.analysis.dims import shape_json
 from graphmem.gate.budgets import GateResult
 from graphmem.units import format_bytes
 from graphmem.verify.compare import Verification
@@ -23,7 +24,7 @@ def verify_json(
         "model": {
             "path": path,
             "dims": dict(dims),
-            "shapes": {k: list(s) for k, s in v.analysis.model.shapes.items()},
+            "shapes": {k: shape_json(s) for k, s in v.analysis.model.shapes.items()},
             "values": {k: list(x) for k, x in v.analysis.model.values.items()},
         },
         "verify": {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from graphmem.analysis.dims import shape_json
 from graphmem.analysis.result import Analysis, Approximation
 from graphmem.ort.session import PlacementInfo
 from graphmem.units import byte_table, format_count
@@ -31,7 +32,7 @@ def model_json(a: Analysis) -> dict[str, Any]:
         "nodes": a.model.nodes,
         "dims": dict(a.model.dims),
         "graph_opt": a.model.graph_opt,
-        "shapes": {k: list(s) for k, s in a.model.shapes.items()},
+        "shapes": {k: shape_json(s) for k, s in a.model.shapes.items()},
         "values": {k: list(x) for k, x in a.model.values.items()},
     }
 

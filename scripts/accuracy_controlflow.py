@@ -5,7 +5,7 @@
 Models: the onnx.helper cases of ``scripts/make_controlflow_models.py`` (built if missing), the
 TorchScript exports of ``scripts/export_controlflow_torch.py`` (when present; they need torch),
 onnx's own node tests with If/Loop/Scan/SequenceMap (on their own inputs; a sequence input's element
-shapes given as ``--shape s=[…]``), and the real-world corpus models
+shapes given as ``--shape s=[…]``, an optional input's as what it holds or ``o=none``), and the real-world corpus models
 with control flow (``GRAPHMEM_REALWORLD``, default /work/cache/realworld). Each binding (``--dim``,
 ``--value``) is predicted with ``graphmem.analyze_graph_opt`` and measured with onnxruntime (CPU,
 1 thread, run 1 requested peak, profiler memory fields) at ``--graph-opt none`` and ``all``.
@@ -90,9 +90,22 @@ def node_cases(tmp: Path) -> list[dict]:  # type: ignore[type-arg]
                   if isinstance(feeds.get(i.name), list) and i.type.WhichOneof("value") == "sequence_type"}
         shapes.update({i.name: tuple(feeds[i.name].shape) for i in case.model.graph.input
                        if isinstance(feeds.get(i.name), np.ndarray) and not _fixed(i)})
+        # an optional input: what it holds (--shape o=4x100, o=[…]), or o=none
+        shapes.update({i.name: _held_shape(feeds.get(i.name)) for i in case.model.graph.input
+                       if i.type.WhichOneof("value") == "optional_type"})
         out.append({"name": case.name, "path": str(path), "source": "onnx node test", "feeds": feeds,
                     "bindings": [{"label": "own inputs", "dims": {}, "values": values, "shapes": shapes}]})
     return out
+
+
+def _held_shape(feed: object) -> tuple | None:  # type: ignore[type-arg]
+    """An optional input's --shape binding from its feed: None (no value), a sequence's element
+    shapes, or a tensor's shape."""
+    if feed is None:
+        return None
+    if isinstance(feed, list):
+        return tuple(tuple(np.asarray(e).shape) for e in feed)
+    return tuple(np.asarray(feed).shape)
 
 
 def _fixed(value: onnx.ValueInfoProto) -> bool:

@@ -44,7 +44,8 @@ ShapeOption = Annotated[
     typer.Option(
         "--shape",
         help="Set an input's whole shape: INPUT=D0xD1x... (repeatable), e.g. --shape x=1x3x48x192; "
-        "overrides named, unnamed, -1 and shared-name dims.",
+        "overrides named, unnamed, -1 and shared-name dims; a sequence input's elements: s=[4x100,2x100]; "
+        "an optional input: what it holds, or o=none.",
         show_default=False,
     ),
 ]

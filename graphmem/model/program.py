@@ -133,7 +133,9 @@ def sequence_elements(
             elif op == "SequenceErase" and t.elements is not None:
                 pos = _position(values, node, 1, len(src), insert=False)
                 holds[out] = src[:pos] + src[pos + 1 :]
-            elif op == "Identity":
+            elif op == "Identity" or (op == "OptionalGetElement" and out not in g.model.outputs):
+                # OptionalGetElement (Alias(0, 0), optional_ops.cc) takes its input's value; as a
+                # graph output (an If branch's) it copies the elements (CopySequenceTensor)
                 holds[out] = src
                 pinned.update(e for e in src if e is not None)
             else:  # SplitToSequence, Optional's copies, a Loop's or an If's: new buffers, one per element

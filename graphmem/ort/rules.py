@@ -4,7 +4,7 @@ These tables are tied to the runtime version they emulate; keep every such rule 
 
 * ``ALIAS``: the kernel's output *is* its input's buffer (``KernelDefBuilder::Alias``): views
   (``providers/cpu/tensor/reshape.cc``, ``squeeze.cc``, ``unsqueeze.cc``, ``flatten.cc``,
-  ``identity_op.cc``). Dropout on CPU is not an alias.
+  ``identity_op.cc``), OptionalGetElement (``optional/optional_ops.cc``). Dropout on CPU is not an alias.
 * ``MAY_INPLACE``: the output may take its input's buffer when that is the input's last use and
   the static shapes match (``KernelDefBuilder::MayInplace``): ``providers/cpu/activation/
   activations.cc``, ``math/clip.cc``, ``tensor/cast_op.cc``, ``math/softmax.cc``,
@@ -70,7 +70,11 @@ _INPLACE_OPS = (
 )
 
 #: (domain, op_type) -> ((input position, output position), ...)
-ALIAS: OpTable[Pairs] = OpTable(default_domain_ops(VIEW_OPS, ((0, 0),)))
+ALIAS: OpTable[Pairs] = OpTable(
+    default_domain_ops(VIEW_OPS, ((0, 0),)),
+    # providers/cpu/optional/optional_ops.cc (.Alias(0, 0)): the tensor an optional holds
+    {("", "OptionalGetElement"): ((0, 0),)},
+)
 MAY_INPLACE: OpTable[Pairs] = OpTable(
     default_domain_ops(_INPLACE_OPS, ((0, 0),)),
     {

@@ -114,9 +114,9 @@ def main() -> int:
                 if not ok and exact:
                     verdict = "OFF, called exact"
                 failed += not ok
-                ip = v.predicted_scratch_bytes
+                ip, iq = v.predicted_scratch_bytes, v.measured_scratch_bytes  # iq None: set at session creation
                 print(f"{case.name:<30} {level:<4} {batch:>1} {p:>11,} {q:>11,} {ratio:>7.4f} "
-                      f"{(f'{ip:,}' if ip is not None else '-'):>11} {v.measured_scratch_bytes:>11,}  "
+                      f"{(f'{ip:,}' if ip is not None else '-'):>11} {(f'{iq:,}' if iq is not None else 'n/c'):>11}  "
                       f"{'yes' if exact else 'no ':<5}  {verdict}  ({time.perf_counter() - start:.1f}s)")
     print(f"\n{rows} measurements, {failed} off or failed (bar {TOLERANCE:.1%}); {missing} cases without a model")
     return 1 if failed else 0

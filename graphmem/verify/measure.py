@@ -107,7 +107,10 @@ class AllocatorRun:
     ``in_use_peak_bytes``: max mem_in_use_peak - in-use session baseline; kernel
     scratch included, in arena chunk sizes.  The allocator's high-water mark is
     cumulative, so it is exactly this run's only when the run raised it
-    (``in_use_peak_exact``); otherwise it is an upper bound set by an earlier run.
+    (``in_use_peak_exact``); otherwise it is an upper bound set by an earlier run. A mark set at
+    session creation by prepacking is not told apart here (the arena's held bytes, the bound, fall
+    back when the original weights are freed): ``graphmem verify`` compares with a session
+    without prepacking (:func:`graphmem.verify.compare._in_use_set_at_creation`).
     """
 
     provider: str

@@ -36,6 +36,8 @@ def verify_json(
             "measured_run2_bytes": v.measured_run2_bytes,
             "measured_scratch_bytes": v.measured_scratch_bytes,
             "predicted_scratch_bytes": v.predicted_scratch_bytes,
+            "measured_scratch_unpacked_bytes": v.measured_scratch_unpacked_bytes,
+            "scratch_note": v.scratch_note,
             "weights_held_bytes": v.weights_held_bytes,
             "predicted_weights_bytes": v.analysis.weights.bytes,
             "weights_measured_bytes": v.weights_unpacked_bytes,
@@ -87,6 +89,11 @@ def verify_table(v: Verification, *, path: str, gate: GateResult | None = None) 
         ),
         ("  run 2 (memory pattern)", None, v.measured_run2_bytes),
         ("  with kernel scratch", v.predicted_scratch_bytes, v.measured_scratch_bytes),
+        *(
+            [("  scratch, prepacking off", None, v.measured_scratch_unpacked_bytes)]
+            if v.scratch_note is not None
+            else []
+        ),
         ("weights (prepacking off)", v.analysis.weights.bytes, v.weights_unpacked_bytes),
         ("arena held before run 1", None, v.weights_held_bytes),
     ]
@@ -97,7 +104,11 @@ def verify_table(v: Verification, *, path: str, gate: GateResult | None = None) 
     for label, p, m in rows:
         ps = "" if p is None else format_bytes(p)
         ms = "" if m is None else format_bytes(m)
+        if label == "  with kernel scratch" and v.scratch_note is not None:
+            ms = "not comparable"
         lines.append(f"  {label:<26} {ps:>14} {ms:>14}")
+    if v.scratch_note is not None:
+        lines.append(f"  in-use with kernel scratch: {v.scratch_note}")
     lines.append(f"  ratio predicted/measured: {v.ratio:.4f} (tolerance {v.tolerance:.1%})")
     if v.divergence:
         d = v.divergence

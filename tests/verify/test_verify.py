@@ -92,3 +92,39 @@ def test_verify_predicts_what_peak_predicts_at_level_all(models_dir: Path, tmp_p
     peak = analyze_graph_opt(path, "all", dims=dims).activations.peak_bytes
     v = verify(path, dims=dims, graph_opt="all")
     assert v.predicted_bytes == peak == v.measured_bytes == 15_480
+
+
+def _shared_transb_gemms(tmp_path: Path) -> Path:
+    """x [1, 64] -> Gemm(W^T) -> Relu -> Gemm(W^T) -> y, one 64x64 weight W (16,384 B) for both."""
+    w = init("W", np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32))
+    m = model(
+        [
+            helper.make_node("Gemm", ["x", "W"], ["h"], name="g1", transB=1),
+            helper.make_node("Relu", ["h"], ["r"], name="relu"),
+            helper.make_node("Gemm", ["r", "W"], ["y"], name="g2", transB=1),
+        ],
+        [tensor("x", [1, 64])], [tensor("y", [1, 64])], [w],
+    )
+    return save(m, tmp_path / "shared_transb.onnx")
+
+
+def test_an_in_use_mark_set_at_session_creation_is_not_compared(tmp_path: Path) -> None:
+    # Prepacking the shared transB weight at session creation leaves the arena's high-water mark
+    # 16,384 B over the baseline before g1 runs; run 1 reaches 512 B (h 256 + r 256, then y 256
+    # as h goes; every 256 B in one 256 B chunk), and every event samples the same 16,384 mark.
+    # Shown as measured, it was 16.00 KiB vs 512 B predicted with no note. With prepacking off
+    # the run's own mark shows: 512.
+    path = _shared_transb_gemms(tmp_path)
+    v = verify(path)
+    assert v.passed and (v.predicted_bytes, v.measured_bytes) == (512, 512)
+    assert v.measured_scratch_bytes is None and v.measured_scratch_unpacked_bytes == v.predicted_scratch_bytes == 512
+    assert v.scratch_note is not None and "set at session creation (prepacking)" in v.scratch_note and "16.00 KiB" in v.scratch_note
+    r = invoke("verify", str(path), "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)["verify"]
+    assert (doc["measured_scratch_bytes"], doc["measured_scratch_unpacked_bytes"]) == (None, 512)
+    r = invoke("verify", str(path))
+    assert r.exit_code == 0 and "not comparable" in r.output and "scratch, prepacking off" in r.output
+    # at graph-opt all the weight is packed once per Gemm and the run sets its own mark: compared
+    w = verify(path, graph_opt="all")
+    assert (w.measured_scratch_bytes, w.scratch_note) == (512, None)

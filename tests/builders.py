@@ -231,3 +231,17 @@ def run_graphmem(*args: str, cwd: Path | None = None, timeout: float = 120) -> s
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
     return subprocess.run([sys.executable, "-m", "graphmem", *args], capture_output=True, text=True,
                           cwd=cwd or ROOT, env=env, timeout=timeout)
+
+
+def ort_loads(path: Path) -> bool:
+    """Whether a real onnxruntime session (CPU, ORT_DISABLE_ALL) loads ``path``."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001  (onnxruntime raises its own Fail/InvalidGraph types)
+        return False
+    return True

@@ -10,25 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from graphmem.model.types import TensorType
 from graphmem.ort.scratch import kernel_scratch
 
-from builders import IR_VERSION, outcome, save
-
-
-def _ort_loads(path: Path) -> bool:
-    so = ort.SessionOptions()
-    so.log_severity_level = 4
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    try:
-        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    except Exception:  # noqa: BLE001  (onnxruntime raises its own Fail/InvalidGraph types)
-        return False
-    return True
+from builders import IR_VERSION, ort_loads, outcome, save
 
 
 def _relu(tmp_path: Path, ir_version: int | None) -> Path:
@@ -45,7 +33,7 @@ def _relu(tmp_path: Path, ir_version: int | None) -> Path:
 def test_make_model_default_ir_is_refused_as_onnxruntime_refuses_it(tmp_path: Path) -> None:
     path = _relu(tmp_path, None)  # onnx 1.23 writes its own IR version, 14
     assert onnx.load(str(path)).ir_version > 13
-    assert not _ort_loads(path)
+    assert not ort_loads(path)
     code, out, err = outcome("peak", str(path), "--dim", "batch=2")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("graphmem: error: ")
@@ -55,7 +43,7 @@ def test_make_model_default_ir_is_refused_as_onnxruntime_refuses_it(tmp_path: Pa
 @pytest.mark.parametrize("ir", [3, IR_VERSION, 13])
 def test_ir_versions_onnxruntime_loads_are_answered(tmp_path: Path, ir: int) -> None:
     path = _relu(tmp_path, ir)
-    assert _ort_loads(path)
+    assert ort_loads(path)
     code, out, err = outcome("peak", str(path), "--dim", "batch=2", "--json")
     assert code == 0, err
 
@@ -86,7 +74,7 @@ def _rnn(tmp_path: Path, op: str, **attrs: object) -> Path:
 )
 def test_rnn_attributes_the_cpu_kernel_refuses_are_refused(tmp_path: Path, op: str, attrs: dict, said: str) -> None:
     path = _rnn(tmp_path, op, **attrs)
-    assert not _ort_loads(path)
+    assert not ort_loads(path)
     for command in (["peak", str(path)], ["diff", str(path), str(path), "--json"]):
         code, out, err = outcome(*command)
         assert code == 2 and out == "", err
@@ -96,7 +84,7 @@ def test_rnn_attributes_the_cpu_kernel_refuses_are_refused(tmp_path: Path, op: s
 @pytest.mark.parametrize("op", ["GRU", "LSTM", "RNN"])
 def test_rnn_attributes_onnxruntime_loads_are_answered(tmp_path: Path, op: str) -> None:
     path = _rnn(tmp_path, op, hidden_size=2)
-    assert _ort_loads(path)
+    assert ort_loads(path)
     code, out, err = outcome("peak", str(path), "--json")
     assert code == 0, err
 
@@ -144,7 +132,7 @@ def _resize_or_pad(tmp_path: Path, op: str, **attrs: object) -> Path:
 )
 def test_mode_strings_the_cpu_kernel_refuses_are_refused(tmp_path: Path, op: str, attrs: dict, said: str) -> None:
     path = _resize_or_pad(tmp_path, op, **attrs)
-    assert not _ort_loads(path)
+    assert not ort_loads(path)
     code, out, err = outcome("peak", str(path))
     assert code == 2 and out == "", err
     assert err == f"graphmem: error: {path}: onnxruntime would refuse to load it: {op} node 'n0' {said}\n"
@@ -158,7 +146,7 @@ def test_mode_strings_the_cpu_kernel_refuses_are_refused(tmp_path: Path, op: str
 )
 def test_mode_strings_onnxruntime_loads_are_answered(tmp_path: Path, op: str, attrs: dict) -> None:
     path = _resize_or_pad(tmp_path, op, **attrs)
-    assert _ort_loads(path)
+    assert ort_loads(path)
     code, out, err = outcome("peak", str(path), "--json")
     assert code == 0, err
 
@@ -184,7 +172,7 @@ def _preview(tmp_path: Path, domain: str) -> Path:
 @pytest.mark.parametrize("domain", ["ai.onnx.preview", "ai.onnx.preview.training"])
 def test_preview_domains_onnxruntime_registers_no_op_of_are_refused(tmp_path: Path, domain: str) -> None:
     path = _preview(tmp_path, domain)
-    assert not _ort_loads(path)
+    assert not ort_loads(path)
     code, out, err = outcome("peak", str(path))
     assert code == 2 and out == "", err
     op = "FlexAttention" if domain == "ai.onnx.preview" else "Adagrad"
@@ -215,7 +203,7 @@ def test_a_tensor_type_without_element_type_is_refused(tmp_path: Path, where: st
                           opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
     onnx.checker.check_model(m, full_check=True)  # the checker lets it through
     path = save(m, tmp_path / f"{where}.onnx")
-    assert not _ort_loads(path)
+    assert not ort_loads(path)
     code, out, err = outcome("peak", str(path))
     assert code == 2 and out == "", err
     name = {"output": "y", "value_info": "h", "sequence": "y", "body": "t"}[where]
@@ -256,7 +244,7 @@ def _one_node(tmp_path: Path, op: str, opset: int, **attrs: object) -> Path:
 )
 def test_attributes_onnxruntime_refuses_are_refused(tmp_path: Path, op: str, opset: int, attrs: dict, said: str) -> None:
     path = _one_node(tmp_path, op, opset, **attrs)
-    assert not _ort_loads(path)
+    assert not ort_loads(path)
     code, out, err = outcome("peak", str(path))
     assert code == 2 and out == "", err
     assert err == f"graphmem: error: {path}: onnxruntime would refuse to load it: {op} node 'n0' {said}\n"
@@ -270,7 +258,7 @@ def test_attributes_onnxruntime_refuses_are_refused(tmp_path: Path, op: str, ops
 )
 def test_attributes_onnxruntime_loads_are_answered(tmp_path: Path, op: str, opset: int, attrs: dict) -> None:
     path = _one_node(tmp_path, op, opset, **attrs)
-    assert _ort_loads(path)
+    assert ort_loads(path)
     code, out, err = outcome("peak", str(path), "--json")
     assert code == 0, err
 
@@ -291,10 +279,10 @@ def test_old_ir_versions_as_onnxruntime_takes_them(tmp_path: Path, ir: int | Non
     path = save(m, tmp_path / "old.onnx")
     code, out, err = outcome("peak", str(path), "--json")
     if ir is None:
-        assert not _ort_loads(path)
+        assert not ort_loads(path)
         assert code == 2 and err.startswith("graphmem: error: ") and err.count("\n") == 1, err
     else:
-        assert _ort_loads(path)
+        assert ort_loads(path)
         assert code == 0, err
         # x [2] float: y 8 B is the only tensor the plan holds
         assert json.loads(out)["activations"]["peak_bytes"] == 8

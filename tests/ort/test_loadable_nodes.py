@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
@@ -15,24 +14,13 @@ import graphmem
 from graphmem.errors import InvalidModelError
 from graphmem.ort.loadable import _has_locale
 
-from builders import model, save, tensor
-
-
-def _ort_loads(path: Path) -> bool:
-    so = ort.SessionOptions()
-    so.log_severity_level = 4
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    try:
-        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    except Exception:  # noqa: BLE001  (onnxruntime raises its own Fail/InvalidGraph types)
-        return False
-    return True
+from builders import model, ort_loads, save, tensor
 
 
 def _refused(path: Path, phrase: str) -> None:
     with pytest.raises(InvalidModelError, match=phrase):
         graphmem.analyze(path)
-    assert not _ort_loads(path)
+    assert not ort_loads(path)
 
 
 @pytest.mark.skipif(_has_locale("en_US.UTF-8") is not False, reason="this machine has the en_US.UTF-8 locale")
@@ -48,7 +36,7 @@ def test_string_normalizer_locale_this_machine_lacks(tmp_path: Path) -> None:
     _refused(one(is_case_sensitive=0, stopwords=["a"]), "has no such locale")
     for fine in (one(is_case_sensitive=0), one(is_case_sensitive=1, stopwords=["a"]),
                  one(is_case_sensitive=1, case_change_action="LOWER", locale="C")):
-        assert graphmem.analyze(fine).activations.peak_bytes == 96 and _ort_loads(fine)  # 3 strings x 32 B
+        assert graphmem.analyze(fine).activations.peak_bytes == 96 and ort_loads(fine)  # 3 strings x 32 B
 
 
 def test_has_locale_knows_c() -> None:
@@ -63,4 +51,4 @@ def test_function_attribute_left_at_its_default(tmp_path: Path) -> None:
     node = helper.make_node("MeanVarianceNormalization", ["X"], ["Y"])
     path = save(model([node], [tensor("X", [2, 3, 4, 5])], [tensor("Y", [2, 3, 4, 5])], opset=13), tmp_path / "mvn.onnx")
     assert graphmem.analyze(path).activations.peak_bytes == 480
-    assert _ort_loads(path)
+    assert ort_loads(path)

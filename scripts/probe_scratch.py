@@ -44,6 +44,20 @@ from graphmem.verify import make_feeds, measure
 DIR = Path("/work/cache/types/models")
 
 
+def scratch_alone(single: onnx.ModelProto) -> int | None:
+    """The scratch of the one node of ``single``: its measured in-use high-water minus graphmem's
+    arena replay of it with scratch counted 0; None when either side refuses it."""
+    with tempfile.TemporaryDirectory() as work:
+        file = Path(work) / "one.onnx"
+        onnx.save(single, str(file))
+        try:
+            run = measure(str(file), make_feeds(single, {}, seed=0), graph_opt="none", threads=1, runs=1).runs[0]
+            alone = scratch_profile(graphmem.analyze(file)).peak_bytes
+        except GraphmemError:
+            return None
+    return run.in_use_peak_bytes - alone
+
+
 def one_node(node: onnx.NodeProto, source: onnx.ModelProto, types) -> onnx.ModelProto | None:  # type: ignore[no-untyped-def]
     """``node`` alone: its initializers copied, its other inputs graph inputs of their types."""
     inits = {t.name: t for t in source.graph.initializer}
@@ -102,20 +116,9 @@ def main() -> int:
                         continue
                     done.add(sig)
                     single = one_node(node, source, result.types)
-                    if single is None:
-                        continue
-                    with tempfile.TemporaryDirectory() as work:
-                        file = Path(work) / "one.onnx"
-                        onnx.save(single, str(file))
-                        try:
-                            run = measure(str(file), make_feeds(single, {}, seed=0), graph_opt="none", threads=1, runs=1).runs[0]
-                        except GraphmemError:
-                            continue
-                        try:  # the same node through graphmem's arena replay, its scratch counted 0
-                            alone = scratch_profile(graphmem.analyze(file)).peak_bytes
-                        except GraphmemError:
-                            continue
-                    seen[sig[0]].append(run.in_use_peak_bytes - alone)
+                    scratch = None if single is None else scratch_alone(single)
+                    if scratch is not None:
+                        seen[sig[0]].append(scratch)
     print(f"{'op':<40} {'nodes':>5} {'smallest':>12} {'largest':>12}")
     for op, scratch in sorted(seen.items()):
         print(f"{op:<40} {len(scratch):>5} {min(scratch):>12,} {max(scratch):>12,}")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,13 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import graphmem  # noqa: E402
 from accuracy_controlflow import helper_models, realworld_models, torch_models  # noqa: E402
-from graphmem.analysis.scratch import scratch_profile  # noqa: E402
+from probe_scratch import scratch_alone  # noqa: E402
 from graphmem.errors import GraphmemError  # noqa: E402
 from graphmem.model.subgraphs import is_control_flow  # noqa: E402
 from graphmem.model.types import is_concrete  # noqa: E402
 from graphmem.optable import op_key  # noqa: E402
 from graphmem.ort.scratch import SCRATCH_RULES  # noqa: E402
-from graphmem.verify import make_feeds, measure  # noqa: E402
 
 
 def graphs(a):  # type: ignore[no-untyped-def]
@@ -107,17 +105,9 @@ def main() -> int:
                     continue
                 done.add(sig)
                 single = one_node(node, graph, types)
-                if single is None:
-                    continue
-                with tempfile.TemporaryDirectory() as work:
-                    file = Path(work) / "one.onnx"
-                    onnx.save(single, str(file))
-                    try:
-                        run = measure(str(file), make_feeds(single, {}, seed=0), graph_opt="none", threads=1, runs=1).runs[0]
-                        alone = scratch_profile(graphmem.analyze(file)).peak_bytes
-                    except GraphmemError:
-                        continue
-                seen[sig[0]].append(run.in_use_peak_bytes - alone)
+                scratch = None if single is None else scratch_alone(single)
+                if scratch is not None:
+                    seen[sig[0]].append(scratch)
     print(f"{'op':<40} {'nodes':>5} {'smallest':>12} {'largest':>12}")
     for op, scratch in sorted(seen.items()):
         print(f"{op:<40} {len(scratch):>5} {min(scratch):>12,} {max(scratch):>12,}")

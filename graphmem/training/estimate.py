@@ -154,10 +154,7 @@ def estimate_training(
         frozen=tuple(frozen),
         foreach=foreach,
     )
-    model, inlined = _as_pytorch_runs_it(load_model(path), dims=dims, shapes=shapes, values=values)
-    analysis = analyze_model(model, dims=dims, shapes=shapes, values=values, as_dtype=_AS_DTYPE[config.precision],
-                             kernel_rules=False)
-    return _with_notes(estimate_training_analysis(analysis, config), inlined)
+    return _trained_as_pytorch_runs_it(load_model(path), config, {"dims": dims, "shapes": shapes, "values": values})
 
 
 _AS_DTYPE = {"fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16"}
@@ -167,16 +164,47 @@ def _with_notes(est: TrainingEstimate, inlined: tuple[str, ...]) -> TrainingEsti
     return replace(est, warnings=(*est.warnings, *(f"control flow: {note}" for note in inlined))) if inlined else est
 
 
-def _as_pytorch_runs_it(model: Model, **inputs) -> tuple[Model, tuple[str, ...]]:  # type: ignore[no-untyped-def]
-    """The model with its If and Loop nodes replaced by the ops eager PyTorch runs
-    (:func:`graphmem.training.unroll.inline_control_flow`), and what each became."""
+#: Ifs with an unknown condition estimated both ways at most (2**N estimates), else refused.
+MAX_UNKNOWN_BRANCHES = 4
+
+
+def _trained_as_pytorch_runs_it(model: Model, config: TrainingConfig, inputs: Mapping[str, object],
+                                branches: Mapping[str, str] | None = None) -> TrainingEstimate:
+    """The estimate of ``model`` flattened as eager PyTorch runs it. An If whose condition is not
+    known is estimated with each branch inlined: the larger step peak is the figure (the then
+    branch on a tie), a warning names the If and both step peaks."""
+    from graphmem.training.unroll import UnknownBranch
+
+    branches = dict(branches or {})
+    try:
+        flat, inlined = _as_pytorch_runs_it(model, branches=branches, **inputs)
+    except UnknownBranch as unknown:
+        if len(branches) >= MAX_UNKNOWN_BRANCHES:
+            raise UnsupportedOpError(
+                f"{unknown}; graphmem train estimates at most {MAX_UNKNOWN_BRANCHES} Ifs of unknown condition both ways"
+            ) from None
+        then = _trained_as_pytorch_runs_it(model, config, inputs, {**branches, unknown.node: "then_branch"})
+        other = _trained_as_pytorch_runs_it(model, config, inputs, {**branches, unknown.node: "else_branch"})
+        larger, side = (then, "then") if then.step_peak_bytes >= other.step_peak_bytes else (other, "else")
+        note = (f"control flow: If '{unknown.node}': its condition '{unknown.condition}' is not known (--value binds it): "
+                f"the figures are its larger branch, {side} (step peak: then {then.step_peak_bytes:,} B, "
+                f"else {other.step_peak_bytes:,} B); not exact")
+        return replace(larger, warnings=(*larger.warnings, note))
+    analysis = analyze_model(flat, as_dtype=_AS_DTYPE[config.precision], kernel_rules=False, **inputs)  # type: ignore[arg-type]
+    return _with_notes(estimate_training_analysis(analysis, config), inlined)
+
+
+def _as_pytorch_runs_it(model: Model, branches: Mapping[str, str] | None = None, **inputs) -> tuple[Model, tuple[str, ...]]:  # type: ignore[no-untyped-def]
+    """The model with its If, Loop and Scan nodes replaced by the ops eager PyTorch runs
+    (:func:`graphmem.training.unroll.inline_control_flow`; ``branches``: the branch assumed for
+    an If of unknown condition), and what each became."""
     from graphmem.analysis.dims import resolve_inputs
     from graphmem.training.unroll import inline_control_flow
 
     if not any(is_control_flow(n) for n in model.nodes):
         return model, ()
     given = resolve_inputs(model.inputs, **inputs)
-    return inline_control_flow(model, dims=given.dims, shapes=given.shapes, values=given.values)
+    return inline_control_flow(model, dims=given.dims, shapes=given.shapes, values=given.values, branches=branches)
 
 
 def _flattened(a: Analysis, config: TrainingConfig) -> TrainingEstimate:
@@ -188,9 +216,7 @@ def _flattened(a: Analysis, config: TrainingConfig) -> TrainingEstimate:
         "shapes": a.model.shapes or None,
         "values": a.model.values or None,
     }
-    flat, inlined = _as_pytorch_runs_it(model, **inputs)
-    analysis = analyze_model(flat, as_dtype=_AS_DTYPE[config.precision], kernel_rules=False, **inputs)
-    return _with_notes(estimate_training_analysis(analysis, config), inlined)
+    return _trained_as_pytorch_runs_it(model, config, inputs)
 
 
 def layer_of(node_name: str, fallback: str) -> str:

@@ -1,5 +1,5 @@
 """Control flow as PyTorch trains it: an If whose branch is known is the ops of that branch, a
-Loop whose trip count is known is its body once per iteration.
+Loop whose trip count is known is its body once per iteration, a Scan its body once per slice.
 
 An ONNX If or Loop in a training export comes from Python control flow in the model's
 ``forward`` (``torch.jit.script``): eager PyTorch runs the branch the condition picks and the
@@ -18,8 +18,17 @@ control flow is left:
 * the weights a body holds are one parameter, shared by every iteration; those of an If's other
   branch exist too (parameters without a gradient).
 
-What cannot be estimated is refused in one line naming the node: an If whose condition is not
-known (``--value``), a Scan (a recurrence PyTorch has no op for: export it as a Python loop).
+* Scan: the Python loop ``for t in range(T)`` over the scanned axis (its length after shape
+  resolution): iteration t's body nodes renamed ``Scan_2/t/…``, scan input j's slice
+  ``x_j.select(axis_j, t)`` (a Gather of one index, a view; ``T-1-t`` when reversed), the state
+  of iteration t-1 as its state, scan output j the iterations' stacked on its axis (reversed:
+  in the opposite order); Scan 8 that loop per batch entry b (``Scan_2/b0/t/…``), its states
+  and inputs ``select(0, b)``, its outputs stacked on axis 0.
+
+An If whose condition is not known raises :class:`UnknownBranch` unless ``branches`` names the
+branch to assume: :mod:`graphmem.training.estimate` estimates both and keeps the larger. What
+cannot be estimated is refused in one line naming the node: a Loop whose trip count or a Scan
+whose length is not known, a Scan 8 whose batch entries scan different lengths.
 """
 
 from __future__ import annotations
@@ -40,12 +49,23 @@ from graphmem.ort.order import file_order
 from graphmem.shapes.controlflow import BodyRun
 from graphmem.shapes.infer import RUNTIME, infer_types
 
-__all__ = ["MAX_ROUNDS", "inline_control_flow"]
+__all__ = ["MAX_ROUNDS", "UnknownBranch", "inline_control_flow"]
 
 #: Nesting depth unrolled at most (each round removes one level).
 MAX_ROUNDS = 16
 
 _INT64, _BOOL = onnx.TensorProto.INT64, onnx.TensorProto.BOOL
+
+
+class UnknownBranch(UnsupportedOpError):
+    """An If whose condition is not known statically: the caller estimates both branches."""
+
+    def __init__(self, node: str, condition: str, path: str) -> None:
+        super().__init__(
+            f"{path}: graphmem train cannot tell which branch If '{node}' takes (its condition "
+            f"'{condition}' is not known): bind the inputs it depends on with --value NAME=V"
+        )
+        self.node, self.condition = node, condition
 
 
 def inline_control_flow(
@@ -54,10 +74,14 @@ def inline_control_flow(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
     values: Mapping[str, np.ndarray] | None = None,
+    branches: Mapping[str, str] | None = None,
 ) -> tuple[Model, tuple[str, ...]]:
-    """``model`` with every If and Loop replaced by the ops that run, and one line per node
-    saying what it became; the model itself when it has no control flow. Raises
+    """``model`` with every If, Loop and Scan replaced by the ops that run, and one line per node
+    saying what it became; the model itself when it has no control flow. ``branches`` names the
+    branch (``then_branch`` | ``else_branch``) assumed for an If whose condition is not known.
+    Raises :class:`UnknownBranch` for such an If not in ``branches``, and
     :class:`UnsupportedOpError` naming a node that cannot be estimated."""
+    branches = branches or {}
     notes: list[str] = []
     for _ in range(MAX_ROUNDS):
         if not any(is_control_flow(n) for n in model.nodes):
@@ -74,16 +98,25 @@ def inline_control_flow(
             cfs = shaped.bodies[nid]
             name = node.name or f"{node.op_type}_{nid}"
             if node.op_type == "If":
-                notes.append(flat.inline_if(node, name, cfs.runs))
+                runs, assumed = cfs.runs, False
+                if not runs and name in branches and branches[name] in cfs.branches:
+                    runs, assumed = (cfs.branches[branches[name]],), True
+                if not runs:
+                    raise UnknownBranch(name, node.input[0] if node.input else "", str(model.path))
+                notes.append(flat.inline_if(node, name, runs, assumed=assumed))
             elif node.op_type == "Loop":
                 if cfs.problem is not None:
                     raise UnsupportedOpError(f"{model.path}: graphmem train cannot unroll Loop '{name}': {cfs.problem} (bind it with --value)")
                 notes.append(flat.unroll_loop(node, name, cfs.runs))
             else:
-                raise UnsupportedOpError(
-                    f"{model.path}: graphmem train does not estimate Scan '{name}': a recurrence PyTorch has no op "
-                    "for (export the loop as Python code, which becomes a Loop)"
-                )
+                if cfs.problem is not None:
+                    raise UnsupportedOpError(f"{model.path}: graphmem train cannot unroll Scan '{name}': {cfs.problem} (bind it with --shape or --value)")
+                v8 = model.opsets.get("", 0) < 9
+                first = shaped.types.get(node.input[-1]) if v8 else None  # Scan 8: [batch, sequence, ...]
+                batch = first.shape[0] if first is not None and first.shape else None
+                if cfs.lengths is not None and (first is None or first.shape is None or set(cfs.lengths) != {first.shape[1]}):
+                    batch = None  # entries scanning fewer slices than the sequence: refused
+                notes.append(flat.unroll_scan(node, name, cfs.runs, batch if isinstance(batch, int) else None, v8=v8))
         model = flat.model()
     raise UnsupportedOpError(f"{model.path}: graphmem train unrolls control flow nested at most {MAX_ROUNDS} deep")
 
@@ -104,10 +137,11 @@ class _Flat:
 
     def constant(self, name: str, value: np.ndarray) -> str:
         """A constant of the unrolled loop (the iteration number, the condition, the stacking
-        axis): a Python value in PyTorch, no tensor memory (0 bytes), never a parameter."""
+        axis, a slice index): a Python value in PyTorch, no tensor memory (0 bytes), never a
+        parameter (0 elements)."""
         if name not in self.weights:
             dtype = onnx.helper.np_dtype_to_tensor_dtype(value.dtype)
-            self.weights[name] = Weight(name=name, dtype=dtype, dims=tuple(value.shape), numel=int(value.size),
+            self.weights[name] = Weight(name=name, dtype=dtype, dims=tuple(value.shape), numel=0,
                                         nbytes=0, external=False, from_constant_node=True)
             self.values[name] = value
         return name
@@ -133,12 +167,7 @@ class _Flat:
             self.nodes.append(_renamed(node, names, prefix))
         return names
 
-    def inline_if(self, node: onnx.NodeProto, name: str, runs: Sequence[BodyRun]) -> str:
-        if not runs:
-            raise UnsupportedOpError(
-                f"{self.source.path}: graphmem train cannot tell which branch If '{name}' takes (its condition "
-                f"'{node.input[0]}' is not known): bind the inputs it depends on with --value NAME=V"
-            )
+    def inline_if(self, node: onnx.NodeProto, name: str, runs: Sequence[BodyRun], *, assumed: bool = False) -> str:
         run = runs[0]
         attr = {"then_branch": "then", "else_branch": "else"}[run.attr]
         for other, graph in body_graphs(node):  # the other branch's parameters exist, unused
@@ -155,7 +184,7 @@ class _Flat:
         for b, out in zip(body_outs, node.output):
             if out and b not in direct:  # a value from outside returned as it is: the same tensor
                 self.nodes.append(helper.make_node("Identity", [names.get(b, b)], [out], name=f"{name}/{attr}/{out}"))
-        return f"If '{name}': its {attr} branch ({len(run.model.nodes)} ops)"
+        return f"If '{name}': its {attr} branch ({len(run.model.nodes)} ops{', assumed' if assumed else ''})"
 
     def unroll_loop(self, node: onnx.NodeProto, name: str, runs: Sequence[BodyRun]) -> str:
         carried = list(node.input[2:])
@@ -187,13 +216,104 @@ class _Flat:
                 empty = self.constant(f"{name}/{out}/empty", np.zeros([0, *dims], dtype))
                 self.nodes.append(helper.make_node("Identity", [empty], [out], name=f"{name}/{out}"))
                 continue
-            axes = self.constant(f"{name}/axes", np.array([0], np.int64))
-            stacked = []
-            for k, piece in enumerate(pieces):
-                stacked.append(f"{name}/{k}/{out}/unsqueezed")
-                self.nodes.append(helper.make_node("Unsqueeze", [piece, axes], [stacked[-1]], name=f"{name}/{k}/{out}/unsqueeze"))
-            self.nodes.append(helper.make_node("Concat", stacked, [out], name=f"{name}/{out}/stack", axis=0))
+            self.stack(name, out, pieces, axis=0)
         return f"Loop '{name}': its body unrolled {len(runs)} times"
+
+    def stack(self, name: str, out: str, pieces: Sequence[str], *, axis: int) -> None:
+        """``out`` = the per-iteration ``pieces`` stacked on ``axis`` (Unsqueeze + Concat, as
+        ``torch.stack`` of a Python list)."""
+        stacked = []
+        for k, piece in enumerate(pieces):
+            stacked.append(f"{name}/{k}/{out}/unsqueezed")
+            label = f"{name}/{k}/{out}/unsqueeze"
+            if self.source.opsets.get("", 0) < 13:  # axes an attribute before opset 13
+                self.nodes.append(helper.make_node("Unsqueeze", [piece], [stacked[-1]], name=label, axes=[axis]))
+            else:
+                axes = self.constant(f"{name}/axes/{axis}", np.array([axis], np.int64))
+                self.nodes.append(helper.make_node("Unsqueeze", [piece, axes], [stacked[-1]], name=label))
+        self.nodes.append(helper.make_node("Concat", stacked, [out], name=f"{name}/{out}/stack", axis=axis))
+
+    def select(self, name: str, x: str, index: int, axis: int, out: str) -> str:
+        """``out`` = ``x.select(axis, index)``: a Gather of one index (a view in PyTorch)."""
+        i = self.constant(f"{name}/index/{index}", np.array(index, np.int64))
+        self.nodes.append(helper.make_node("Gather", [x, i], [out], name=f"{out}/select", axis=axis))
+        return out
+
+    def unroll_scan(self, node: onnx.NodeProto, name: str, runs: Sequence[BodyRun], batch: int | None, *, v8: bool) -> str:
+        """A Scan as the Python loop ``for t in range(T)``: the state chained through the body's
+        copies, scan input j's slice ``x_j.select(axis_j, t)`` (``T-1-t`` reversed), scan output j
+        the iterations' ``torch.stack`` on its axis (reversed: in the opposite order). Scan 8 runs
+        that loop per batch entry b (states and inputs ``select(0, b)``, outputs stacked on 0)."""
+        attrs = {a.name: a for a in node.attribute}
+        n_scan = attrs["num_scan_inputs"].i
+        inputs = list(node.input[1:] if v8 else node.input)
+        n_state = len(inputs) - n_scan
+        outs = list(node.output)
+        n_scan_out = len(outs) - n_state
+
+        def ints(key: str, n: int) -> list[int]:
+            return list(attrs[key].ints) if key in attrs else [0] * n
+
+        if not runs:
+            raise UnsupportedOpError(f"{self.source.path}: graphmem train cannot unroll Scan '{name}': it scans no slices")
+        run = runs[0]
+        if not v8:
+            in_rev, in_axes = ints("scan_input_directions", n_scan), ints("scan_input_axes", n_scan)
+            out_rev, out_axes = ints("scan_output_directions", n_scan_out), ints("scan_output_axes", n_scan_out)
+            final, pieces = self._scan_steps(name, run, f"{name}/", inputs[:n_state], inputs[n_state:], in_axes, in_rev, len(runs))
+            for out, value in zip(outs[:n_state], final):
+                if out:
+                    self.nodes.append(helper.make_node("Identity", [value], [out], name=f"{name}/{out}"))
+            for j, out in enumerate(outs[n_state:]):
+                if out:
+                    self.stack(name, out, pieces[j][::-1] if out_rev[j] else pieces[j], axis=out_axes[j])
+            return f"Scan '{name}': its body unrolled {len(runs)} times"
+        # Scan 8: axis 0 batch, axis 1 sequence, in every state and scan input (scan_8.cc); a
+        # batch whose entries scan different lengths (sequence_lens) is no single Python loop
+        if not batch or len(runs) % batch:
+            raise UnsupportedOpError(
+                f"{self.source.path}: graphmem train cannot unroll Scan '{name}': its batch entries scan different "
+                "lengths (sequence_lens), or its batch size is not known"
+            )
+        in_rev = ints("directions", n_scan)
+        steps = len(runs) // batch
+        per_entry: list[tuple[list[str], list[list[str]]]] = []
+        for b in range(batch):
+            prefix = f"{name}/b{b}/"
+            states = [self.select(name, s, b, 0, f"{prefix}{s}") for s in inputs[:n_state]]
+            scans = [self.select(name, x, b, 0, f"{prefix}{x}") for x in inputs[n_state:]]
+            per_entry.append(self._scan_steps(name, run, prefix, states, scans, [0] * n_scan, in_rev, steps))
+        for i, out in enumerate(outs[:n_state]):
+            if out:
+                self.stack(f"{name}/state", out, [final[i] for final, _ in per_entry], axis=0)
+        for j, out in enumerate(outs[n_state:]):
+            if not out:
+                continue
+            rows = []
+            for b, (_, pieces) in enumerate(per_entry):
+                rows.append(f"{name}/b{b}/{out}")
+                self.stack(f"{name}/b{b}", rows[-1], pieces[j], axis=0)
+            self.stack(f"{name}/rows", out, rows, axis=0)
+        return f"Scan '{name}': its body unrolled {len(runs)} times ({batch} batch entries of {steps})"
+
+    def _scan_steps(self, name: str, run: BodyRun, prefix: str, states: Sequence[str], scans: Sequence[str],
+                    axes: Sequence[int], reverse: Sequence[int], steps: int) -> tuple[list[str], list[list[str]]]:
+        """``steps`` executions of a Scan body: the last states, and each scan output's pieces."""
+        feeds_in = [vi.name for vi in run.model.graph.input]
+        body_outs = [vi.name for vi in run.model.graph.output]
+        n_state = len(states)
+        current = list(states)
+        pieces: list[list[str]] = [[] for _ in body_outs[n_state:]]
+        for k in range(steps):
+            feeds = {b: c for b, c in zip(feeds_in[:n_state], current) if c}
+            for j, (b, x) in enumerate(zip(feeds_in[n_state:], scans)):
+                t = steps - 1 - k if reverse[j] else k
+                feeds[b] = self.select(name, x, t, axes[j], f"{prefix}{k}/{b}")
+            names = self.emit(run, f"{prefix}{k}/", f"{name}/body/", feeds, {})
+            current = [names.get(o, o) for o in body_outs[:n_state]]
+            for j, o in enumerate(body_outs[n_state:]):
+                pieces[j].append(names.get(o, o))
+        return current, pieces
 
 
 def _renamed(node: onnx.NodeProto, names: Mapping[str, str], prefix: str) -> onnx.NodeProto:

@@ -7,7 +7,7 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
 
 * **Conv**, oneDNN path (``aten::mkldnn_convolution``): the weight is reordered into a blocked
   layout on every call, and so is the input when its channels are a multiple of the block (8);
-  the result is computed into a blocked buffer (channels padded to the block) and copied out.
+  the result is computed into a blocked buffer (``aBcd16b``: channels padded to 16) and copied out.
   Backward computes the input gradient from reordered output gradient and weight into a blocked
   buffer, then the weight gradient from reordered output gradient and input into another: each
   blocked result lives while it is copied out.
@@ -49,10 +49,12 @@ __all__ = ["forward_temporaries", "backward_temporaries", "conv_uses_onednn", "u
 
 Temp = Callable[[OpView], int]
 
-#: oneDNN's channel block for fp32 on this class of machine (AVX2: 8; AVX-512 machines use 16).
+#: channels an input must be a multiple of for ATen to reorder it into oneDNN's blocked layout
+#: (measured on AVX-512; fewer channels go to oneDNN's first-convolution kernels in plain layout).
 BLOCK = 8
 
-#: fp32 lanes of the avx512_core kernels oneDNN picks for channels-last convolutions (``jcp.simd_w``)
+#: fp32 lanes of oneDNN's avx512_core kernels (``jcp.simd_w``): the channel block of blocked
+#: results and the padding of channels-last weights
 SIMD_W = 16
 
 
@@ -84,11 +86,14 @@ def _reordered(op: OpView, name: str) -> int:
 
 
 def _blocked(op: OpView, name: str) -> int:
-    """Bytes of a result computed in the blocked layout: channels padded to whole blocks."""
+    """Bytes of a result computed in the blocked layout ``aBcd16b``: channels padded to whole
+    ``SIMD_W`` blocks (a 1-channel result takes 16 channels' bytes; ONEDNN_VERBOSE shows
+    ``dst:f32:ap:blocked:aBcd16b`` for ``oc1`` and ``oc24``)."""
+    # oneDNN v3.12 src/cpu/x64/jit_avx512_common_conv_kernel.cpp and jit_avx512_common_1x1_conv_kernel.cpp, init_conf: oc_block = simd_w, oc = rnd_up(oc, oc_block)
     shape, size = _shape(op, name), _size(op, name)
     if shape is None or len(shape) < 2 or not shape[1]:
         return size
-    return size // shape[1] * (-(-shape[1] // BLOCK) * BLOCK)
+    return size // shape[1] * _rnd_up(shape[1], SIMD_W)
 
 
 def _columns(op: OpView) -> int:

@@ -422,6 +422,25 @@ def test_conv_forward_temporaries(batch: int, expected: int) -> None:
     assert e.activation_peak_bytes == expected
 
 
+@pytest.mark.parametrize(
+    "cout,expected",
+    [
+        # 1x1 conv 16 -> 1 at batch 2 (oneDNN): x f32[2,16,8,8] reordered (8192), W f32[1,16,1,1]
+        # (64), the result in aBcd16b with its 1 channel padded to 16: 2*16*8*8*4 = 8192, then
+        # copied out to y f32[2,1,8,8] (512): max(8192 + 64 + 8192, 8192 + 512) = 16448
+        # (UNet's head, torch 2.13 profiler: +1 MiB input reorder, +1 MiB blocked result)
+        (1, 16448),
+        # 16 -> 24: W 1536, y f32[2,24,8,8] 12288, blocked with 24 channels padded to 32: 16384;
+        # max(8192 + 1536 + 16384, 16384 + 12288) = 28672 (ONEDNN_VERBOSE: dst ap:blocked:aBcd16b)
+        (24, 28672),
+    ],
+)
+def test_conv_blocked_result_pads_channels_to_16(cout: int, expected: int) -> None:
+    nodes = [helper.make_node("Conv", ["x", "K"], ["y"], kernel_shape=[1, 1])]
+    e = estimate(nodes, [vi("x", [2, 16, 8, 8])], [vi("y", [2, cout, 8, 8])], [w("K", cout, 16, 1, 1)])
+    assert e.activation_peak_bytes == expected
+
+
 def test_public_surface() -> None:
     import graphmem.training as training
 

@@ -86,14 +86,17 @@ def _reordered(op: OpView, name: str) -> int:
 
 
 def _blocked(op: OpView, name: str) -> int:
-    """Bytes of a result computed in the blocked layout ``aBcd16b``: channels padded to whole
-    ``SIMD_W`` blocks (a 1-channel result takes 16 channels' bytes; ONEDNN_VERBOSE shows
-    ``dst:f32:ap:blocked:aBcd16b`` for ``oc1`` and ``oc24``)."""
-    # oneDNN v3.12 src/cpu/x64/jit_avx512_common_conv_kernel.cpp and jit_avx512_common_1x1_conv_kernel.cpp, init_conf: oc_block = simd_w, oc = rnd_up(oc, oc_block)
+    """Bytes of a result computed in the blocked layout: an ungrouped conv's channels padded to
+    whole ``SIMD_W`` blocks, ``aBcd16b`` (a 1-channel result takes 16 channels' bytes;
+    ONEDNN_VERBOSE shows ``dst:f32:ap:blocked:aBcd16b`` for ``oc1`` and ``oc24``). A grouped
+    conv is not padded (``ok_to_pad_channels`` needs one group; it tries 8- and 4-wide blocks
+    instead): kept at the old whole-``BLOCK`` figure, measured."""
+    # oneDNN v3.12 src/cpu/x64/jit_avx512_common_conv_kernel.cpp, jit_avx512_common_conv_fwd_kernel::init_conf: ok_to_pad_channels = ngroups == 1; oc = rnd_up(oc, simd_w)
     shape, size = _shape(op, name), _size(op, name)
     if shape is None or len(shape) < 2 or not shape[1]:
         return size
-    return size // shape[1] * _rnd_up(shape[1], SIMD_W)
+    block = SIMD_W if op.attr("group", 1) == 1 else BLOCK
+    return size // shape[1] * _rnd_up(shape[1], block)
 
 
 def _columns(op: OpView) -> int:

@@ -214,6 +214,13 @@ def conv_transpose_forward(op: OpView) -> int:
 
 
 def lstm_forward(op: OpView) -> int:
+    """One direction's ``mkldnn_rnn_layer`` at a time: both weights re-laid, the gates of every
+    step and the summed bias, freed when it returns. Only then does ``mkldnn_impl``
+    (``aten/src/ATen/native/mkldnn/RNN.cpp``) ``at::cat`` the two directions' outputs into the
+    graph's Y and ``at::stack`` the final states into Y_h and Y_c: outputs the step already
+    holds, so the temporaries count only beyond them (one direction: Y is the layer's own
+    result, allocated before its temporaries, and only the states come after). A transposed
+    (batch-first) input is first copied contiguous, beside everything."""
     x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
     if x is None or hidden is None:
         return 0
@@ -221,7 +228,14 @@ def lstm_forward(op: OpView) -> int:
     ld = good_ld(4 * hidden)
     weights = (size + hidden) * ld * 4
     scratch = steps * batch * ld * 4
-    return weights + scratch + 4 * hidden * 4
+    temps = weights + scratch + 4 * hidden * 4
+    # mkldnn_impl: ``input = input.contiguous()`` after the batch-first transpose, a copy of a
+    # transposed input alive for the whole call (each direction saves it for backward)
+    copy = 0 if op.contiguous(op.input(0)) else _size(op, op.input(0))
+    bidirectional = op.attr("direction", b"forward") in (b"bidirectional", "bidirectional")
+    later = [name for k, name in enumerate(op.outputs[:3]) if name and (k > 0 or bidirectional)]
+    after = sum(_size(op, name) for name in later)
+    return copy + max(temps, after) - after
 
 
 def lstm_backward(op: OpView) -> int:

@@ -724,6 +724,36 @@ def test_lstm_backward_temporaries_by_hand() -> None:
     assert backward_temporaries(view) == 6112
 
 
+@pytest.mark.parametrize(
+    "direction,orders,expected",
+    [
+        # I=4, H=6, T=5, B=2: good_ld(24) = 32; one direction's mkldnn_rnn_layer holds both weights
+        # re-laid (4 + 6) x 32 x 4 = 1280, the gates 5 x 2 x 32 x 4 = 1280 and the bias 96: 2656,
+        # freed before mkldnn_impl cats Y [5,2,2,6] (480) and stacks Yh, Yc [2,2,6] (96 each):
+        # 2656 - 672 = 1984 beyond the outputs the step holds
+        ("bidirectional", {}, 1984),
+        # batch-first: X = Transpose(...) is copied contiguous (160) beside everything
+        ("bidirectional", {"x": (1, 0, 2)}, 160 + 1984),
+        # one direction: Y [5,1,2,6] is the layer's result (allocated before the temporaries);
+        # only the stacked Yh, Yc [1,2,6] (48 each) come after: 2656 - 96 = 2560
+        ("forward", {}, 2560),
+    ],
+)
+def test_lstm_forward_temporaries_by_hand(direction: str, orders: dict, expected: int) -> None:
+    from graphmem.model.types import TensorType
+    from graphmem.training.saved import OpView
+    from graphmem.training.workspace import forward_temporaries
+
+    dirs = 2 if direction == "bidirectional" else 1
+    node = helper.make_node("LSTM", ["x", "W", "R"], ["Y", "Yh", "Yc"], hidden_size=6, direction=direction)
+    t = lambda *shape: TensorType(dtype=TensorProto.FLOAT, shape=shape)  # noqa: E731
+    types = {"x": t(5, 2, 4), "W": t(dirs, 24, 4), "R": t(dirs, 24, 6), "Y": t(5, dirs, 2, 6),
+             "Yh": t(dirs, 2, 6), "Yc": t(dirs, 2, 6)}
+    view = OpView(op_type="LSTM", node=node, inputs=("x", "W", "R"), outputs=("Y", "Yh", "Yc"), types=types,
+                  needs_grad=frozenset({"x", "W", "R"}), weights=frozenset({"W", "R"}), orders=orders)
+    assert forward_temporaries(view) == expected
+
+
 def test_large_kernel_conv_weight_gradient_is_named_unmodelled() -> None:
     nodes = [helper.make_node("Conv", ["x", "K"], ["y"], kernel_shape=[8, 8], strides=[8, 8])]
     est = estimate(nodes, [vi("x", [1, 3, 16, 16])], [vi("y", [1, 4, 2, 2])], [w("K", 4, 3, 8, 8)])

@@ -157,7 +157,8 @@ def infer_types(
             continue
         if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
             continue
-        inferred = _infer_node(model, node, types, values, serialized, data_bytes, blocks)
+        seen = types if run else _as_first_resolved(node, types, declared)
+        inferred = _infer_node(model, node, seen, values, serialized, data_bytes, blocks)
         if inferred is None:
             failed.append(nid)
             inferred = {}
@@ -183,6 +184,29 @@ def infer_types(
     return ShapeResult(
         types=types, values=values, failed_nodes=tuple(failed), bodies=bodies, type_conflicts=tuple(conflicts)
     )
+
+
+#: the name onnxruntime's InsertCastTransformer gives a Cast's float twin of a float16 tensor
+_CAST_TWIN = "InsertedPrecisionFreeCast_"
+
+
+def _as_first_resolved(node: onnx.NodeProto, types: dict[str, TensorType], declared: Mapping[str, TensorType]) -> dict[str, TensorType]:
+    """The input types onnxruntime inferred ``node``'s outputs from (static view), when it reads
+    the float twin ``InsertedPrecisionFreeCast_X`` of a float16 tensor ``X`` the file declares:
+    InsertCastTransformer gives each converted node's float16 input a Cast to float and resolves
+    the graph (``graph.Resolve()``) *before* RemoveDuplicateCastTransformer joins the node to the
+    producer's float output (core/optimizer/insert_cast_transformer.cc ApplyImpl): the output's
+    shape was inferred from the Cast, i.e. from ``X``'s declared shape with its symbols, and later
+    resolves only merge into it (measured: the float Softmax body of a float16 BERT-base reuses
+    ReduceMax's buffer for ReduceSum and Sub's for Div, as those symbols match)."""
+    subs = {}
+    for name in node.input:
+        if name.startswith(_CAST_TWIN) and name in types:
+            source = declared.get(name.removeprefix(_CAST_TWIN))
+            if source is not None and source.shape is not None and types[name].shape is not None \
+                    and len(source.shape) == len(types[name].shape):
+                subs[name] = replace(types[name], shape=source.shape)
+    return {**types, **subs} if subs else types
 
 
 def _typed_as_sequence(node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]

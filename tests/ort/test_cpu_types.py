@@ -141,3 +141,48 @@ def test_as_dtype_float16_of_an_op_onnxruntime_inlines(tmp_path: Path) -> None:
     predicted, measured = _peak(f16)
     assert "function bodies for the element types" in what_if.activations.runtime
     assert what_if.activations.peak_bytes == predicted == measured
+
+
+def _softmax_behind_add(path: Path) -> Path:
+    # x (a,b) + z (c,d) -> t, declared (p,q) as onnx's inference / onnxconverter-common write it;
+    # Softmax(t): no float16 CPU kernel, onnxruntime runs its body in float32 behind Casts
+    nodes = [helper.make_node("Add", ["x", "z"], ["t"]), helper.make_node("Softmax", ["t"], ["y"], axis=-1)]
+    inputs = [tensor("x", ["a", "b"], H), tensor("z", ["c", "d"], H)]
+    return save(model(nodes, inputs, [tensor("y", ["e", "f"], H)], value_info=[tensor("t", ["p", "q"], H)]), path)
+
+
+def test_float_softmax_body_reuses_buffers_by_the_float16_symbols(tmp_path: Path) -> None:
+    # 8x64 fp16 inputs: 1,024 B; their float twins 2,048 B; a row max/sum 8x1 float: 32 B.
+    # Add reads InsertedPrecisionFreeCast_x/_z, its float output t' has no symbols ((a,b) vs
+    # (c,d) broadcast); the body's ReduceMax/Sub/ReduceSum/Div were inferred from t (p,q) before
+    # the Casts were joined, so ReduceSum (p,1) reuses ReduceMax's buffer and Div (p,q) Sub's.
+    #   Cast z 2048 ; Cast x 4096 ; Add t' 6144 ; free x',z' -> ReduceMax 2080 ; Sub 4128 ;
+    #   ReduceMax kept for ReduceSum, free t' -> Exp 2048 fresh (t' has no symbols): 4128 ;
+    #   Sub kept for Div -> ReduceSum in ReduceMax's buffer: 4128 ; Div in Sub's: 4128 ;
+    #   free all but Div -> Cast y 1,024: 3072
+    # (planned fresh, as before: Exp 4096, ReduceSum 2080)
+    import onnx
+
+    path = _softmax_behind_add(tmp_path / "add_softmax16.onnx")
+    dims = {"a": 8, "b": 64, "c": 8, "d": 64}
+    result = graphmem.analyze(path, dims=dims)
+    held = [b for _, b in result.activations.timeline]
+    assert held == [2048, 4096, 6144, 2080, 4128, 4128, 4128, 4128, 3072]
+    run = measure(str(path), make_feeds(onnx.load(str(path)), dims, seed=0), graph_opt="none", threads=1, runs=1).runs[0]
+    base = run.nodes[0].requested_in_use - run.nodes[0].requested_delta
+    assert [n.requested_in_use - base for n in run.nodes] == held
+
+
+def test_as_dtype_converts_after_onnx_shape_inference(tmp_path: Path) -> None:
+    # onnxconverter-common runs onnx.shape_inference.infer_shapes before retyping: the what-if's
+    # file carries the same value_info, t as float16 with the unk__ dims onnx generates
+    import onnx
+
+    from graphmem.analysis.whatif import write_converted
+
+    nodes = [helper.make_node("Add", ["x", "z"], ["t"]), helper.make_node("Relu", ["t"], ["y"])]
+    src = save(model(nodes, [tensor("x", ["a", "b"]), tensor("z", ["c", "d"])], [tensor("y", ["e", "f"])]), tmp_path / "f32.onnx")
+    out = onnx.load(str(write_converted(src, H, tmp_path / "f16.onnx")))
+    (t,) = [v for v in out.graph.value_info if v.name == "t"]
+    assert t.type.tensor_type.elem_type == H
+    assert all(d.dim_param.startswith("unk__") for d in t.type.tensor_type.shape.dim)

@@ -294,7 +294,8 @@ def analyze_model(
         approximations=approximations(
             g, order, unresolved=top_unresolved, scratch_unmodelled=unmodelled, provider=provider,
             planned=frozenset(runtime.bodies) if flow is not None else frozenset(),
-        ) + _missing_bodies(model, missing) + tuple(flow_approximations),
+        ) + _missing_bodies(model, missing) + tuple(flow_approximations)
+        + (_duplicated_dq(g, order) if execution_order == "ort" else ()),
     )
     return Analysis(
         model=ModelInfo(
@@ -351,6 +352,29 @@ def _as_onnxruntime_writes_it(model: Model, as_dtype: str | None, **inputs) -> A
         model=replace(result.model, path=model.path),
         activations=replace(result.activations, runtime=note),
     )
+
+
+def _duplicated_dq(g: OpGraph, order: Sequence[int]) -> tuple[Approximation, ...]:
+    """A DequantizeLinear read by several nodes (or by a node and the graph's outputs) in a graph
+    given to onnxruntime: its EnsureUniqueDQForNodeUnit, applied at every optimization level
+    (core/optimizer/qdq_transformer/ensure_unique_dq_for_node_unit.cc), gives each further reader
+    its own copy (``<name>/duplicated``, measured on ResNet-18 QDQ at none), which graphmem does not
+    emulate: the copies' float outputs are not planned."""
+    outputs = set(g.model.outputs)
+    out = []
+    for nid in order:
+        node = g.node(nid)
+        if node.op_type != "DequantizeLinear" or node.domain not in ("", "ai.onnx", "com.microsoft") or not node.output:
+            continue
+        readers = sum(list(g.node(c).input).count(node.output[0]) for c in g.consumers.get(node.output[0], ()))
+        copies = readers - (node.output[0] not in outputs)
+        if copies > 0:
+            out.append(Approximation(
+                kind="rewrite_not_modelled", node=node.name or f"DequantizeLinear_{nid}",
+                detail=f"onnxruntime's EnsureUniqueDQForNodeUnit runs {copies} more cop{'y' if copies == 1 else 'ies'} "
+                "of this DequantizeLinear (one per reader), which graphmem does not plan: both figures may be low",
+            ))
+    return tuple(out)
 
 
 def _check_type_conflicts(conflicts: tuple[tuple[str, str, int, int], ...]) -> None:

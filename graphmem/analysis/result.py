@@ -44,7 +44,8 @@ class WeightsInfo:
 #: Why a figure is not exact (``activations.approximations[].kind``), documented in the README:
 #: a tensor without a static size; a control-flow body whose buffers are not planned; an If
 #: branch assumed (the larger); a kernel graphmem has no rules for; kernel scratch not modelled
-#: (``in_use_peak_bytes`` may be low); an input value assumed.
+#: (``in_use_peak_bytes`` may be low); an input value assumed; a session order assumed; an
+#: onnxruntime graph rewrite graphmem does not emulate (both figures).
 APPROXIMATION_KINDS = (
     "unresolved_tensor",
     "unplanned_subgraph",
@@ -53,6 +54,7 @@ APPROXIMATION_KINDS = (
     "scratch_not_modelled",
     "value_assumed",
     "order_assumed",
+    "rewrite_not_modelled",
 )
 
 

@@ -188,6 +188,7 @@ APPROXIMATION_EFFECTS = {
     "scratch_not_modelled": "some kernels' scratch is counted 0: only 'with scratch' may be low",
     "value_assumed": "an input value was assumed",
     "order_assumed": "onnxruntime's execution order varies between sessions: the largest figures of its orders",
+    "rewrite_not_modelled": "a graph rewrite onnxruntime makes is not emulated: the figures may be low",
 }
 
 

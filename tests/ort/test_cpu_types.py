@@ -186,3 +186,27 @@ def test_as_dtype_converts_after_onnx_shape_inference(tmp_path: Path) -> None:
     (t,) = [v for v in out.graph.value_info if v.name == "t"]
     assert t.type.tensor_type.elem_type == H
     assert all(d.dim_param.startswith("unk__") for d in t.type.tensor_type.shape.dim)
+
+
+def test_dequantize_read_twice_is_not_called_exact(tmp_path: Path) -> None:
+    # x -> QuantizeLinear -> DequantizeLinear "dq" read by Relu and Neg: onnxruntime's
+    # EnsureUniqueDQForNodeUnit gives Neg its own copy, "dq/duplicated" (seen in the profile at
+    # ORT_DISABLE_ALL); graphmem does not plan the copy, so it says so (one copy, naming dq)
+    import onnx
+
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q"),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="dq"),
+        helper.make_node("Relu", ["d"], ["a"], name="relu"),
+        helper.make_node("Neg", ["d"], ["b"], name="neg"),
+    ]
+    weights = [init("s", np.array(0.1, np.float32)), init("z", np.array(0, np.uint8))]
+    outputs = [tensor("a", [1, 64]), tensor("b", [1, 64])]
+    path = save(model(nodes, [tensor("x", [1, 64])], outputs, weights), tmp_path / "dq2.onnx")
+    notes = graphmem.analyze(path).activations.approximations
+    assert [(a.kind, a.node) for a in notes] == [("rewrite_not_modelled", "dq")]
+    assert "1 more copy" in notes[0].detail
+    run = measure(str(path), make_feeds(onnx.load(str(path)), {}, seed=0), graph_opt="none", threads=1, runs=1).runs[0]
+    assert "dq/duplicated" in [n.name for n in run.nodes]
+    single = save(model(nodes[:3], [tensor("x", [1, 64])], outputs[:1], weights), tmp_path / "dq1.onnx")
+    assert graphmem.analyze(single).activations.exact

@@ -44,6 +44,13 @@ from graphmem.verify import make_feeds, measure
 DIR = Path("/work/cache/types/models")
 
 
+def print_scratch_table(seen: dict[str, list[int]]) -> None:
+    """One row per op: how many distinct nodes were measured, their smallest and largest scratch."""
+    print(f"{'op':<40} {'nodes':>5} {'smallest':>12} {'largest':>12}")
+    for op, scratch in sorted(seen.items()):
+        print(f"{op:<40} {len(scratch):>5} {min(scratch):>12,} {max(scratch):>12,}")
+
+
 def scratch_alone(single: onnx.ModelProto) -> int | None:
     """The scratch of the one node of ``single``: its measured in-use high-water minus graphmem's
     arena replay of it with scratch counted 0; None when either side refuses it."""
@@ -119,9 +126,7 @@ def main() -> int:
                     scratch = None if single is None else scratch_alone(single)
                     if scratch is not None:
                         seen[sig[0]].append(scratch)
-    print(f"{'op':<40} {'nodes':>5} {'smallest':>12} {'largest':>12}")
-    for op, scratch in sorted(seen.items()):
-        print(f"{op:<40} {len(scratch):>5} {min(scratch):>12,} {max(scratch):>12,}")
+    print_scratch_table(seen)
     return 0
 
 

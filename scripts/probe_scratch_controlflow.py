@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import graphmem  # noqa: E402
 from accuracy_controlflow import helper_models, realworld_models, torch_models  # noqa: E402
-from probe_scratch import scratch_alone  # noqa: E402
+from probe_scratch import print_scratch_table, scratch_alone  # noqa: E402
 from graphmem.errors import GraphmemError  # noqa: E402
 from graphmem.model.subgraphs import is_control_flow  # noqa: E402
 from graphmem.model.types import is_concrete  # noqa: E402
@@ -108,9 +108,7 @@ def main() -> int:
                 scratch = None if single is None else scratch_alone(single)
                 if scratch is not None:
                     seen[sig[0]].append(scratch)
-    print(f"{'op':<40} {'nodes':>5} {'smallest':>12} {'largest':>12}")
-    for op, scratch in sorted(seen.items()):
-        print(f"{op:<40} {len(scratch):>5} {min(scratch):>12,} {max(scratch):>12,}")
+    print_scratch_table(seen)
     return 0
 
 

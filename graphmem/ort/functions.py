@@ -37,6 +37,7 @@ from graphmem.model.loading import Model, constant_weight
 from graphmem.model.types import TensorType, type_to_proto
 from graphmem.optable import normalize_domain
 from graphmem.ort.rules import runs_as_function
+from graphmem.shapes.infer import with_defaults
 
 __all__ = ["InlineResult", "inline_functions", "function_body", "specialize", "with_defaults"]
 
@@ -71,23 +72,6 @@ class NodeNames:
 
     def add(self, name: str) -> None:
         self._taken.add(name)
-
-
-def with_defaults(node: onnx.NodeProto, schema: defs.OpSchema) -> onnx.NodeProto:
-    """The node with every optional attribute it omits set to the schema's default, as
-    ``Graph::Resolve`` (``VerifyNodeAndOpMatch``) fills them in."""
-    have = {a.name for a in node.attribute}
-    missing = [
-        a.default_value
-        for name, a in sorted(schema.attributes.items())
-        if name not in have and not a.required and a.default_value.name
-    ]
-    if not missing:
-        return node
-    out = onnx.NodeProto()
-    out.CopyFrom(node)
-    out.attribute.extend(missing)
-    return out
 
 
 def function_body(

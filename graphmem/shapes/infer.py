@@ -315,20 +315,20 @@ def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # 
             in_data[name] = data_bytes[name]
     try:
         out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
-            _with_defaults(node, schema).SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version
+            with_defaults(node, schema).SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version
         )
     except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
         return None
     return {k: _type_of(v) for k, v in out.items()}
 
 
-def _with_defaults(node: onnx.NodeProto, schema: defs.OpSchema) -> onnx.NodeProto:
+def with_defaults(node: onnx.NodeProto, schema: defs.OpSchema) -> onnx.NodeProto:
     """``node`` with the schema's default attributes it omits, as onnxruntime resolves a graph
     (``core/graph/graph.cc`` VerifyNodeAndOpMatch: "Add any missing default attributes"). onnx's
     per-node inference does not apply them, and some inference functions read another default
     (STFT's ``onesided`` is 1 in the schema, 0 in its inference: 16 bins instead of 9)."""
     have = {a.name for a in node.attribute}
-    missing = [a.default_value for name, a in schema.attributes.items()
+    missing = [a.default_value for name, a in sorted(schema.attributes.items())
                if name not in have and not a.required and a.default_value.name]
     if not missing:
         return node

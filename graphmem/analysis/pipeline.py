@@ -295,7 +295,8 @@ def analyze_model(
             g, order, unresolved=top_unresolved, scratch_unmodelled=unmodelled, provider=provider,
             planned=frozenset(runtime.bodies) if flow is not None else frozenset(),
         ) + _missing_bodies(model, missing) + tuple(flow_approximations)
-        + (_duplicated_dq(g, order) if execution_order == "ort" else ()),
+        + (_duplicated_dq(g, order) if execution_order == "ort" else ())
+        + _cuda_inlined(session),
     )
     return Analysis(
         model=ModelInfo(
@@ -351,6 +352,22 @@ def _as_onnxruntime_writes_it(model: Model, as_dtype: str | None, **inputs) -> A
         result,
         model=replace(result.model, path=model.path),
         activations=replace(result.activations, runtime=note),
+    )
+
+
+def _cuda_inlined(session) -> tuple[Approximation, ...]:  # type: ignore[no-untyped-def]
+    """Float16 nodes a CUDA session runs on the CPU provider that onnxruntime runs as their
+    function body (no float16 CPU kernel; INLINED_WITHOUT_KERNEL): graphmem plans them behind
+    Casts instead, so the figures are not exact."""
+    if session.cuda is None:
+        return ()
+    return tuple(
+        Approximation(
+            kind="rewrite_not_modelled", node=name,
+            detail="float16 node without a CUDA or float16 CPU kernel that onnxruntime runs as its function "
+            "body; graphmem plans it in float32 behind Casts instead",
+        )
+        for name in session.cuda.inlined_not_modelled
     )
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "INLINED_WITHOUT_KERNEL",
     "PREFIX",
     "cpu_session",
+    "fp16_inlined_without_kernel",
     "insert_fp16_casts",
     "kernel_problems",
     "node_since_version",
@@ -120,11 +121,22 @@ def kernel_problems(model: Model, types: Mapping[str, TensorType]) -> list[tuple
 
 
 def insert_fp16_casts(
-    model: Model, order: tuple[int, ...], static: Mapping[str, TensorType], runtime: Mapping[str, TensorType]
+    model: Model,
+    order: tuple[int, ...],
+    static: Mapping[str, TensorType],
+    runtime: Mapping[str, TensorType],
+    *,
+    device: Mapping[int, str] | None = None,
 ) -> CastInsertion:
     """The model as InsertCastTransformer leaves it (module doc); ``order`` is the session's
     topological order of ``model``'s NodeIndex values, ``static`` the types onnxruntime knows
-    when it builds the session (they decide), ``runtime`` the bound ones (they size)."""
+    when it builds the session (they decide), ``runtime`` the bound ones (they size).
+
+    ``device`` (a CUDA session: NodeIndex -> "cuda" | "cpu", the partition before this transformer
+    runs): a node on "cuda" is assigned and, not being on the CPU provider, never forced to float32
+    (``IsIsolatedFp16NodeOnCpu`` asks for ``kCpuExecutionProvider``); a node on "cpu" is assigned
+    when the CPU provider has a kernel for its types. The new Casts run on the CPU provider
+    (``AddCastNode(..., kCpuExecutionProvider)``)."""
     static, runtime = dict(static), dict(runtime)
     entries = list(model.indexed_nodes)
     nodes = {nid: n for nid, n in entries}
@@ -137,13 +149,14 @@ def insert_fp16_casts(
             if x:
                 readers.setdefault(x, []).append(nid)
     graph_outputs = set(model.outputs)
-    assigned = {nid: _has_kernel(model, n, static) for nid, n in entries}
+    on_cuda = {nid for nid, d in (device or {}).items() if d == "cuda"}
+    assigned = {nid: nid in on_cuda or _has_kernel(model, n, static) for nid, n in entries}
 
     def needs_cast(nid: int) -> bool:  # NodeNeedsInputCastToFp32
         return not assigned[nid] and any(_dtype(static, x) == FP16 for x in nodes[nid].input)
 
     for nid, node in sorted(entries):  # ForceSingleNodeCPUFloat16ToFloat32: graph.Nodes() order
-        if assigned[nid] and _isolated(model, node, static, producer, readers, graph_outputs, needs_cast):
+        if assigned[nid] and nid not in on_cuda and _isolated(model, node, static, producer, readers, graph_outputs, needs_cast):
             assigned[nid] = False
 
     taken = {n.name for n in model.nodes} | set(static) | set(model.weights)
@@ -294,18 +307,29 @@ def cpu_session(
     # An op without a kernel for its types that onnxruntime runs as its function body: such
     # graphs are what onnxruntime itself must write out (a float16 node: only the ops measured in
     # INLINED_WITHOUT_KERNEL; the others are cast).
-    inline = set()
-    for n, _ in kernel_problems(model, static):
-        half = any(_dtype(static, x) in (FP16, TensorProto.BFLOAT16) for x in n.input)
-        key = (normalize_domain(n.domain), n.op_type, node_since_version(model, n))
-        if key in INLINED_WITHOUT_KERNEL or (not half and _has_function_body(model, n)):
-            inline.add(tuple(n.output))
+    inline = {tuple(n.output) for n, _ in kernel_problems(model, static) if _runs_as_body(model, n, static)}
     if inline:
         none = CastInsertion(model=model, static=dict(static), runtime=dict(runtime), fallback=(), casts=0)
         return CpuSession(insertion=none, missing=(), inline=frozenset(inline))
     insertion = insert_fp16_casts(model, order, static, runtime)
     missing = tuple((n.name, n.op_type, why) for n, why in kernel_problems(insertion.model, insertion.static))
     return CpuSession(insertion=insertion, missing=missing, inline=frozenset())
+
+
+def _runs_as_body(model: Model, n: onnx.NodeProto, static: Mapping[str, TensorType]) -> bool:
+    """A node without a CPU kernel for its types (a :func:`kernel_problems` node) that onnxruntime
+    runs as its function body: a float16/bfloat16 one only if measured so (INLINED_WITHOUT_KERNEL)."""
+    half = any(_dtype(static, x) in (FP16, TensorProto.BFLOAT16) for x in n.input)
+    key = (normalize_domain(n.domain), n.op_type, node_since_version(model, n))
+    return key in INLINED_WITHOUT_KERNEL or (not half and _has_function_body(model, n))
+
+
+def fp16_inlined_without_kernel(model: Model, node: onnx.NodeProto, static: Mapping[str, TensorType]) -> bool:
+    """A float16 node without a CPU kernel for its types that onnxruntime runs as its function
+    body rather than behind Casts (INLINED_WITHOUT_KERNEL, measured on the CPU provider)."""
+    if not any(_dtype(static, x) == FP16 for x in node.input) or _has_kernel(model, node, static):
+        return False
+    return _runs_as_body(model, node, static)
 
 
 def _has_function_body(model: Model, node: onnx.NodeProto) -> bool:

@@ -37,6 +37,8 @@ class PlacementInfo:
     cpu_nodes: int  # CPU-provider nodes: no CUDA kernel, or moved by GetCpuPreferredNodes
     memcpy_nodes: int
     cpu_preferred: int  # of the CPU nodes, those a CUDA kernel existed for (shape arithmetic)
+    fp32_nodes: int  # of the CPU nodes, float16 ones run in float32 behind inserted Casts
+    cast_nodes: int  # of the CPU nodes, the Casts InsertCastTransformer added (after the remover)
     no_cuda_kernel: dict[str, int]  # op type -> nodes
     inputs_on_device_bytes: int  # graph inputs the session copies into the CUDA arena (held all run)
     cpu_peak_bytes: int  # CPU arena: activations of CPU nodes
@@ -66,6 +68,8 @@ class SessionGraph:
             cpu_nodes=len(c.node_device) - len(on_cuda),
             memcpy_nodes=memcpy,
             cpu_preferred=c.cpu_preferred,
+            fp32_nodes=len(c.fp32_fallback),
+            cast_nodes=len(c.inserted_casts),
             no_cuda_kernel=dict(sorted(c.no_kernel.items())),
             inputs_on_device_bytes=sum(tensor_size(types.get(x)) or 0 for x in c.copied_inputs),
             cpu_peak_bytes=others.get("cpu", 0),
@@ -88,7 +92,9 @@ def session_graph(
     from graphmem.ort.cuda.placement import place_cuda, run_order, since_version
     from graphmem.ort.cuda.rules import cuda_sharing
 
-    placed = place_cuda(model, g, order, static)
+    placed = place_cuda(model, g, order, static, runtime)
+    runtime = placed.runtime if placed.runtime is not None else runtime
+    static = placed.static if placed.static is not None else static
     graph = build_graph(placed.model)
     ran = run_order(graph, ordering(graph), placed.node_device)
     stream = dict(ran)

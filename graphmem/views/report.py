@@ -91,6 +91,8 @@ def _placement_json(p: PlacementInfo | None) -> dict[str, Any] | None:
         "cpu_nodes": p.cpu_nodes,
         "memcpy_nodes": p.memcpy_nodes,
         "cpu_preferred": p.cpu_preferred,
+        "fp32_nodes": p.fp32_nodes,
+        "cast_nodes": p.cast_nodes,
         "no_cuda_kernel": dict(p.no_cuda_kernel),
         "inputs_on_device_bytes": p.inputs_on_device_bytes,
         "cpu_peak_bytes": p.cpu_peak_bytes,
@@ -146,6 +148,11 @@ def peak_table(a: Analysis) -> str:
             f"  placement: {p.cuda_nodes} nodes on CUDA, {p.cpu_nodes} on CPU ({p.cpu_preferred} shape-arithmetic "
             f"nodes preferred on CPU; no CUDA kernel: {fallback}), {p.memcpy_nodes} Memcpy nodes"
         )
+        if p.fp32_nodes or p.cast_nodes:
+            lines.append(
+                f"  float16 on CPU: {p.fp32_nodes} nodes run in float32 behind {p.cast_nodes} inserted Casts "
+                "(InsertCastTransformer; their tensors are in the CPU arena)"
+            )
         lines.append("  CUDA kernel workspaces (cuDNN, cuBLAS) and the CUDA context are not in these figures.")
     lines.append("")
     lines.extend(_unknowns(a))

@@ -252,3 +252,72 @@ def test_cuda_timeline_lists_the_copies_in_run_order(tmp_path: Path) -> None:
     # copy is pinned, celu's output CPU; sigmoid's graph output adds its own 64
     assert [held for _, held in a.activations.timeline] == [64, 64, 64, 64, 128]
     assert a.placement is not None and (a.placement.cpu_peak_bytes, a.placement.pinned_peak_bytes) == (64, 64)
+
+
+def _fp16_model(tmp_path: Path, ops: list[str], name: str) -> Path:
+    """A chain of single-input ops on X [2, 8] float16 (32 B; 64 B once cast to float)."""
+    h = TensorProto.FLOAT16
+    names = ["X", *"abcdefg"[: len(ops) - 1], "Y"]
+    nodes = [helper.make_node(op, [names[k]], [names[k + 1]], name=f"{op.lower()}{k}") for k, op in enumerate(ops)]
+    x = helper.make_tensor_value_info("X", h, [2, 8])
+    y = helper.make_tensor_value_info("Y", h, [2, 8])
+    return _save(tmp_path, nodes, [x], [y], name=name)
+
+
+def test_fp16_node_without_any_kernel_runs_in_float32_on_cpu_behind_casts(tmp_path: Path) -> None:
+    """relu0 (CUDA) -> hardmax1 -> hardmax2 (no CUDA kernel, no float16 CPU kernel) -> sigmoid3
+    (CUDA), all float16 [2, 8]. InsertCastTransformer (after partitioning, before the copies):
+    Cast4 a->IPFC_a; hardmax1 writes IPFC_b, Cast5 IPFC_b->b; Cast6 b->IPFC_b_token_1; hardmax2
+    writes IPFC_c, Cast7 IPFC_c->c; the remover drops the Cast5/Cast6 pair (hardmax2 reads IPFC_b).
+    Copies: MemcpyFromHost8 c -> device, MemcpyToHost9 a -> pinned host.
+    Run: relu0, Memcpy9, Cast4, hardmax1, hardmax2, Cast7, Memcpy8, sigmoid3.
+    CPU arena: Cast4 +64 (IPFC_a) = 64; hardmax1 +64 (IPFC_b) = 128, then -64 (IPFC_a); hardmax2
+    reuses IPFC_a's freed buffer for IPFC_c (128), then -64; Cast7 +32 (c) = 96: peak 128 (it was
+    64, float16 b and c, before the Casts were emulated). Pinned: a, 32. CUDA arena: relu0's 32;
+    Memcpy8's 32 and sigmoid3's graph output 32: peak 64 at sigmoid3."""
+    path = _fp16_model(tmp_path, ["Relu", "Hardmax", "Hardmax", "Sigmoid"], "hm.onnx")
+    model = load_model(path)
+    g = build_graph(model)
+    order = ort_order(g)
+    placed = place_cuda(model, g, order, infer_types(g, order, view=ORT_STATIC).types)
+    assert placement_errors(placed) == []
+    rows = [(nid, placed.node_device[nid], n.op_type, tuple(n.input), tuple(n.output))
+            for nid, n in zip(placed.model.node_ids, placed.model.nodes)]
+    p = "InsertedPrecisionFreeCast_"
+    assert rows == [
+        (0, "cuda", "Relu", ("X",), ("a_CUDAExecutionProvider",)),
+        (1, "cpu", "Hardmax", (p + "a",), (p + "b",)),
+        (2, "cpu", "Hardmax", (p + "b",), (p + "c",)),
+        (3, "cuda", "Sigmoid", ("c_CUDAExecutionProvider",), ("Y",)),
+        (4, "cpu", "Cast", ("a",), (p + "a",)),
+        (7, "cpu", "Cast", (p + "c",), ("c",)),
+        (8, "cuda", "MemcpyFromHost", ("c",), ("c_CUDAExecutionProvider",)),
+        (9, "cuda", "MemcpyToHost", ("a_CUDAExecutionProvider",), ("a",)),
+    ]
+    assert placed.static is not None and placed.static[p + "a"].dtype == TensorProto.FLOAT
+    assert (placed.value_device[p + "a"], placed.value_device["c"], placed.value_device["a"]) == (
+        "cpu", "cpu", "cuda_pinned")
+    a = graphmem.analyze(path, provider="cuda")
+    assert a.placement is not None
+    assert (a.placement.fp32_nodes, a.placement.cast_nodes, a.placement.cpu_nodes) == (2, 2, 4)
+    assert (a.placement.cpu_peak_bytes, a.placement.pinned_peak_bytes) == (128, 32)
+    assert (a.activations.peak_bytes, a.activations.peak_node) == (64, "sigmoid3")
+    assert [label for label, _ in a.activations.timeline] == [
+        "relu0", "Memcpy_9", p + "a", "hardmax1", "hardmax2", p + "c", "Memcpy_8", "sigmoid3"]
+
+
+def test_a_cuda_node_between_fp16_fallbacks_is_not_forced_to_float32(tmp_path: Path) -> None:
+    """hardmax0 -> identity1 -> hardmax2 in float16. On the CPU provider Identity is an isolated
+    float16 node (ForceSingleNodeCPUFloat16ToFloat32): it runs in float32 too, 2 Casts remain.
+    In a CUDA session Identity is on CUDA (IsIsolatedFp16NodeOnCpu asks for the CPU provider), so
+    each Hardmax keeps its own pair: 4 Casts, a copy to the device and one back.
+    CPU arena (CUDA session), buffers held until their last sharer dies: IPFC_X (64, reused by
+    IPFC_Y) from Cast(X), IPFC_a (64, reused by IPFC_b) from hardmax0, a (32) at Cast(a): 160."""
+    path = _fp16_model(tmp_path, ["Hardmax", "Identity", "Hardmax"], "id.onnx")
+    cpu = graphmem.analyze(path)
+    assert [cpu.graph.node(n).op_type for n in cpu.order] == ["Cast", "Hardmax", "Identity", "Hardmax", "Cast"]
+    cuda = graphmem.analyze(path, provider="cuda")
+    p = cuda.placement
+    assert p is not None
+    assert (p.cuda_nodes, p.fp32_nodes, p.cast_nodes, p.memcpy_nodes) == (1, 2, 4, 2)
+    assert (p.cpu_peak_bytes, p.pinned_peak_bytes, cuda.activations.peak_bytes) == (160, 32, 32)

@@ -11,13 +11,20 @@ it follows, and the kernel facts are in :mod:`graphmem.ort.cuda.rules`.
    candidate runs on CPU when every input is a graph input, an initializer of at most 100
    elements, or a CPU value its CUDA kernel would not read from CPU anyway, and none is 16/8-bit
    float. Shape → Gather → Unsqueeze → Concat thus runs on CPU; the Reshape it feeds on CUDA.
-3. Copies (``optimizer/transformer_memcpy.cc``): a MemcpyFromHost node for each value written in
+3. Casts (``optimizer/insert_cast_transformer.cc``, run after partitioning with the CPU
+   provider's kernel registry, ``session/inference_session.cc`` TransformGraph step 6): a float16
+   node on neither provider (no CUDA kernel, and no float16 CPU kernel) runs on the CPU provider
+   in float32 between inserted Casts, which run on the CPU provider too; an fp16-capable CPU node
+   whose every fp16 neighbour is such a node is forced to float32 as well (never a CUDA node);
+   then the duplicate-Cast remover. :func:`graphmem.ort.insert_cast.insert_fp16_casts` does it
+   with the partition given; the Casts' tensors live in the CPU arena.
+4. Copies (``optimizer/transformer_memcpy.cc``, TransformGraph step 7, after the Casts): a MemcpyFromHost node for each value written in
    CPU memory and read by a CUDA kernel in device memory (and for a graph input read on both
    sides), a MemcpyToHost node for each value written on the device and read on CPU; they are
    new nodes, numbered after the others. Graph inputs read on the device only are copied by the
    session into the CUDA arena before the first kernel and held to the end of the run
    (``framework/utils.cc`` CopyInputsAcrossDevices).
-4. Run order (``framework/execution_plan`` BuildExecutionPlan, ``sequential_executor.cc``,
+5. Run order (``framework/execution_plan`` BuildExecutionPlan, ``sequential_executor.cc``,
    ``stream_execution_context.cc`` RunSince): one stream per device type, each running its nodes
    in the topological order; a node waits at a barrier for a producer in the other stream, and
    the producer's trigger step resumes the waiting stream inline. :func:`run_order` replays that.
@@ -55,6 +62,11 @@ class CudaPlacement:
     renamed: dict[str, str]  # tensor a copy introduced -> the original it has the type of
     no_kernel: dict[str, int]  # op type -> nodes without a CUDA kernel (run on CPU)
     cpu_preferred: int  # CUDA-capable nodes GetCpuPreferredNodes moved to CPU
+    static: dict[str, TensorType] | None = None  # the types with the inserted Casts' tensors
+    runtime: dict[str, TensorType] | None = None
+    fp32_fallback: tuple[str, ...] = ()  # float16 nodes run in float32 on CPU behind inserted Casts
+    inserted_casts: tuple[int, ...] = ()  # ids of the InsertCastTransformer Casts the remover kept
+    inlined_not_modelled: tuple[str, ...] = ()  # CPU nodes onnxruntime runs as their function body
 
 
 def since_version(model: Model, node: onnx.NodeProto) -> int:
@@ -65,8 +77,19 @@ def since_version(model: Model, node: onnx.NodeProto) -> int:
     return schema.since_version if schema is not None else 1
 
 
-def place_cuda(model: Model, g: OpGraph, order: tuple[int, ...], types: Mapping[str, TensorType]) -> CudaPlacement:
-    """Partition ``model`` (``order``: onnxruntime's topological order) and insert its copies."""
+def place_cuda(
+    model: Model,
+    g: OpGraph,
+    order: tuple[int, ...],
+    types: Mapping[str, TensorType],
+    runtime: Mapping[str, TensorType] | None = None,
+) -> CudaPlacement:
+    """Partition ``model`` (``order``: onnxruntime's topological order), insert the float16 Casts
+    of its CPU nodes and its copies; ``types`` are the static types (they decide), ``runtime``
+    the bound ones (they size the new tensors; ``types`` when None)."""
+    from graphmem.ort.insert_cast import fp16_inlined_without_kernel, insert_fp16_casts
+    from graphmem.ort.rewrites import remove_duplicate_casts
+
     dtype = _dtype_of(types)
     candidates: set[int] = set()
     no_kernel: dict[str, int] = {}
@@ -78,7 +101,24 @@ def place_cuda(model: Model, g: OpGraph, order: tuple[int, ...], types: Mapping[
             no_kernel[node.op_type] = no_kernel.get(node.op_type, 0) + 1
     on_cpu = _cpu_preferred(model, g, order, candidates, dtype)
     device = {nid: CUDA if nid in candidates and nid not in on_cpu else CPU for nid in order}
-    return _insert_copies(model, device, no_kernel, len(on_cpu))
+    inlined = tuple(
+        n.name or n.op_type for nid, n in model.indexed_nodes
+        if device.get(nid) == CPU and fp16_inlined_without_kernel(model, n, types)
+    )
+    casts = insert_fp16_casts(model, order, types, runtime if runtime is not None else types, device=device)
+    cast_model, inserted = model, ()
+    if casts.casts:
+        inserted = tuple(nid for nid in casts.model.node_ids if nid not in device)
+        device.update({nid: CPU for nid in inserted})  # AddCastNode(..., kCpuExecutionProvider)
+        cast_model = remove_duplicate_casts(casts.model, casts.static)
+        kept = set(cast_model.node_ids)
+        device = {nid: d for nid, d in device.items() if nid in kept}
+        inserted = tuple(nid for nid in inserted if nid in kept)
+    placed = _insert_copies(cast_model, device, no_kernel, len(on_cpu))
+    return replace(
+        placed, static=casts.static, runtime=casts.runtime, fp32_fallback=casts.fallback,
+        inserted_casts=inserted, inlined_not_modelled=inlined,
+    )
 
 
 def _dtype_of(types: Mapping[str, TensorType]):  # type: ignore[no-untyped-def]

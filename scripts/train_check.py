@@ -2,7 +2,8 @@
 """Check ``graphmem train`` against real PyTorch training steps on CPU.
 
     python scripts/train_check.py [--only NAME ...] [--batches 1 4] [--optimizers sgd momentum adam adamw]
-                                  [--grads released persistent] [--foreach] [--no-cross-check] [--out DIR]
+                                  [--grads released persistent] [--foreach] [--precision fp32|mixed-bf16|mixed-fp16]
+                                  [--no-cross-check] [--out DIR]
 
 Models (random weights, fixed seeds): ResNet-18, MobileNetV2, a small UNet, a bidirectional LSTM
 classifier, BERT-base and GPT-2 small at seq 128; EfficientNet-B0, ConvNeXt-Tiny, AlexNet and
@@ -43,6 +44,8 @@ and both gradient modes.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -225,7 +228,16 @@ def loss_of(out) -> torch.Tensor:  # type: ignore[no-untyped-def]
     return sum(o.pow(2).mean() for o in outs)
 
 
-def measure(spec: Spec, batch: int, optimizer: str, grads: str, foreach: bool) -> Measured:
+#: ``--precision`` -> the autocast dtype of the forward (model + loss); fp32: no autocast.
+AUTOCAST = {"fp32": None, "mixed-bf16": torch.bfloat16, "mixed-fp16": torch.float16}
+
+
+def measure(spec: Spec, batch: int, optimizer: str, grads: str, foreach: bool,
+            precision: str = "fp32") -> Measured:
+    """One measured run. ``precision`` mixed-*: the forward (model and loss) runs under
+    ``torch.autocast('cpu', dtype=...)`` and backward/step outside it, as a user writes a CPU
+    mixed-precision step; mixed-fp16 also scales the loss with ``torch.amp.GradScaler('cpu')``
+    (float16's range needs it; bfloat16's does not, PyTorch's AMP recipe uses none for it)."""
     from torch.autograd.graph import saved_tensors_hooks
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -238,6 +250,12 @@ def measure(spec: Spec, batch: int, optimizer: str, grads: str, foreach: bool) -
             # cloned: torch.from_numpy shares numpy's memory, which the profiler does not see
             feeds = [torch.from_numpy(v).clone() for v in spec.make_inputs(batch, spec.seq, np.random.default_rng(1)).values()]
             opt = make_optimizer(optimizer, model, foreach)
+            scaler = torch.amp.GradScaler("cpu") if precision == "mixed-fp16" else None
+        dtype = AUTOCAST[precision]
+
+        def autocast():  # type: ignore[no-untyped-def]
+            return contextlib.nullcontext() if dtype is None else torch.autocast("cpu", dtype=dtype)
+
         owned = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
 
         def pack(t: torch.Tensor) -> torch.Tensor:
@@ -249,7 +267,7 @@ def measure(spec: Spec, batch: int, optimizer: str, grads: str, foreach: bool) -
         for step in (1, 2):
             with record_function(f"s{step}:zero_grad"):
                 opt.zero_grad(set_to_none=grads == "released")
-            with record_function(f"s{step}:forward"):
+            with record_function(f"s{step}:forward"), autocast():
                 if step == 2:
                     with saved_tensors_hooks(pack, lambda t: t):
                         out = model(*feeds)
@@ -258,9 +276,13 @@ def measure(spec: Spec, batch: int, optimizer: str, grads: str, foreach: bool) -
                 loss = loss_of(out)
                 del out
             with record_function(f"s{step}:backward"):
-                loss.backward()
+                (loss if scaler is None else scaler.scale(loss)).backward()
             with record_function(f"s{step}:optimizer"):
-                opt.step()
+                if scaler is None:
+                    opt.step()
+                else:
+                    scaler.step(opt)
+                    scaler.update()
             del loss
     events = prof.profiler.kineto_results.events()
     mem = sorted(((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]"), key=lambda x: x[0])
@@ -290,9 +312,11 @@ def measure(spec: Spec, batch: int, optimizer: str, grads: str, foreach: bool) -
 
 
 # --------------------------------------------------------------------------- cross-check
-def mlp_by_hand(batch: int) -> dict[str, int]:
+def mlp_by_hand(batch: int, precision: str = "fp32", foreach: bool = False) -> dict[str, int]:
     """What the measurement must give for :class:`tm.MLP` (Linear 256→512, ReLU, Linear 512→10),
     counted by hand, Adam, gradients released.
+
+    fp32:
 
     * saved: fc1's addmm holds its input x f32[b,256]; ReLU its result r f32[b,512]; fc2's addmm
       holds r again (one storage); the weights (W.t() views) are parameters: 1024·b + 2048·b;
@@ -302,30 +326,68 @@ def mlp_by_hand(batch: int) -> dict[str, int]:
       ``step`` scalars, the input x, the 4-byte loss, and sqrt(exp_avg_sq) / c of the largest
       parameter (fc1.weight, 512·256·4 bytes) — two temporaries alive at once — with the 8-byte
       and 4-byte scalar tensors the division makes of the Python float ``bias_correction2_sqrt``.
+      ``foreach``: ``_foreach_sqrt`` makes sqrt(exp_avg_sq) of every parameter at once
+      (``_multi_tensor_adam``), then ``_foreach_div_`` divides each in place by its Python float
+      (the same 8- and 4-byte scalars, one parameter at a time).
+
+    mixed-bf16 / mixed-fp16 (``torch.autocast('cpu')``, 2-byte half; ``cached_cast`` in
+    aten/src/ATen/autocast_mode.cpp):
+
+    * fc1: linear casts x (512·b B, not cached: not a leaf needing a gradient), W1 (262,144 B)
+      and b1 (1,024 B) — both leaves needing a gradient, so held by the cast cache until autocast
+      exits; h = addmm f16[b,512] (1024·b); r = relu(h) (1024·b), then h dies;
+    * fc2 casts W2 (10,240 B) and b2 (20 B), cached; y f16[b,10] (20·b); the loss: y² (20·b),
+      mean's 2-byte result, its 4-byte fp32 sum and y² cast to fp32 (40·b; CPU ``mean`` of a
+      reduced-precision tensor sums in fp32);
+    * saved: x's cast (fc1's addmm; W1's cast is not saved: x needs no gradient), r, W2's cast
+      (fc2's addmm: r needs a gradient): 512·b + 1024·b + 10,240;
+    * forward peak: the larger of ReLU's moment (casts of W1, b1, x; h; r) and the loss's (casts
+      of W1, b1, x, W2, b2; r; y; y²; the mean's 2 + 4 + 40·b);
+    * Adam step: as fp32 (weights, gradients and state stay fp32) with a 2-byte loss; mixed-fp16
+      adds the GradScaler's 0-d fp32 ``_scale`` and int32 ``_growth_tracker`` and the 4-byte
+      ``found_inf`` copy ``unscale_`` keeps per device for ``step`` (torch/amp/grad_scaler.py).
     """
     params = (256 * 512 + 512 + 512 * 10 + 10) * 4
+    adam_temps = params if foreach else 2 * 512 * 256 * 4
+    if precision == "fp32":
+        return {
+            "saved": 1024 * batch + 2048 * batch,
+            "act": 4096 * batch,
+            "step": 4 * params + 4 * 4 + 1024 * batch + 4 + adam_temps + 8 + 4,
+        }
+    casts1 = 2 * 512 * 256 + 2 * 512 + 2 * 256 * batch  # W1, b1, x
+    relu_moment = casts1 + 2 * 512 * batch + 2 * 512 * batch  # + h + r
+    loss_moment = casts1 + 2 * 512 * batch + 2 * 512 * 10 + 2 * 10 + 2 * 10 * batch + 2 * 10 * batch + 2 + 4 + 40 * batch
+    scaler = 4 + 4 + 4 if precision == "mixed-fp16" else 0
     return {
-        "saved": 1024 * batch + 2048 * batch,
-        "act": 4096 * batch,
-        "step": 4 * params + 4 * 4 + 1024 * batch + 4 + 2 * 512 * 256 * 4 + 8 + 4,
+        "saved": 2 * 256 * batch + 2 * 512 * batch + 2 * 512 * 10,
+        "act": max(relu_moment, loss_moment),
+        "step": 4 * params + 4 * 4 + 1024 * batch + 2 + adam_temps + 8 + 4 + scaler,
     }
 
 
-def cross_check(batches: list[int]) -> list[str]:
-    """Measure the hand-counted MLP; a mismatch means the measuring method, not graphmem, is off."""
+def cross_check(batches: list[int], precision: str = "fp32", foreach: bool = False) -> list[str]:
+    """Measure the hand-counted MLP; a mismatch means the measuring method, not graphmem, is off.
+
+    Under autocast the MLP is measured with oneDNN off (``torch.backends.mkldnn.flags``): a
+    reduced-precision addmm then runs ATen's own gemm, which allocates nothing, where oneDNN's
+    matmul allocates a scratchpad no hand count can know (75 to 135 kB here; graphmem names it
+    in ``warnings``). The models are measured with oneDNN on, as a user runs them."""
     spec = Spec("mlp", tm.MLP, lambda b, s, rng: {"x": rng.standard_normal((b, 256), dtype=np.float32)},
                 ["y"], {})
     failures = []
+    mode = f"{precision}{' foreach' if foreach else ''}"
     for batch in batches:
-        m = measure(spec, batch, "adam", "released", False)
-        hand = mlp_by_hand(batch)
+        with contextlib.nullcontext() if precision == "fp32" else torch.backends.mkldnn.flags(enabled=False):
+            m = measure(spec, batch, "adam", "released", foreach, precision)
+        hand = mlp_by_hand(batch, precision, foreach)
         got = {"saved": m.saved, "act": m.act_peak, "step": m.step_peak}
         same = got == hand
-        print(f"cross-check mlp b{batch}: measured saved {got['saved']:,} act peak {got['act']:,} "
+        print(f"cross-check mlp b{batch} {mode}: measured saved {got['saved']:,} act peak {got['act']:,} "
               f"adam step peak {got['step']:,} B; by hand {hand['saved']:,} {hand['act']:,} {hand['step']:,} B: "
               + ("equal" if same else "DIFFERENT"), flush=True)
         if not same:
-            failures.append(f"cross-check mlp b{batch}")
+            failures.append(f"cross-check mlp b{batch} {mode}")
     return failures
 
 
@@ -335,6 +397,23 @@ def export(spec: Spec, path: str) -> None:
     model = spec.build()
     feeds = spec.make_inputs(TRACE_BATCH, TRACE_SEQ if spec.seq else 0, np.random.default_rng(0))
     tm.export_onnx(model, feeds, path, spec.output_names, spec.dynamic_axes, training=True)
+
+
+def measured(path: str | None, key: tuple, run: Callable[[], Measured]) -> Measured:
+    """``run()``, or its result stored in the JSON file ``path`` under ``key`` (stored there after
+    running when missing). The stored figures are exact profiler bytes of an earlier run."""
+    import json
+
+    if path is None:
+        return run()
+    store = json.load(open(path)) if os.path.exists(path) else {}
+    k = " ".join(map(str, key)) + f" torch {torch.__version__}"
+    if k not in store:
+        store[k] = dataclasses.asdict(run())
+        with open(path + ".tmp", "w") as f:
+            json.dump(store, f, indent=0, sort_keys=True)
+        os.replace(path + ".tmp", path)
+    return Measured(**store[k])
 
 
 def err(pred: int, meas: int) -> float:
@@ -354,18 +433,23 @@ def main(argv: list[str] | None = None) -> int:
                     choices=["sgd", "momentum", "adam", "adamw"])
     ap.add_argument("--grads", nargs="+", default=["released", "persistent"], choices=["released", "persistent"])
     ap.add_argument("--foreach", action="store_true", help="optimizers with foreach=True")
+    ap.add_argument("--precision", default="fp32", choices=list(AUTOCAST),
+                    help="mixed-*: the forward under torch.autocast('cpu'); mixed-fp16 with a GradScaler")
     ap.add_argument("--no-cross-check", action="store_true", help="skip the hand-counted MLP")
     ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--measured", metavar="FILE",
+                    help="JSON file of measurements: runs found in it are not measured again, new ones "
+                         "are added (to re-compare graphmem's predictions without re-running torch)")
     args = ap.parse_args(argv)
 
     from graphmem.training import estimate_training
 
     torch.set_num_threads(2)
     os.makedirs(args.out, exist_ok=True)
-    print(f"torch {torch.__version__}, CPU, 2 threads, foreach {args.foreach}; MiB = 2**20 bytes; "
+    print(f"torch {torch.__version__}, CPU, 2 threads, foreach {args.foreach}, precision {args.precision}; MiB = 2**20 bytes; "
           f"err = (predicted - measured) / measured; bars: saved {BARS['saved']:.0%}, activation "
           f"peaks {BARS['act']:.0%}, step peak {BARS['step']:.0%}")
-    failures = [] if args.no_cross_check else cross_check(args.batches)
+    failures = [] if args.no_cross_check else cross_check(args.batches, args.precision, args.foreach)
     worst: dict[str, float] = {}
     for name in args.only or list(all_specs):
         spec = all_specs[name]
@@ -377,8 +461,10 @@ def main(argv: list[str] | None = None) -> int:
             for grads in args.grads:
                 first = True
                 for optimizer in args.optimizers:
-                    est = estimate_training(path, dims=dims, optimizer=optimizer, grads=grads, foreach=args.foreach)
-                    m = measure(spec, batch, optimizer, grads, args.foreach)
+                    est = estimate_training(path, dims=dims, optimizer=optimizer, grads=grads, foreach=args.foreach,
+                                             precision=args.precision)
+                    m = measured(args.measured, (name, batch, optimizer, grads, args.foreach, args.precision),
+                                 lambda: measure(spec, batch, optimizer, grads, args.foreach, args.precision))
                     rows = []
                     if first:
                         rows += [("saved", "saved", est.saved_bytes, m.saved),

@@ -513,10 +513,9 @@ def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
 
 # --- training: the step peak as the cost -----------------------------------------------------
 
-#: ``--precision`` → the dtype what-if of the analysis (as ``graphmem train`` does).
-PRECISION_DTYPES: dict[str, str | None] = {
-    "fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16",
-}
+#: ``--precision`` → the dtype what-if of the analysis (as ``graphmem train`` does): none, the
+#: file's dtypes; autocast re-types the activations in the training estimate.
+PRECISION_DTYPES: dict[str, str | None] = {"fp32": None, "mixed-fp16": None, "mixed-bf16": None}
 
 
 def training_config(*, optimizer: str = "adam", grads: str = "released",

@@ -20,11 +20,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from onnx import TensorProto
-
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
-from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import UnsupportedOpError, UsageError
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model, load_model
@@ -32,6 +29,7 @@ from graphmem.model.subgraphs import is_control_flow
 from graphmem.model.types import TensorType
 from graphmem.ort.order import file_order
 from graphmem.training import classify, patterns
+from graphmem.training.autocast import HALF, autocast_ops
 from graphmem.training.optimizer import (
     GRAD_MODES,
     OPTIMIZERS,
@@ -53,9 +51,6 @@ __all__ = [
     "estimate_training_analysis",
     "layer_of",
 ]
-
-
-_HALF = {"mixed-fp16": TensorProto.FLOAT16, "mixed-bf16": TensorProto.BFLOAT16}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,7 +152,9 @@ def estimate_training(
     return _trained_as_pytorch_runs_it(load_model(path), config, {"dims": dims, "shapes": shapes, "values": values})
 
 
-_AS_DTYPE = {"fp32": None, "mixed-fp16": "float16", "mixed-bf16": "bfloat16"}
+#: The analysis stays in the file's dtypes for every precision: autocast re-types the
+#: activations op by op (:mod:`graphmem.training.autocast`).
+_AS_DTYPE: dict[str, str | None] = {"fp32": None, "mixed-fp16": None, "mixed-bf16": None}
 
 
 def _with_notes(est: TrainingEstimate, inlined: tuple[str, ...]) -> TrainingEstimate:
@@ -233,9 +230,9 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     g, model = a.graph, a.graph.model
     if a.bodies:  # If and Loop as PyTorch runs them; what cannot be is refused naming the node
         return _flattened(a, config)
-    half = _HALF.get(config.precision)
-    types = a.types if half is None else cast_floats(a.types, half)
-    w = model.weights if half is None else cast_weights(model.weights, half)
+    half = HALF.get(config.precision)
+    types = a.types
+    w = model.weights  # autocast keeps weights, gradients and optimizer state fp32
     order = file_order(g)
     weight_only = classify.weight_only_nodes(g)
     roles = classify.weight_roles(g, weight_only, config.frozen)
@@ -254,7 +251,27 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
         o for n in weight_only for o in g.node(n).output if o
     )
     ops = patterns.torch_ops(g, order, weight_only)
-    roots = patterns.storage_roots(ops, lambda op: patterns.view_input(g, op, types, weight_only))
+    cached: tuple[str, ...] = ()
+    original = {id(op): op for op in ops}
+    if half is not None:
+        trainable_set = roles.trainable
+
+        def param_sources(name: str) -> frozenset[str]:
+            return classify.weight_sources(g, name, weight_only)
+
+        ac = autocast_ops(
+            ops, types, half=half, needs_grad=needs_grad, weightish=weightish,
+            constant=lambda name: not (param_sources(name) & trainable_set),
+            cacheable=lambda name: bool(param_sources(name)) and param_sources(name) <= trainable_set,
+            linear_bias=lambda op: _linear_bias(g, op, weight_only),
+        )
+        ops, types, needs_grad, cached = ac.ops, ac.types, ac.needs_grad, ac.cached
+        original = {id(op): orig for op, orig in zip(ac.ops, ac.original)}
+
+    def view_of(op: patterns.Op) -> int | None:  # an op's view input, judged on the graph's op
+        return patterns.view_input(g, original.get(id(op), op), types, weight_only)
+
+    roots = patterns.storage_roots(ops, view_of)
     orders = patterns.memory_orders(ops, types)
     views = tuple(
         _view(g, op, types, needs_grad, weightish, roots, orders, config.grads == "released") for op in ops
@@ -272,8 +289,9 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     outputs = tuple(model.outputs)
     fwd = run_forward(
         ops, saved, types=types, sources=sources, outputs=outputs,
-        view_input=lambda op: patterns.view_input(g, op, types, weight_only),
+        view_input=view_of,
         temporaries=tuple(forward_temporaries(v, op.domain) for v, op in zip(views, ops)),
+        held=cached,
     )
     trainable = roles.trainable
     grad_bytes = {n: w[n].nbytes or 0 for n in trainable}
@@ -289,7 +307,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
         if op.op_type in GRAD_VIEW_OPS or op.op_type == "Sub":
             same = types.get(op.inputs[k]) == types.get(op.outputs[0])
             return op.op_type not in ("Add", "Sub", "Sum") or same
-        return op.op_type in ("Cast", "Dropout") and patterns.view_input(g, op, types, weight_only) == 0
+        return op.op_type in ("Cast", "Dropout") and view_of(op) == 0
 
     persistent = config.grads == "persistent"
     bwd = run_backward(
@@ -399,6 +417,9 @@ def _weight_grad_view(
         return fewer_dims  # the bias: the engine's sum_to views its keepdim sum (ExpandUtils.h)
     if t in _FRESH_WEIGHT_GRAD:
         return False
+    if t == "Cast":  # ToCopyBackward0 makes a new tensor unless the dtype is unchanged
+        a, b = types.get(op.inputs[0]), types.get(op.outputs[0])
+        return a is not None and b is not None and a.dtype == b.dtype
     if t in ("Add", "Sub", "Mul", "Div"):
         if fewer_dims:
             return True  # sum_to over leading dims: a view
@@ -406,6 +427,12 @@ def _weight_grad_view(
         # same shape: Add/Sub pass the output gradient itself (shared); broadcast: a keepdim sum
         return same and t in ("Add", "Sub")
     return True
+
+
+def _linear_bias(g: OpGraph, op: patterns.Op, weight_only: frozenset[int]) -> int | None:
+    """The bias's position when ``op`` is the Add of a linear's bias (one ``addmm`` in PyTorch)."""
+    mm = patterns.bias_after_matmul(g, op, weight_only)
+    return None if mm is None else 1 - mm
 
 
 def _phase(name: str, total: int, at: str) -> "PhasePeak":

@@ -17,11 +17,16 @@ so Adam's temporaries peak at twice the *largest* parameter. With ``foreach=True
 on CUDA) ``torch._foreach_sqrt`` makes one temporary per parameter at once: the size of all of
 them (``_multi_tensor_adam``).
 
-Mixed precision (``mixed-fp16`` / ``mixed-bf16``) follows the master-weights recipe (Apex O2,
-DeepSpeed): the model's floating weights and gradients are half precision (2 bytes), each
-trainable parameter also has an fp32 master copy, optimizer state is fp32, and the step casts
-one gradient at a time to fp32 (one more fp32 temporary of the largest parameter). This part is
-modelled, not measured (the check script runs fp32 on CPU).
+``foreach`` makes one more pair of scalars per parameter (``_foreach_div_`` by a Python float:
+an 8-byte wrapped double and its 4-byte cast, freed before the next parameter), as the
+single-tensor step does: not counted in either (12 bytes).
+
+Mixed precision (``mixed-fp16`` / ``mixed-bf16``) is ``torch.autocast('cpu')``
+(:mod:`graphmem.training.autocast`): weights, gradients and optimizer state stay fp32 — the
+optimizer step is the fp32 one. ``mixed-fp16`` adds ``torch.amp.GradScaler('cpu')``
+(``torch/amp/grad_scaler.py``): its 0-d fp32 ``_scale`` and int32 ``_growth_tracker`` (8 bytes,
+kept as state), and during the step the 4-byte ``found_inf`` copy ``unscale_`` keeps for
+``step`` (``_MultiDeviceReplicator``). Measured by ``scripts/train_check.py --precision``.
 """
 
 from __future__ import annotations
@@ -47,9 +52,13 @@ OPTIMIZERS: dict[str, tuple[int, bool]] = {
     "adam": (2, True),
     "adamw": (2, True),
 }
-#: Precision name -> bytes per element of the model copy of floating weights/activations
-#: (None: the file's own dtypes).
+#: Precision name -> bytes per element of the activations autocast computes in the half type
+#: (None: no autocast, the file's own dtypes).
 PRECISIONS: dict[str, int | None] = {"fp32": None, "mixed-fp16": 2, "mixed-bf16": 2}
+#: GradScaler('cpu'): ``_scale`` (float32) and ``_growth_tracker`` (int32), 0-d each.
+_SCALER_STATE_BYTES = 4 + 4
+#: ``found_inf`` as ``unscale_`` copies it per device (float32, 0-d), held through ``step``.
+_SCALER_STEP_BYTES = 4
 #: ``persistent``: ``zero_grad(set_to_none=False)``, gradients live through the whole step;
 #: ``released``: ``zero_grad()`` (PyTorch's default, set_to_none=True), gradients are created
 #: during backward and dropped before the next forward.
@@ -65,7 +74,7 @@ class StateCosts:
 
     state_bytes: int
     step_temporary_bytes: int  # most bytes of temporaries alive at once during the step
-    master_bytes: int  # fp32 master copies (mixed precision), else 0
+    master_bytes: int  # fp32 master copies: none (autocast keeps the fp32 weights themselves)
 
 
 def check_choice(kind: str, value: str, choices: Sequence[str]) -> str:
@@ -87,7 +96,7 @@ def optimizer_costs(
     """State, step temporaries and master copies for trainable parameters of these sizes.
 
     ``param_elements``: element count of each trainable parameter; ``param_bytes``: their bytes
-    in the model (fp32 training: the file's dtypes; defaults to 4 bytes per element).
+    in the model (the file's dtypes; defaults to 4 bytes per element).
 
     >>> optimizer_costs("adam", [1000, 10]).state_bytes   # 2 x 4 bytes x 1010 + 2 step scalars
     8088
@@ -97,19 +106,13 @@ def optimizer_costs(
     optimizer = check_choice("optimizer", optimizer, tuple(OPTIMIZERS))
     precision = check_choice("precision", precision, tuple(PRECISIONS))
     buffers, has_step = OPTIMIZERS[optimizer]
-    mixed = PRECISIONS[precision] is not None
-    sizes = list(param_bytes) if param_bytes is not None and not mixed else [
-        n * _FP32 for n in param_elements
-    ]
+    sizes = list(param_bytes) if param_bytes is not None else [n * _FP32 for n in param_elements]
     state = buffers * sum(sizes) + (_STEP_SCALAR_BYTES * len(sizes) if has_step else 0)
     if buffers == 2:  # Adam/AdamW: sqrt and the division by the bias correction
         temp = sum(sizes) if foreach else 2 * max(sizes, default=0)
     else:
         temp = 0
-    if mixed:
-        temp += max(sizes, default=0)  # one gradient cast to fp32 at a time
-    return StateCosts(
-        state_bytes=state,
-        step_temporary_bytes=temp,
-        master_bytes=sum(n * _FP32 for n in param_elements) if mixed else 0,
-    )
+    if precision == "mixed-fp16":
+        state += _SCALER_STATE_BYTES
+        temp += _SCALER_STEP_BYTES
+    return StateCosts(state_bytes=state, step_temporary_bytes=temp, master_bytes=0)

@@ -40,6 +40,7 @@ from graphmem.model.types import TensorType
 __all__ = [
     "Op", "torch_ops", "view_input", "dropout_active", "dropout_training", "batch_norm_training",
     "inference_export_evidence", "storage_roots", "memory_orders", "VIEW_OPS", "FOLDED_CONV_PREFIX",
+    "bias_after_matmul",
 ]
 
 #: Ops whose outputs are views of input 0 in PyTorch: the ONNX views, and the ops aten returns as
@@ -184,8 +185,8 @@ def view_input(
         return None
     if t == "Dropout" and not dropout_active(g, op.node):
         return 0
-    if t == "Add" and _bias_after_matmul(g, op, weight_only) is not None:
-        return _bias_after_matmul(g, op, weight_only)
+    if t == "Add" and bias_after_matmul(g, op, weight_only) is not None:
+        return bias_after_matmul(g, op, weight_only)
     return None
 
 
@@ -268,7 +269,7 @@ def _is_weight(g: OpGraph, name: str, weight_only: frozenset[int]) -> bool:
     return name in g.model.weights or (name in g.producer and g.producer[name] in weight_only)
 
 
-def _bias_after_matmul(g: OpGraph, op: Op, weight_only: frozenset[int]) -> int | None:
+def bias_after_matmul(g: OpGraph, op: Op, weight_only: frozenset[int]) -> int | None:
     """Position of the MatMul output in ``Add(bias, MatMul(x, W))`` (one ``addmm``), or None."""
     if len(op.inputs) != 2:
         return None

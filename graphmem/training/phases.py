@@ -121,8 +121,11 @@ def run_forward(
     outputs: tuple[str, ...],
     view_input: Callable[[Op], int | None],
     temporaries: tuple[int, ...] = (),
+    held: tuple[str, ...] = (),
 ) -> ForwardPass:
-    """Live bytes of the forward pass and the storages autograd saves (see module doc)."""
+    """Live bytes of the forward pass and the storages autograd saves (see module doc).
+    ``held``: tensors something outside the graph holds to the end of the pass (autocast's
+    cast cache), freed then unless saved."""
     values: list[Value] = []
     index: dict[str, int] = {}
     unknown: list[str] = []
@@ -167,6 +170,7 @@ def run_forward(
     held_reads = [index[x] for i, s in enumerate(saved) for x in (it.tensor for it in s.items) if x in index]
     held_reads += [index[n] for n in outputs if n in index]
     held_reads += list(made.values())
+    held_reads += [index[n] for n in held if n in index]
     steps.append(Step(label="(end of forward)", inputs=tuple(held_reads), outputs=()))
     program = Program(values=tuple(values), steps=tuple(steps))
     live = analyze_liveness(program)

@@ -392,9 +392,13 @@ def _table() -> dict[tuple[str, str], tuple[Rule, str]]:
     for op in (
         "Erf", "Gelu", "Silu", "Log", "Abs", "Sin", "Cos", "Tan", "Atan", "LeakyRelu", "Elu", "Selu",
         "Celu", "Softplus", "Softsign", "HardSigmoid", "HardSwish", "Mish", "ThresholdedRelu",
-        "PRelu", "ReduceSumSquare", "AveragePool", "Conv", "ConvTranspose", "Clip",
+        "ReduceSumSquare", "AveragePool", "Clip",
     ):
         t[op] = (save_inputs(0), "counted")
+    # convolution_backward and _prelu_kernel_backward read input and weight (derivatives.yaml):
+    # a parameter is a weight (not listed), autocast's half copy of it is held for backward
+    for op in ("Conv", "ConvTranspose", "PRelu"):
+        t[op] = (save_inputs(0, 1), "counted")
     for op in ("ReduceMax", "ReduceMin", "ReduceL2", "ReduceProd", "ReduceLogSumExp"):
         t[op] = (save_input_and_output, "counted")
     t.update(

@@ -46,7 +46,7 @@ def estimate(nodes, inputs, outputs, inits, dims=None, **config):  # type: ignor
     graph = helper.make_graph(list(nodes), "g", list(inputs), list(outputs), list(inits))
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     proto.ir_version = 8
-    a = analyze_model(model_from_proto(proto), dims=dims, as_dtype={"fp32": None}.get(config.get("precision", "fp32"), "float16"))
+    a = analyze_model(model_from_proto(proto), dims=dims)  # every precision: the file's dtypes
     return estimate_training_analysis(a, TrainingConfig(**config))
 
 
@@ -268,13 +268,54 @@ def test_optimizer_costs_foreach_and_unknown_name() -> None:
         optimizer_costs("lion", [10])
 
 
-def test_mixed_precision_halves_copies_and_adds_fp32_masters() -> None:
-    e = mlp(optimizer="adam", precision="mixed-fp16")
-    # 24 params: half copies 48 + fp32 masters 96; half gradients 48; fp32 state 2 x 96 + 8
-    assert (e.weights_bytes, e.master_weights_bytes, e.grads_bytes) == (144, 96, 48)
-    assert e.optimizer_state_bytes == 200
-    assert e.saved_bytes == 16 and e.activation_peak_bytes == 16  # every activation in fp16
-    assert e.optimizer_temp_bytes == 2 * 64 + 64  # Adam's two, plus one fp32 gradient copy
+def test_mixed_bf16_is_autocast_by_hand() -> None:
+    # torch.autocast('cpu', bfloat16): MatMul casts its fp32 operands (autocast_mode.cpp); W and
+    # W2 are trainable leaves: their casts are cached until the forward ends; x's is not.
+    # forward: Cast x -> xc bf16[1,4] 8; Cast W -> Wc 32 (40); h 8 (48); Relu r 8, h dies
+    #          after (56); Cast W2 -> W2c 16 (64); y bf16[1,2] 4 (68, peak); end 68
+    # saves: xc (W needs a gradient), r (Relu; MatMul2 for W2), W2c (r needs a gradient) = 32;
+    #        Wc is not saved (x needs no gradient): freed when the forward ends
+    # backward: held xc r W2c y = 36; loss dy 4 (40); MatMul2 dr 8 + dW2c 16 (60); Cast W2
+    #           (ToCopyBackward0) dW2 f32 32 (72); Relu dh 8 (64: dy, W2c, dW2c freed);
+    #           MatMul1 dWc 16·2 (80); Cast W -> dW f32 64 (128, peak); end dW + dW2 = 96
+    e = mlp(optimizer="adam", precision="mixed-bf16")
+    assert (e.weights_bytes, e.master_weights_bytes, e.grads_bytes) == (96, 0, 96)  # all fp32
+    assert e.saved_bytes == 32 and e.saved_inputs_bytes == 0
+    assert e.forward is not None and e.forward.live_bytes == (8, 40, 48, 56, 64, 68, 68)
+    assert (e.activation_peak_bytes, e.activation_peak_at) == (68, "MatMul_2")
+    assert (e.backward_peak_bytes, e.backward_peak_at) == (128, "W/autocast_bfloat16:Cast")
+    assert e.backward is not None and e.backward.live_bytes == (36, 40, 60, 72, 64, 80, 128, 96)
+    assert (e.optimizer_state_bytes, e.optimizer_temp_bytes) == (200, 128)  # as fp32
+    base = 96 + 200 + 16
+    assert [p.total_bytes for p in e.phases] == [base + 68, base + 128, base + 96 + 128]
+
+
+def test_mixed_fp16_adds_the_grad_scaler() -> None:
+    # GradScaler('cpu'): _scale f32 and _growth_tracker i32 (0-d, 4 B each) as state, and the
+    # 4-byte found_inf copy held during step; the activations as bf16 (2-byte half)
+    f, b = mlp(optimizer="adam", precision="mixed-fp16"), mlp(optimizer="adam", precision="mixed-bf16")
+    assert (f.optimizer_state_bytes, f.optimizer_temp_bytes) == (200 + 8, 128 + 4)
+    assert (f.saved_bytes, f.activation_peak_bytes, f.backward_peak_bytes) == (32, 68, 128)
+    assert f.step_peak_bytes == b.step_peak_bytes + 12
+
+
+def test_autocast_promotes_a_residual_and_keeps_a_scalar() -> None:
+    # x f32[1,4] → MatMul W → h bf16 (8); Add(h, x): a dimensioned fp32 operand promotes:
+    # s f32[1,4] (16); Mul(s, 0.5 scalar constant) stays fp32; Mul(h, c[4] frozen fp32 const,
+    # dimensioned) promotes too → m f32 (16); Concat(h, m): cat promotes, casts h to fp32
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Add", ["h", "x"], ["s"]),
+             const("half", 0.5), helper.make_node("Mul", ["s", "half"], ["q"]),
+             const("c", [1.0, 2.0, 3.0, 4.0]), helper.make_node("Mul", ["h", "c"], ["m"]),
+             helper.make_node("Concat", ["q", "m", "h"], ["y"], axis=1)]
+    e = estimate(nodes, [vi("x", [1, 4])], [vi("y", [1, 12])], [w("W", 4, 4)], precision="mixed-bf16")
+    types = e.analysis.types
+    assert types["h"].dtype == F  # the analysis keeps the file's types
+    fwd = dict(zip(e.forward.labels, e.forward.live_bytes)) if e.forward else {}
+    # xc 8, Wc 32, h 8; Add: s 16 (64); Mul: q 16 (80), s dies; Mul: m 16 (80); Concat casts h
+    # to fp32 (16: 96; h's last reader is now its cast) and writes y f32[1,12] 48 (136)
+    assert list(fwd.values()) == [8, 40, 48, 64, 80, 80, 96, 136, 88]
+    assert fwd["h/autocast_float#4:Cast"] == 96 and fwd["Concat_4"] == 8 + 32 + 16 + 16 + 16 + 48
+    assert e.saved_bytes == 8  # xc: the Muls' other operands (constants) need no gradient
 
 
 # --------------------------------------------------------------------------- frozen weights, errors

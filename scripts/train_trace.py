@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Op-by-op comparison of one PyTorch CPU training step with ``graphmem train``'s passes.
 
-    python scripts/train_trace.py NAME [--batch B] [--phase forward|backward] [--top N]
+    python scripts/train_trace.py NAME [--batch B] [--phase forward|backward] [--top N] [--precision P]
 
 NAME is a model of ``scripts/train_check.py``. The step is measured as there (profiler started
 before the model is built, step 2, Adam, gradients released); each ``[memory]`` event is given to
@@ -25,9 +25,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_check as tc  # noqa: E402
 
 
-def measured_ops(spec: tc.Spec, batch: int, phase: str, detail: bool = False, grads: str = "released") -> list[tuple[str, int, int]]:
-    """(op name, live bytes at its start, highest live bytes inside it), above the phase start."""
+def measured_ops(spec: tc.Spec, batch: int, phase: str, detail: bool = False, grads: str = "released",
+                 precision: str = "fp32") -> list[tuple[str, int, int]]:
+    """(op name, live bytes at its start, highest live bytes inside it), above the phase start.
+    ``precision`` mixed-*: the forward under ``torch.autocast('cpu')`` (no GradScaler: the
+    backward and forward are the same with it, only the loss scalar is scaled)."""
+    import contextlib
+
     from torch.profiler import ProfilerActivity, profile, record_function
+
+    dtype = tc.AUTOCAST[precision]
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         torch.manual_seed(0)
@@ -36,7 +43,8 @@ def measured_ops(spec: tc.Spec, batch: int, phase: str, detail: bool = False, gr
         opt = tc.make_optimizer("adam", model, False)
         for step in (1, 2):
             opt.zero_grad(set_to_none=grads == "released")
-            with record_function(f"s{step}:forward"):
+            with record_function(f"s{step}:forward"), (
+                    contextlib.nullcontext() if dtype is None else torch.autocast("cpu", dtype=dtype)):
                 loss = tc.loss_of(model(*feeds))
             with record_function(f"s{step}:backward"):
                 loss.backward()
@@ -83,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grads", default="released", choices=["released", "persistent"])
     ap.add_argument("--all", action="store_true", help="every op in order, not the top N")
     ap.add_argument("--detail", action="store_true", help="with --all: each op's allocations and frees")
+    ap.add_argument("--precision", default="fp32", choices=list(tc.AUTOCAST))
     ap.add_argument("--out", default=tc.DEFAULT_OUT)
     args = ap.parse_args(argv)
 
@@ -93,9 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     path = os.path.join(args.out, f"{args.name}.onnx")
     if not os.path.exists(path):
         tc.export(spec, path)
-    rows = measured_ops(spec, args.batch, args.phase, args.detail, args.grads)
+    rows = measured_ops(spec, args.batch, args.phase, args.detail, args.grads, args.precision)
     dims = {"batch": args.batch, **({"seq": spec.seq} if spec.seq else {})}
-    est = estimate_training(path, dims=dims, grads=args.grads)
+    est = estimate_training(path, dims=dims, grads=args.grads, precision=args.precision)
     trace = est.forward if args.phase == "forward" else est.backward
     pred = list(zip(trace.labels, trace.live_bytes))
     mib = lambda n: f"{n / 2**20:9.2f}"  # noqa: E731

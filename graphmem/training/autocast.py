@@ -44,7 +44,15 @@ from graphmem.model.dtypes import is_float
 from graphmem.model.types import TensorType
 from graphmem.training.patterns import Op
 
-__all__ = ["Autocast", "autocast_ops", "LOWER_PRECISION_OPS", "FP32_OPS", "PROMOTE_OPS", "HALF"]
+__all__ = ["Autocast", "autocast_ops", "is_cast", "LOWER_PRECISION_OPS", "FP32_OPS", "PROMOTE_OPS", "HALF"]
+
+#: What names a cast autocast makes: ``<tensor>/autocast_<dtype>[#<op>]``.
+CAST_MARK = "/autocast_"
+
+
+def is_cast(name: str) -> bool:
+    """Is ``name`` a cast :func:`autocast_ops` wrote (a copy autocast makes before an op)?"""
+    return CAST_MARK in name
 
 #: ``--precision`` -> the autocast dtype (ONNX enum).
 HALF = {"mixed-fp16": TensorProto.FLOAT16, "mixed-bf16": TensorProto.BFLOAT16}
@@ -132,7 +140,9 @@ def autocast_ops(
     def cast(x: str, to: int, i: int, use_cache: bool) -> str:
         if use_cache and x in cache:
             return cache[x]
-        name = f"{x}/autocast_{TensorProto.DataType.Name(to).lower()}" + ("" if use_cache else f"#{i}")
+        name = f"{x}{CAST_MARK}{TensorProto.DataType.Name(to).lower()}" + ("" if use_cache else f"#{i}")
+        if name in t:  # the same tensor twice in one op: one cast (LSTM's shared h0/c0: see saved.lstm)
+            return name
         node = onnx.helper.make_node("Cast", [x], [name], name=f"{name}:Cast", to=to)
         out_ops.append(Op(nid=-1, op_type="Cast", domain="", inputs=(x,), outputs=(name,), node=node, members=()))
         original.append(out_ops[-1])

@@ -30,6 +30,7 @@ from graphmem.model.dtypes import is_float, tensor_bytes
 from graphmem.optable import OpRule, OpTable
 from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
+from graphmem.training.autocast import is_cast
 
 __all__ = ["OpView", "SavedItem", "Saved", "Rule", "RULES", "saved_by", "lstm_workspace_bytes", "good_ld", "gru"]
 
@@ -267,24 +268,26 @@ def good_ld(dim: int, elem: int = 4) -> int:
     return ld + step if ld % 256 == 0 else ld
 
 
-def lstm_workspace_bytes(steps: int, batch: int, inputs: int, hidden: int) -> int:
-    """Bytes of the oneDNN LSTM training workspace of one layer and direction (fp32).
+def lstm_workspace_bytes(steps: int, batch: int, inputs: int, hidden: int, elem: int = 4) -> int:
+    """Bytes of the oneDNN LSTM training workspace of one layer and direction.
 
     PyTorch's CPU LSTM runs oneDNN (``mkldnn_rnn_layer``) and saves this workspace: the gates of
     every step, the h and c states of every step, and room for their gradients, each part
     page-aligned (``src/cpu/rnn/rnn_utils.cpp``, ``set_offsets``; sizes from ``rnn_utils.hpp``).
-    Matches the saved ``uint8`` workspace byte for byte on torch 2.13.
+    ``elem``: bytes of the layer's data type (2 under autocast: bf16/f16); the forward parts
+    (gates, h, states, c states) are in it, the gradient states always in f32 (oneDNN's
+    accumulation type). Matches the saved ``uint8`` workspace byte for byte on torch 2.13, fp32
+    and bf16 (3 shapes each: ``scripts/train_check.py`` lstm, lstm_2x512, batch 1 and 4).
     """
     page = 4096
-    wide = good_ld(max(inputs, hidden))
     parts = (
-        steps * batch * good_ld(4 * hidden) * 4,  # gates
-        steps * batch * good_ld(hidden) * 4,  # h of every step
-        2 * (steps + 1) * batch * wide * 4,  # layer/iter states
-        2 * (steps + 1) * batch * hidden * 4,  # c states
-        2 * (steps + 1) * batch * wide * 4,  # diff layer states
-        2 * (steps + 1) * batch * wide * 4,  # diff iter states
-        2 * (steps + 1) * batch * hidden * 4,  # diff c states
+        steps * batch * good_ld(4 * hidden, elem) * elem,  # gates
+        steps * batch * good_ld(hidden, elem) * elem,  # h of every step
+        2 * (steps + 1) * batch * good_ld(max(inputs, hidden), elem) * elem,  # layer/iter states
+        2 * (steps + 1) * batch * hidden * elem,  # c states
+        2 * (steps + 1) * batch * good_ld(max(inputs, hidden)) * 4,  # diff layer states (f32)
+        2 * (steps + 1) * batch * good_ld(max(inputs, hidden)) * 4,  # diff iter states (f32)
+        2 * (steps + 1) * batch * hidden * 4,  # diff c states (f32)
     )
     offset = 0
     for part in parts:
@@ -302,7 +305,12 @@ def lstm(op: OpView) -> Saved:
         return Saved(outcome="unsupported", reason="LSTM with an unknown input shape")
     steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
     elem = tensor_bytes(op.type(op.input(0)).dtype, 1) or 4  # type: ignore[union-attr]
-    items = _inp(op, 0)
+    # mkldnn_rnn_layer (derivatives.yaml) also saves its weights: parameters are weights (not
+    # listed), autocast's half copies of them are held
+    items = _inp(op, 0) + _inp(op, 1) + _inp(op, 2) + _inp(op, 3)
+    if dirs == 2 and is_cast(op.input(0)):
+        # autocast intercepts each direction's mkldnn_rnn_layer: each casts the layer input
+        items.append(_made("input cast dir 1", tensor_size(op.type(op.input(0)))))
     state = dirs * batch * hidden * elem
     for k, label in ((5, "initial h"), (6, "initial c")):
         items += _inp(op, k) if op.act(k) else [_made(label, state)]
@@ -320,7 +328,7 @@ def lstm(op: OpView) -> Saved:
             *out,
             _made(f"final h dir {d}", batch * hidden * elem),
             _made(f"final c dir {d}", batch * hidden * elem),
-            _made(f"workspace dir {d}", lstm_workspace_bytes(steps, batch, size, hidden)),
+            _made(f"workspace dir {d}", lstm_workspace_bytes(steps, batch, size, hidden, elem)),
         ]
     return _done(items)
 

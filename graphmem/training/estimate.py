@@ -20,6 +20,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from onnx import TensorProto
+
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.errors import UnsupportedOpError, UsageError
@@ -29,7 +31,7 @@ from graphmem.model.subgraphs import is_control_flow
 from graphmem.model.types import TensorType
 from graphmem.ort.order import file_order
 from graphmem.training import classify, patterns
-from graphmem.training.autocast import HALF, autocast_ops
+from graphmem.training.autocast import HALF, autocast_ops, is_cast
 from graphmem.training.optimizer import (
     GRAD_MODES,
     OPTIMIZERS,
@@ -283,6 +285,17 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
             "autocast: oneDNN's reduced-precision matmul and convolution kernels allocate scratchpads "
             "that are not modelled (measured: 75 kB and 135 kB in the two addmm of a 256-512-10 MLP)"
         )
+        fixed = [op.label for op in ops if op.op_type == "Cast" and not is_cast(op.outputs[0])
+                 and (src := a.types.get(op.inputs[0])) is not None and (dst := a.types.get(op.outputs[0])) is not None
+                 and src.dtype == dst.dtype == TensorProto.FLOAT]
+        if fixed:
+            # the exporter writes x.to(y.dtype) / x.type(y.dtype) as Cast(to=y's traced dtype)
+            warnings.append(
+                f"autocast: {len(fixed)} Cast(s) to float32 of a float32 tensor (e.g. '{fixed[0]}'): if the "
+                "model wrote x.to(y.dtype), PyTorch casts to y's dtype at run time, the half type when "
+                "autocast made y half (GPT-2's attention probabilities: its Dropout mask is then half "
+                "as large); taken as float32"
+            )
     evidence = patterns.inference_export_evidence(g, ops)
     if evidence is not None:
         warnings.append(

@@ -48,7 +48,10 @@ def write_converted(path: Path, target: int, out: Path) -> Path:
     import onnx
     from onnx import helper, numpy_helper
 
+    from graphmem.model.validate import clear_invalid_dims
+
     model = onnx.load(str(path))
+    clear_invalid_dims(model.graph)  # onnxruntime clears them too; onnx's inference would crash on them
     try:
         model = onnx.shape_inference.infer_shapes(model)
     except (ValueError, onnx.shape_inference.InferenceError):

@@ -37,7 +37,7 @@ from onnx import TensorProto, helper
 from graphmem.errors import InvalidModelError
 from graphmem.model.dtypes import element_bits
 
-__all__ = ["check_model", "checker_proxy"]
+__all__ = ["check_model", "checker_proxy", "clear_invalid_dims"]
 
 _PAYLOAD_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
 _MAX_REASON = 300
@@ -164,6 +164,7 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     if proto.HasField("ir_version") and proto.ir_version < 4:
         proxy.ir_version = 4
     graph = proxy.graph
+    clear_invalid_dims(graph)
     for opset in proxy.opset_import:
         if opset.domain == "ai.onnx":
             opset.domain = ""
@@ -195,6 +196,39 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     _sort_nodes(graph)
     _referenced_defaults(proxy)
     return proxy
+
+
+def clear_invalid_dims(graph: onnx.GraphProto) -> None:
+    """Clear, in place, the negative dim values and empty dim names of every declared type in
+    ``graph`` and its bodies, as onnxruntime does for each NodeArg before it infers shapes
+    (``core/graph/node_arg.cc`` RemoveInvalidValues). onnx's C++ inference reads such a dim as a
+    number: GatherND takes an ``indices`` last dim of -1 as an index count and reads outside its
+    dims array (a segmentation fault, fuzz case 19790). onnxruntime clears only tensor types; here
+    the tensors inside sequence, optional and map types are cleared too, so that no C++ inference
+    graphmem calls ever sees a negative dim (onnxruntime's own inference of those is not modelled)."""
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if vi.HasField("type"):
+            _clear_type_dims(vi.type)
+    for node in graph.node:
+        for attr in node.attribute:
+            for body in (attr.g,) if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                clear_invalid_dims(body)
+
+
+def _clear_type_dims(t: onnx.TypeProto) -> None:
+    kind = t.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        for dim in getattr(t, kind).shape.dim:
+            if dim.WhichOneof("value") == "dim_value" and dim.dim_value < 0:
+                dim.ClearField("dim_value")
+            elif dim.WhichOneof("value") == "dim_param" and not dim.dim_param:
+                dim.ClearField("dim_param")
+    elif kind in ("sequence_type", "optional_type"):
+        inner = getattr(t, kind)
+        if inner.HasField("elem_type"):
+            _clear_type_dims(inner.elem_type)
+    elif kind == "map_type" and t.map_type.HasField("value_type"):
+        _clear_type_dims(t.map_type.value_type)
 
 
 def _referenced_defaults(proxy: onnx.ModelProto) -> None:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
+import onnx
 
 from graphmem.analysis.dims import resolve_inputs
 from graphmem.analysis.exactness import approximations
@@ -39,7 +40,7 @@ from graphmem.analysis.controlflow import control_flow_approximations, plan_cont
 from graphmem.ort.controlflow import replay
 from graphmem.ort.insert_cast import CpuSession, cpu_session
 from graphmem.ort.order import file_order, finalize_reorders, node_stages, ort_order, session_orders
-from graphmem.ort.rewrites import remove_duplicate_casts
+from graphmem.ort.rewrites import ensure_unique_dq, remove_duplicate_casts
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
@@ -164,6 +165,7 @@ def analyze_model(
     if execution_order == "ort":  # the graph onnxruntime builds: function ops expanded (ort/functions.py)
         expansion = inline_functions(model, _static_types)
         model, inlined, missing = expansion.model, expansion.inlined, expansion.missing
+        model = ensure_unique_dq(model)  # EnsureUniqueDQForNodeUnit: after AOT inlining, at every level
     target = parse_dtype(as_dtype) if as_dtype is not None else None
 
     def typed(model: Model):  # type: ignore[no-untyped-def]
@@ -295,7 +297,7 @@ def analyze_model(
             g, order, unresolved=top_unresolved, scratch_unmodelled=unmodelled, provider=provider,
             planned=frozenset(runtime.bodies) if flow is not None else frozenset(),
         ) + _missing_bodies(model, missing) + tuple(flow_approximations)
-        + (_duplicated_dq(g, order) if execution_order == "ort" else ())
+        + (_duplicated_dq_in_bodies(model) if execution_order == "ort" else ())
         + _cuda_inlined(session),
     )
     return Analysis(
@@ -371,26 +373,38 @@ def _cuda_inlined(session) -> tuple[Approximation, ...]:  # type: ignore[no-unty
     )
 
 
-def _duplicated_dq(g: OpGraph, order: Sequence[int]) -> tuple[Approximation, ...]:
-    """A DequantizeLinear read by several nodes (or by a node and the graph's outputs) in a graph
-    given to onnxruntime: its EnsureUniqueDQForNodeUnit, applied at every optimization level
-    (core/optimizer/qdq_transformer/ensure_unique_dq_for_node_unit.cc), gives each further reader
-    its own copy (``<name>/duplicated``, measured on ResNet-18 QDQ at none), which graphmem does not
-    emulate: the copies' float outputs are not planned."""
-    outputs = set(g.model.outputs)
+def _duplicated_dq_in_bodies(model: Model) -> tuple[Approximation, ...]:
+    """A DequantizeLinear read by several nodes (or by a node and the body's outputs) inside an
+    If/Loop/Scan body: onnxruntime's EnsureUniqueDQForNodeUnit rewrites bodies too (``Recurse``,
+    core/optimizer/qdq_transformer/ensure_unique_dq_for_node_unit.cc) but graphmem emulates it on
+    the main graph only (:func:`graphmem.ort.rewrites.ensure_unique_dq`): the body copies' float
+    outputs are not planned."""
     out = []
-    for nid in order:
-        node = g.node(nid)
-        if node.op_type != "DequantizeLinear" or node.domain not in ("", "ai.onnx", "com.microsoft") or not node.output:
-            continue
-        readers = sum(list(g.node(c).input).count(node.output[0]) for c in g.consumers.get(node.output[0], ()))
-        copies = readers - (node.output[0] not in outputs)
-        if copies > 0:
-            out.append(Approximation(
-                kind="rewrite_not_modelled", node=node.name or f"DequantizeLinear_{nid}",
-                detail=f"onnxruntime's EnsureUniqueDQForNodeUnit runs {copies} more cop{'y' if copies == 1 else 'ies'} "
-                "of this DequantizeLinear (one per reader), which graphmem does not plan: both figures may be low",
-            ))
+
+    def visit(graph: onnx.GraphProto) -> None:
+        readers: dict[str, int] = {}
+        for n in graph.node:
+            for x in n.input:
+                readers[x] = readers.get(x, 0) + 1
+        outputs = {o.name for o in graph.output}
+        for n in graph.node:
+            if n.op_type == "DequantizeLinear" and n.domain in ("", "ai.onnx", "com.microsoft") and n.output:
+                copies = readers.get(n.output[0], 0) - (n.output[0] not in outputs)
+                if copies > 0:
+                    out.append(Approximation(
+                        kind="rewrite_not_modelled", node=n.name or "DequantizeLinear",
+                        detail=f"in a control-flow body: onnxruntime's EnsureUniqueDQForNodeUnit runs {copies} more "
+                        f"cop{'y' if copies == 1 else 'ies'} of this DequantizeLinear (one per reader), which graphmem "
+                        "does not plan in bodies: both figures may be low",
+                    ))
+            for a in n.attribute:
+                for body in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                    visit(body)
+
+    for node in model.nodes:
+        for a in node.attribute:
+            for body in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                visit(body)
     return tuple(out)
 
 

@@ -1,6 +1,7 @@
 """Graph rewrites onnxruntime 1.31 applies even with optimizations disabled (ORT_DISABLE_ALL).
 
-Only one changes a float32 graph: the duplicate-Cast remover that ``InsertCastTransformer`` runs
+EnsureUniqueDQForNodeUnit (:func:`ensure_unique_dq`) gives each further reader of a
+DequantizeLinear its own copy. The other one that changes a float32 graph is the duplicate-Cast remover that ``InsertCastTransformer`` runs
 on the main graph (``core/optimizer/insert_cast_transformer.cc``,
 ``RemoveDuplicateCastTransformer``). For each Cast, in node-index order, whose consumers include
 Casts: a child Cast that casts back to the first Cast's input type (and is not a graph output)
@@ -16,11 +17,12 @@ from dataclasses import replace
 import onnx
 from onnx import TensorProto
 
-from graphmem.optable import is_default_domain
+from graphmem.optable import MS_DOMAIN, is_default_domain
+from graphmem.model.graph import build_graph
 from graphmem.model.loading import Model
 from graphmem.model.types import TensorType
 
-__all__ = ["remove_duplicate_casts"]
+__all__ = ["ensure_unique_dq", "remove_duplicate_casts"]
 
 _INT = {TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64}
 _UINT = {TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64}
@@ -145,3 +147,84 @@ def _rewire(nodes: dict[int, onnx.NodeProto], readers: dict[str, list[int]], old
             if x == old:
                 n.input[k] = new
                 readers.setdefault(new, []).append(rid)
+
+
+def ensure_unique_dq(model: Model) -> Model:
+    """The model after EnsureUniqueDQForNodeUnit (core/optimizer/qdq_transformer/
+    ensure_unique_dq_for_node_unit.cc; inference_session.cc TransformGraph step 2, at every level,
+    before partitioning and InsertCastTransformer).
+
+    For each DequantizeLinear (ONNX or com.microsoft domain, ``QDQ::MatchDQNode``), in the
+    session's topological order: its output edges, ordered as ``Node::EdgeSet`` orders them (by
+    consumer NodeIndex, then input slot; an edge to a subgraph's implicit input sorts after the
+    consumer's explicit ones) — the first keeps the original unless the DQ also feeds a graph
+    output or a subgraph; every other explicit edge gets a new DequantizeLinear with the same
+    inputs, attributes and domain writing ``<output>/duplicated`` (``Graph::AddNode``: the next
+    NodeIndex, so onnxruntime's order runs the copy where its reader needs it, often before the
+    original). Names follow ``Graph::GenerateNodeArgName``/``GenerateNodeName`` (one
+    ``_token_N`` counter). Subgraphs are not rewritten here (see the analysis' approximations)."""
+    from graphmem.ort.order import ort_order  # order imports the graph module; keep rewrites light
+
+    entries = list(model.indexed_nodes)
+    if not any(_is_dq(n) for _, n in entries):
+        return model
+    g = build_graph(model)
+    nodes = {nid: n for nid, n in entries}
+    edges: dict[str, list[tuple[int, int]]] = {}  # tensor -> (consumer, slot), explicit then implicit
+    for nid, n in entries:
+        for slot, x in enumerate(n.input):
+            if x:
+                edges.setdefault(x, []).append((nid, slot))
+        for k, x in enumerate(g.implicit.get(nid, ())):
+            edges.setdefault(x, []).append((nid, len(n.input) + k))
+    outputs = set(model.outputs)
+    taken_args = {x for _, n in entries for x in (*n.input, *n.output)} | set(model.inputs) | set(model.weights)
+    taken_nodes = {n.name for _, n in entries}
+    counter = [0]
+
+    def generate(base: str, taken: set[str]) -> str:
+        name = base
+        while name in taken:
+            name = f"{base}_token_{counter[0]}"
+            counter[0] += 1
+        taken.add(name)
+        return name
+
+    next_id = max(nodes, default=-1) + 1
+    added: list[tuple[int, onnx.NodeProto]] = []
+    changed: dict[int, onnx.NodeProto] = {}
+    for nid in ort_order(g):
+        dq = nodes[nid]
+        if not _is_dq(dq) or not dq.output or not dq.output[0]:
+            continue
+        out = dq.output[0]
+        out_edges = sorted(edges.get(out, ()))
+        graph_output = out in outputs
+        if not out_edges or (len(out_edges) == 1 and not graph_output):
+            continue
+        explicit = [(c, slot) for c, slot in out_edges if slot < len(nodes[c].input)]
+        keep_first = not graph_output and len(explicit) == len(out_edges)
+        for consumer, slot in explicit[1 if keep_first else 0:]:
+            arg = generate(out + "/duplicated", taken_args)
+            copy = onnx.NodeProto()
+            copy.CopyFrom(dq)
+            copy.name = generate(dq.name + "/duplicated", taken_nodes)
+            del copy.output[:]
+            copy.output.append(arg)
+            reader = changed.get(consumer)
+            if reader is None:
+                reader = changed[consumer] = _copy(nodes[consumer])
+            reader.input[slot] = arg
+            added.append((next_id, copy))
+            next_id += 1
+    if not added:
+        return model
+    ids = tuple(nid for nid, _ in entries) + tuple(nid for nid, _ in added)
+    new_nodes = tuple(changed.get(nid, n) for nid, n in entries) + tuple(n for _, n in added)
+    return replace(model, nodes=new_nodes, node_ids=ids)
+
+
+def _is_dq(node: onnx.NodeProto) -> bool:
+    """``QDQ::MatchDQNode``: DequantizeLinear of the ONNX domain (every version onnx defines,
+    10 to 25: each duplicated on onnxruntime 1.31, probed) or com.microsoft."""
+    return node.op_type == "DequantizeLinear" and (is_default_domain(node.domain) or node.domain == MS_DOMAIN)

@@ -188,10 +188,13 @@ def test_as_dtype_converts_after_onnx_shape_inference(tmp_path: Path) -> None:
     assert all(d.dim_param.startswith("unk__") for d in t.type.tensor_type.shape.dim)
 
 
-def test_dequantize_read_twice_is_not_called_exact(tmp_path: Path) -> None:
-    # x -> QuantizeLinear -> DequantizeLinear "dq" read by Relu and Neg: onnxruntime's
-    # EnsureUniqueDQForNodeUnit gives Neg its own copy, "dq/duplicated" (seen in the profile at
-    # ORT_DISABLE_ALL); graphmem does not plan the copy, so it says so (one copy, naming dq)
+def test_dequantize_read_twice_gets_its_copy_planned(tmp_path: Path) -> None:
+    # x [1,64] -> QuantizeLinear q0 -> DequantizeLinear dq1 "d" read by relu2 and neg3 (both
+    # graph outputs). EnsureUniqueDQForNodeUnit keeps dq1 for its first reader (relu2, lower
+    # NodeIndex) and gives neg3 the copy dq4 "dq/duplicated" -> "d/duplicated". onnxruntime's
+    # order visits the highest index first: q0, dq4, neg3, dq1, relu2. Requested bytes:
+    #   q0 q 64 ; dq4 d/dup 256: 320 ; neg3 b 256 (a graph output: fresh): 576 ;
+    #   dq1 d in d/dup's freed buffer: 576 ; free q -> relu2 a 256 (graph output): 768
     import onnx
 
     nodes = [
@@ -203,10 +206,62 @@ def test_dequantize_read_twice_is_not_called_exact(tmp_path: Path) -> None:
     weights = [init("s", np.array(0.1, np.float32)), init("z", np.array(0, np.uint8))]
     outputs = [tensor("a", [1, 64]), tensor("b", [1, 64])]
     path = save(model(nodes, [tensor("x", [1, 64])], outputs, weights), tmp_path / "dq2.onnx")
-    notes = graphmem.analyze(path).activations.approximations
-    assert [(a.kind, a.node) for a in notes] == [("rewrite_not_modelled", "dq")]
-    assert "1 more copy" in notes[0].detail
+    result = graphmem.analyze(path)
+    assert result.activations.exact
+    assert [result.graph.node(n).name for n in result.order] == ["q", "dq/duplicated", "neg", "dq", "relu"]
+    held = [b for _, b in result.activations.timeline]
+    assert held == [64, 320, 576, 576, 768]
     run = measure(str(path), make_feeds(onnx.load(str(path)), {}, seed=0), graph_opt="none", threads=1, runs=1).runs[0]
-    assert "dq/duplicated" in [n.name for n in run.nodes]
-    single = save(model(nodes[:3], [tensor("x", [1, 64])], outputs[:1], weights), tmp_path / "dq1.onnx")
-    assert graphmem.analyze(single).activations.exact
+    base = run.nodes[0].requested_in_use - run.nodes[0].requested_delta
+    assert [(n.name, n.requested_in_use - base) for n in run.nodes] == list(zip(
+        ["q", "dq/duplicated", "neg", "dq", "relu"], held))
+
+
+def test_unique_dq_copies_match_the_graph_onnxruntime_builds(tmp_path: Path) -> None:
+    # dq "d" feeds a graph output, Add (both slots) and Relu: every reader gets a copy, in edge
+    # order (consumer index, then slot), named with one _token_N counter for tensors and nodes;
+    # the session's order (the graph onnxruntime writes at ORT_DISABLE_ALL) is graphmem's
+    import onnx
+
+    from graphmem.ort.optimized import optimized_model
+
+    nodes = [
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="dq"),
+        helper.make_node("Add", ["d", "d"], ["a"], name="add"),
+        helper.make_node("Relu", ["d"], ["b"], name="relu"),
+    ]
+    weights = [init("s", np.array(0.5, np.float32)), init("z", np.array(0, np.uint8))]
+    outputs = [tensor(n, [4]) for n in ("a", "b", "d")]
+    path = save(model(nodes, [tensor("q", [4], TensorProto.UINT8)], outputs, weights), tmp_path / "dq3.onnx")
+    result = graphmem.analyze(path)
+    ours = [(n.name, tuple(n.input), tuple(n.output)) for n in map(result.graph.node, result.order)]
+    written = onnx.load(str(optimized_model(path, "none", tmp_path, always=True)))
+    assert ours == [(n.name, tuple(n.input), tuple(n.output)) for n in written.graph.node]
+    assert ours == [
+        ("dq/duplicated_token_3", ("q", "s", "z"), ("d/duplicated_token_2",)),
+        ("relu", ("d/duplicated_token_2",), ("b",)),
+        ("dq/duplicated_token_1", ("q", "s", "z"), ("d/duplicated_token_0",)),
+        ("dq/duplicated", ("q", "s", "z"), ("d/duplicated",)),
+        ("add", ("d/duplicated", "d/duplicated_token_0"), ("a",)),
+        ("dq", ("q", "s", "z"), ("d",)),
+    ]
+
+
+def test_dequantize_read_twice_in_a_body_is_not_called_exact(tmp_path: Path) -> None:
+    # the then-branch's DequantizeLinear feeds Relu and Neg: onnxruntime gives Neg a copy in the
+    # body too (Recurse), which graphmem does not plan in bodies: named, one copy
+    then_nodes = [
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="body_dq"),
+        helper.make_node("Relu", ["d"], ["r"], name="body_relu"),
+        helper.make_node("Neg", ["d"], ["n"], name="body_neg"),
+        helper.make_node("Add", ["r", "n"], ["t"], name="body_add"),
+    ]
+    then_branch = helper.make_graph(then_nodes, "then", [], [tensor("t", [4])])
+    else_branch = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["e"], name="else_dq")], "else", [], [tensor("e", [4])])
+    nodes = [helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_branch, else_branch=else_branch)]
+    weights = [init("s", np.array(0.5, np.float32)), init("z", np.array(0, np.uint8))]
+    inputs = [tensor("c", [], TensorProto.BOOL), tensor("q", [4], TensorProto.UINT8)]
+    path = save(model(nodes, inputs, [tensor("y", [4])], weights), tmp_path / "dq_body.onnx")
+    notes = graphmem.analyze(path, values={"c": (1,)}).activations.approximations
+    assert [(a.kind, a.node) for a in notes if a.kind == "rewrite_not_modelled"] == [("rewrite_not_modelled", "body_dq")]

@@ -165,7 +165,8 @@ def analyze_model(
     if execution_order == "ort":  # the graph onnxruntime builds: function ops expanded (ort/functions.py)
         expansion = inline_functions(model, _static_types)
         model, inlined, missing = expansion.model, expansion.inlined, expansion.missing
-        model = ensure_unique_dq(model)  # EnsureUniqueDQForNodeUnit: after AOT inlining, at every level
+        if kernel_rules:  # onnxruntime's EnsureUniqueDQForNodeUnit: after AOT inlining, at every level
+            model = ensure_unique_dq(model)
     target = parse_dtype(as_dtype) if as_dtype is not None else None
 
     def typed(model: Model):  # type: ignore[no-untyped-def]

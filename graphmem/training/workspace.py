@@ -189,6 +189,18 @@ def _nhwc_backward(op: OpView) -> int:
     return max(data, copy + _padded_weight_grad(op) + weight + bias)
 
 
+def _half_weight_grad_reduction(op: OpView) -> int:
+    """A 2-byte (autocast) weight gradient of an ungrouped conv is accumulated in f32: oneDNN
+    books ``nthr_mb`` f32 buffers of the weights in ``OIhw16i16o`` blocks, at least one (``num_wei_buffers =
+    jcp.wei_dt == data_type::bf16 ? jcp.nthr_mb : jcp.nthr_mb - 1``), beside the transposed
+    source and output-gradient buffers (not modelled: the autocast warning)."""
+    # oneDNN src/cpu/x64/jit_avx512_core_bf16_convolution.cpp, bwd_weights key_conv_wei_bia_reduction
+    w = _shape(op, op.input(1))
+    if _elem(op) >= 4 or w is None or len(w) < 3 or op.attr("group", 1) != 1:
+        return 0  # grouped and depthwise convs: other kernels (jit_uni_dw), measured without it
+    return _rnd_up(w[0], SIMD_W) * _rnd_up(w[1], SIMD_W) * math.prod(w[2:]) * 4
+
+
 def conv_forward(op: OpView) -> int:
     if op.channels_last(op.input(0)):
         return _nhwc_forward(op)
@@ -208,9 +220,10 @@ def conv_backward(op: OpView) -> int:
     gi_blocked = _blocked(op, op.input(0)) if op.grad(0) else 0
     gw = weight if op.grad(1) else 0
     # input gradient: grad_out' + weight' + blocked result, then the result copied out;
-    # weight gradient: grad_out' + input' + blocked result, then copied out
+    # weight gradient: grad_out' + input' + blocked result (+ its f32 reduction buffer when it
+    # is half), then copied out
     data = max(grad_out + weight + gi_blocked, gi_blocked + gi) if gi else 0
-    filt = gi + max(grad_out + x + gw, 2 * gw) if gw else 0
+    filt = gi + max(grad_out + x + gw + _half_weight_grad_reduction(op), 2 * gw) if gw else 0
     return max(data, filt, gi + gw) - gi - gw
 
 

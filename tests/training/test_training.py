@@ -593,6 +593,28 @@ def test_channels_last_conv_weight_gradient_padding() -> None:
     assert forward_temporaries(dense) == 128000  # the copy and the reordered weight
 
 
+def test_half_conv_weight_gradient_reduction_buffer() -> None:
+    from graphmem.model.types import TensorType
+    from graphmem.training.saved import OpView
+    from graphmem.training.workspace import _half_weight_grad_reduction
+
+    def view(w_shape, dtype, group=1):  # type: ignore[no-untyped-def]
+        node = helper.make_node("Conv", ["x", "Wc"], ["y"], group=group)
+        t = lambda shape: TensorType(dtype=dtype, shape=tuple(shape))  # noqa: E731
+        types = {"x": t((1, w_shape[1] * group, 7, 7)), "Wc": t(w_shape)}
+        return OpView(op_type="Conv", node=node, inputs=("x", "Wc"), outputs=("y",), types=types,
+                      needs_grad=frozenset({"x", "Wc"}), weights=frozenset())
+
+    bf16 = TensorProto.BFLOAT16
+    # ResNet-18 layer4 3x3 512->512 under autocast: f32 512x512x3x3 = 9437184 B (the profiler's
+    # scratchpad in its ConvolutionBackward0 is 9774768 B: this plus transposition buffers)
+    assert _half_weight_grad_reduction(view((512, 512, 3, 3), bf16)) == 9437184
+    # 3 -> 20 channels: O and I padded to 16-blocks, 32 x 16 x 3 x 3 x 4 = 18432
+    assert _half_weight_grad_reduction(view((20, 3, 3, 3), bf16)) == 18432
+    assert _half_weight_grad_reduction(view((512, 512, 3, 3), TensorProto.FLOAT)) == 0  # f32: none
+    assert _half_weight_grad_reduction(view((32, 1, 3, 3), bf16, group=32)) == 0  # depthwise: jit_uni_dw
+
+
 def test_memory_orders_follow_permutes_and_elementwise_ops() -> None:
     from graphmem.training.patterns import memory_orders, torch_ops
 

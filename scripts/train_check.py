@@ -264,7 +264,8 @@ def measure(spec: Spec, batch: int, optimizer: str, grads: str, foreach: bool,
                 saved[st.data_ptr()] = st.nbytes()
             return t
 
-        for step in (1, 2):
+        def one_step(step: int) -> bool:
+            """One training step (``s<step>:*`` ranges); True when it updated the weights."""
             with record_function(f"s{step}:zero_grad"):
                 opt.zero_grad(set_to_none=grads == "released")
             with record_function(f"s{step}:forward"), autocast():
@@ -277,13 +278,26 @@ def measure(spec: Spec, batch: int, optimizer: str, grads: str, foreach: bool,
                 del out
             with record_function(f"s{step}:backward"):
                 (loss if scaler is None else scaler.scale(loss)).backward()
-            with record_function(f"s{step}:optimizer"):
+            with record_function(f"s{step}:optimizer"):  # the loss is alive until the step is done
                 if scaler is None:
                     opt.step()
+                    updated = True
                 else:
+                    before = scaler.get_scale()
                     scaler.step(opt)
                     scaler.update()
+                    updated = scaler.get_scale() >= before  # update() halves a skipped step's scale
             del loss
+            return updated
+
+        # step 2 is measured once a step has updated the weights (steady state: optimizer state
+        # allocated). GradScaler skips a step whose scaled gradients overflow (and halves the
+        # scale): under mixed-fp16 step 1 is repeated until one updates (at most 16 times).
+        for _ in range(16):
+            if one_step(1):
+                break
+        if not one_step(2):
+            print(f"  note: {spec.name} b{batch} {optimizer}: GradScaler skipped the measured step", flush=True)
     events = prof.profiler.kineto_results.events()
     mem = sorted(((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]"), key=lambda x: x[0])
     ranges = {e.name(): (e.start_ns(), e.end_ns()) for e in events if e.name().startswith("s2:")}
@@ -463,8 +477,14 @@ def main(argv: list[str] | None = None) -> int:
                 for optimizer in args.optimizers:
                     est = estimate_training(path, dims=dims, optimizer=optimizer, grads=grads, foreach=args.foreach,
                                              precision=args.precision)
-                    m = measured(args.measured, (name, batch, optimizer, grads, args.foreach, args.precision),
-                                 lambda: measure(spec, batch, optimizer, grads, args.foreach, args.precision))
+                    try:
+                        m = measured(args.measured, (name, batch, optimizer, grads, args.foreach, args.precision),
+                                     lambda: measure(spec, batch, optimizer, grads, args.foreach, args.precision))
+                    except RuntimeError as e:  # a step PyTorch itself cannot run (LSTM in float16)
+                        print(f"{name:<15} b{batch:<2} {grads:<10} torch cannot run this step: "
+                              f"{str(e).splitlines()[0][:120]}; graphmem warnings {list(est.warnings)}", flush=True)
+                        break
+
                     rows = []
                     if first:
                         rows += [("saved", "saved", est.saved_bytes, m.saved),

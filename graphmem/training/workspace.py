@@ -42,6 +42,8 @@ import math
 import os
 from collections.abc import Callable
 
+from onnx import TensorProto
+
 from graphmem.model.program import tensor_size
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
 
@@ -190,14 +192,16 @@ def _nhwc_backward(op: OpView) -> int:
 
 
 def _half_weight_grad_reduction(op: OpView) -> int:
-    """A 2-byte (autocast) weight gradient of an ungrouped conv is accumulated in f32: oneDNN
+    """A bfloat16 (autocast) weight gradient of an ungrouped conv is accumulated in f32: oneDNN
     books ``nthr_mb`` f32 buffers of the weights in ``OIhw16i16o`` blocks, at least one (``num_wei_buffers =
     jcp.wei_dt == data_type::bf16 ? jcp.nthr_mb : jcp.nthr_mb - 1``), beside the transposed
     source and output-gradient buffers (not modelled: the autocast warning)."""
     # oneDNN src/cpu/x64/jit_avx512_core_bf16_convolution.cpp, bwd_weights key_conv_wei_bia_reduction
-    w = _shape(op, op.input(1))
-    if _elem(op) >= 4 or w is None or len(w) < 3 or op.attr("group", 1) != 1:
-        return 0  # grouped and depthwise convs: other kernels (jit_uni_dw), measured without it
+    w, t = _shape(op, op.input(1)), op.type(op.input(1))
+    if t is None or t.dtype != TensorProto.BFLOAT16 or w is None or len(w) < 3 or op.attr("group", 1) != 1:
+        # float16 (measured: none, as the source's wei_dt == bf16 says); grouped and depthwise
+        # convs run other kernels (jit_uni_dw), measured without it
+        return 0
     return _rnd_up(w[0], SIMD_W) * _rnd_up(w[1], SIMD_W) * math.prod(w[2:]) * 4
 
 
@@ -437,6 +441,11 @@ def unmodelled(op: OpView, domain: str = "") -> str | None:
                 f"({_size(op, op.input(0))} B): PyTorch copies it contiguous, and when more layers of "
                 "the same nn.LSTM/nn.GRU follow this node, the caller keeps the original alive until "
                 "the last of them returns; that hold is not modelled")
+    x_type = op.type(op.input(0)) if op.input(0) else None
+    if not domain and op.op_type == "LSTM" and x_type is not None and x_type.dtype == TensorProto.FLOAT16:
+        return (f"LSTM '{op.node.name or op.op_type}' in float16 (autocast): torch 2.13 on CPU cannot run "
+                "it (oneDNN creates no f16 LSTM primitive: 'could not create a primitive descriptor'); "
+                "its figures are those of the bf16 kernel")
     if not domain and op.op_type == "LSTM" and _shape(op, op.input(0)) and _elem_of(op, op.input(0)) < 4:
         return (f"LSTM '{op.node.name or op.op_type}' in a 2-byte type (autocast): oneDNN's brgemm "
                 "scratchpad of a reduced-precision LSTM layer is not modelled (measured: 40 kB to "

@@ -612,6 +612,7 @@ def test_half_conv_weight_gradient_reduction_buffer() -> None:
     # 3 -> 20 channels: O and I padded to 16-blocks, 32 x 16 x 3 x 3 x 4 = 18432
     assert _half_weight_grad_reduction(view((20, 3, 3, 3), bf16)) == 18432
     assert _half_weight_grad_reduction(view((512, 512, 3, 3), TensorProto.FLOAT)) == 0  # f32: none
+    assert _half_weight_grad_reduction(view((512, 512, 3, 3), TensorProto.FLOAT16)) == 0  # f16: none
     assert _half_weight_grad_reduction(view((32, 1, 3, 3), bf16, group=32)) == 0  # depthwise: jit_uni_dw
 
 

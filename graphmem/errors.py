@@ -27,6 +27,7 @@ __all__ = [
     "MissingExtraError",
     "SchemaError",
     "PlanInvariantError",
+    "Terminated",
     "one_line",
     "EXIT_OK",
     "EXIT_GATE_FAILED",
@@ -37,6 +38,21 @@ __all__ = [
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_INPUT_ERROR = 2
+
+
+class Terminated(BaseException):
+    """A termination signal (SIGTERM, SIGINT, SIGHUP) arrived: raised where the program was, so
+    that every ``with`` block unwinds (private temporary folders are removed) before the process
+    exits with ``128 + signum``, the shell's convention. Not an :class:`Exception`: no
+    ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 class GraphmemError(Exception):

@@ -75,6 +75,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 MEMORY_LIMIT = 4 << 30
 TIMEOUT_S = 60.0
+TERM_GRACE_S = 10.0  # after the timeout's SIGTERM, before SIGKILL
 ORT_TIMEOUT_S = 60.0
 GATE_OPTIONS = ("--max-weights", "--max-peak", "--max-total", "--max-params", "--max-flops", "--max-increase")
 #: Keys whose numbers are differences or fitted coefficients and may be negative.
@@ -1235,12 +1236,24 @@ def _wait(pid: int, timeout: float) -> tuple[int | None, str | None]:
                 return os.WEXITSTATUS(status), None
             return None, f"signal {os.WTERMSIG(status)}"
         if time.monotonic() > deadline:
-            for sig_target in (pid,):
+            # SIGTERM first, as a user's tools do: graphmem removes its temporary folders on it
+            # (a leftover is a stray_write); SIGKILL only when it has not ended after the grace
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            grace = time.monotonic() + TERM_GRACE_S
+            reaped = False
+            while not reaped and time.monotonic() < grace:
+                reaped = os.waitpid(pid, os.WNOHANG)[0] != 0
+                if not reaped:
+                    time.sleep(0.05)
+            if not reaped:
                 try:
-                    os.killpg(sig_target, signal.SIGKILL)
+                    os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            os.waitpid(pid, 0)
+                os.waitpid(pid, 0)
             return None, "timeout"
         time.sleep(delay)
         delay = min(delay * 2, 0.05)

@@ -8,6 +8,7 @@ Every command calls a library function and renders its result; errors from the
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -24,7 +25,7 @@ from graphmem.cli.batch import (
 )
 from graphmem.cli.common import (
     DimOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, internal_error, parse_dims,
-    parse_inputs,
+    parse_inputs, terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -36,7 +37,7 @@ from graphmem.cli.gate import (
     OutputOption,
     RequireExactOption,
 )
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, UsageError
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, UsageError
 
 __all__ = ["app", "main", "run"]
 
@@ -173,7 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     from typer import _click as click
 
     try:
-        code = app(args=argv, prog_name="graphmem", standalone_mode=False)
+        with terminating_signals():
+            code = app(args=argv, prog_name="graphmem", standalone_mode=False)
+    except Terminated as exc:  # the with blocks have unwound: temporary folders are gone
+        return fail(f"terminated by {signal.Signals(exc.signum).name}", exc.exit_code)
     except click.exceptions.NoArgsIsHelpError:
         return fail("no command given (graphmem --help lists them)")
     except click.ClickException as exc:

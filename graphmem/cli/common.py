@@ -8,22 +8,25 @@ Each command group lives in a small ``graphmem/cli/*.py`` module and is register
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
 from graphmem.analysis.dims import parse_dims, parse_inputs
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, one_line
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_line
 from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
     "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
-    "JsonOption", "ModelArg", "PlotOption",
+    "JsonOption", "ModelArg", "PlotOption", "terminating_signals",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,6 +97,36 @@ def handled(fn: F) -> F:
             raise typer.Exit(fail(str(exc), exc.exit_code)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+#: The signals that end graphmem cleanly (:class:`graphmem.errors.Terminated`).
+TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def terminating_signals() -> Iterator[None]:
+    """While inside, SIGTERM, SIGINT and SIGHUP raise :class:`Terminated` where the program is, so
+    that its temporary folders are removed as the stack unwinds (a signal's default action ends the
+    process on the spot); a second signal during that unwinding is ignored. Forked workers (``check
+    --jobs``) inherit the handlers. Python runs a handler between bytecodes: a signal that arrives
+    inside onnxruntime's C++ (a session being built or run) takes effect when that call returns.
+    Outside the main thread (where handlers cannot be set) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if not received:
+            received.append(signum)
+            raise Terminated(signum)
+
+    previous = {s: signal.signal(s, handler) for s in TERMINATING_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def fail(message: str, code: int = EXIT_INPUT_ERROR) -> int:

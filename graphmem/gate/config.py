@@ -340,9 +340,16 @@ def run_check(
         order = sorted(range(total), key=lambda i: -_size(specs[i].path))
         _preload()
         with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context()) as pool:
-            futures = {pool.submit(check_model, specs[i]): i for i in order}
-            for future in as_completed(futures):
-                record(futures[future], future.result())
+            try:
+                futures = {pool.submit(check_model, specs[i]): i for i in order}
+                for future in as_completed(futures):
+                    record(futures[future], future.result())
+            except BaseException:  # a signal (errors.Terminated) or a failure: the workers end too,
+                # removing their temporary folders as they unwind (they inherit the CLI's handlers)
+                for child in multiprocessing.active_children():
+                    child.terminate()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     return [results[i] for i in range(total)]
 
 

@@ -18,8 +18,10 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
   permutes make the residual stream channels-last): oneDNN works in nhwc, so only the weight is
   reordered, beside ATen's channels-last copy of a dense weight; the weight gradient is computed
   in oneDNN's ``gOIhw16i16o`` layout, each group padded to 16x16 (256x the weight of a depthwise
-  conv whose ``kw > 3``: ``jit_uni_dw`` refuses those). Sources in :func:`_nhwc_backward`; the
-  dense input-gradient scratchpad and the 3x3 depthwise figures are measured, not sourced.
+  conv whose ``kw > 3``: ``jit_uni_dw`` refuses those). The dense input gradient's brgemm
+  scratchpad (:func:`brgemm_bwd_data_scratchpad`) is per thread: :func:`torch_threads`. Sources in
+  :func:`_nhwc_backward`; a 3x3 depthwise weight gradient (``jit_uni_dw``) books per-thread
+  reduction buffers, :func:`jit_dw_weights_scratchpad`.
 * **Mul/Div** backward: a broadcast operand's gradient at the output's size, before the engine
   sums it down (``engine.cpp`` ``validate_outputs``).
 * **LayerNormalization** on a non-contiguous (permuted) input: a contiguous copy, forward and
@@ -38,16 +40,23 @@ What is known and not modelled is named by :func:`unmodelled` (the estimate's ``
 
 from __future__ import annotations
 
+import functools
+import glob
 import math
 import os
 from collections.abc import Callable
 
+import numpy as np
 from onnx import TensorProto
 
 from graphmem.model.program import tensor_size
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
 
-__all__ = ["forward_temporaries", "backward_temporaries", "conv_uses_onednn", "unmodelled", "TEMPORARIES"]
+__all__ = [
+    "forward_temporaries", "backward_temporaries", "brgemm_bwd_data_scratchpad", "conv_uses_onednn", "jit_dw_threads",
+    "jit_dw_weights_scratchpad", "torch_threads",
+    "unmodelled", "TEMPORARIES",
+]
 
 Temp = Callable[[OpView], int]
 
@@ -153,6 +162,176 @@ def _padded_weight_grad(op: OpView) -> int:
             * _elem(op))
 
 
+@functools.cache
+def _physical_cores() -> int:
+    """Physical cores of this machine, as cpuinfo counts them (``cpuinfo_get_cores_count``): the
+    distinct (package, core) pairs of Linux's CPU topology; ``os.cpu_count()`` where there is none."""
+    cores = set()
+    for topology in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"):
+        try:
+            with open(f"{topology}/physical_package_id") as pkg, open(f"{topology}/core_id") as core:
+                cores.add((pkg.read().strip(), core.read().strip()))
+        except OSError:
+            continue
+    return len(cores) or os.cpu_count() or 1
+
+
+def torch_threads() -> int:
+    """The intra-op threads PyTorch starts with, which oneDNN sizes its per-thread scratchpads for
+    (``jcp.nthr = dnnl_get_max_threads()``, OpenMP's ``omp_get_max_threads``, which torch sets):
+    ``OMP_NUM_THREADS``, overridden by ``MKL_NUM_THREADS``, else the physical cores
+    (``aten/src/ATen/ParallelCommon.cpp`` ``intraop_default_num_threads``,
+    ``c10/core/thread_pool.cpp`` ``defaultNumThreads``). The estimate assumes the step runs on
+    this machine with PyTorch's default; ``torch.set_num_threads`` in the training script is not
+    visible in the graph."""
+    threads = 0
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        value = os.environ.get(var, "")
+        if value.strip().isdigit() and int(value) > 0:
+            threads = int(value)
+    return threads or _physical_cores()
+
+
+#: oneDNN's page (``P4K``): the alignment of every brgemm scratchpad entry and the rounding of its
+#: per-thread buffers
+P4K = 4096
+#: ``sizeof(brgemm_batch_element_t)`` on x86-64: two pointers, two ``dim_t`` paddings and one ``dim_t``
+BATCH_ELEMENT = 40
+
+
+def _booked(nbytes: int, alignment: int = P4K) -> int:
+    """What ``registry_t::book`` adds for one entry: its bytes plus its alignment (at least 128)."""
+    # oneDNN v3.12 src/common/memory_tracking.hpp, registry_t::book: capacity = size + get_alignment(max(data_align, perf_align))
+    return nbytes + max(alignment, 128) if nbytes else 0
+
+
+def _batch_elements(threads: int, kernel_volume: int) -> int:
+    """``key_brgemm_primitive_batch``: per thread, the batch of one brgemm call (at most the kernel's
+    volume) in ``brgemm_batch_element_t``, rounded up to whole pages."""
+    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: adjusted_batch_size = div_up(rnd_up(gemm_batch_size * sc_size, P4K), sc_size)
+    per_thread = -(-_rnd_up(kernel_volume * BATCH_ELEMENT, P4K) // BATCH_ELEMENT) * BATCH_ELEMENT
+    return _booked(threads * per_thread)
+
+
+def _dilated(op: OpView) -> bool:
+    return any(d != 1 for d in op.attr("dilations", ()))
+
+
+def brgemm_bwd_data_scratchpad(op: OpView, threads: int | None = None) -> int:
+    """oneDNN's scratchpad for a dense (not depthwise) convolution's input gradient on nhwc
+    tensors, fp32 on avx512_core (AVX-512 without AMX for fp32), which ideep allocates as a tensor
+    for the call (``attr-scratchpad:user``); ``threads``: :func:`torch_threads`.
+
+    * **stride 1**: ``brg_conv_bwd`` runs the forward brgemm conv on the inverted problem
+      (``jit_brgemm_conv_bwd.cpp``) and books its registry nested (+128); that forward, in
+      ``exec_base``/``exec_vpad`` with ``brgemm_addr``, books only the batch elements.
+    * **stride > 1**: ``brgconv_strided`` books per thread the output gradient copied with its
+      overflow rows and columns (``odp·ohp·owp·C_out`` elements rounded up to a page), one mask
+      byte per input block and group (counted as one page: the blocks follow oneDNN's
+      cache-driven ``ih_block``/``iw_block``, and over 4096 of them would take rows of a few
+      pixels; measured one page on 80x80 and 112x112 inputs), the batch elements and, when the input width is not
+      a multiple of the stride (``exec_trans``), an output row buffer of ``iw_block·stride_w·C_in``
+      (upper bound ``iw_block`` = the whole padded row). Every entry is aligned to a page.
+
+    The minibatch does not enter: the buffers are per thread. None for a dilated conv (brgemm
+    refuses dilation; another kernel runs) or a ConvTranspose (its input gradient is a forward
+    conv): both named by :func:`unmodelled`."""
+    x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
+    if op.op_type != "Conv" or x is None or w is None or y is None or len(x) < 3 or len(x) != len(y):
+        return 0
+    spatial = len(x) - 2
+    if _dilated(op):
+        return 0
+    threads = threads or torch_threads()
+    strides = list(op.attr("strides", [1] * spatial))
+    pads = list(op.attr("pads", [0] * 2 * spatial))
+    kernel = w[2:]
+    groups = op.attr("group", 1)
+    if all(s == 1 for s in strides):
+        # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd.cpp, pd_t::init: scratchpad.book(key_nested, fwd_pd_->scratchpad_registry())
+        # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_utils.cpp, init_scratchpad: only key_brgemm_primitive_batch (uses_batch_elements)
+        return _booked(_batch_elements(threads, math.prod(kernel)), 128)
+    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: l_ovf/r_ovf/t_ovf/b_ovf; odp/ohp/owp = o + both overflows
+    padded = 1
+    for k, (i, o, s, pad) in enumerate(zip(x[2:], y[2:], strides, pads)):
+        end = (o - 1) * s + kernel[k] - (i + pad)  # calculate_end_padding
+        padded *= o + max(0, kernel[k] - 1 - pad) // s + max(0, kernel[k] - 1 - end) // s
+    dy_elem = _size(op, op.outputs[0]) // max(math.prod(y), 1)
+    dx_elem = _size(op, op.input(0)) // max(math.prod(x), 1)
+    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: inp_buffer_size = rnd_up(odp*ohp*owp*ngroups*nb_oc*oc_block, P4K); oc_block = oc for f32 (vnni_block 1)
+    total = _booked(threads * _rnd_up(padded * y[1], P4K) * dy_elem)
+    # init_conf: inp_buffer_mask_size = rnd_up(nb_id*nb_ih*nb_iw*ngroups*nb_oc, P4K): one page while the blocks are <= 4096
+    total += _booked(threads * _rnd_up(groups, P4K))
+    total += _batch_elements(threads, math.prod(kernel))
+    if x[-1] % strides[-1]:  # has_uneven_iw: exec_trans
+        # init_conf: out_buffer_size = rnd_up(iw_block * stride_w * ic_without_padding, P4K); iw_block <= sp = rnd_up(iw, stride_w)
+        total += _booked(threads * _rnd_up(_rnd_up(x[-1], strides[-1]) * strides[-1] * x[1], P4K) * dx_elem)
+    return total
+
+
+def _jit_dw_weights(op: OpView) -> bool:
+    """Whether ``jit_uni_dw``'s weight-gradient kernel takes this depthwise conv: 2-D, undilated,
+    ``kw <= 3``, ``stride_w <= kw``, each pad at most half the kernel, a pad above 1 a multiple
+    of the stride, and the input at least as tall as the kernel."""
+    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_conf: the VDISPATCH checks and boundaries_ok
+    x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
+    if x is None or w is None or y is None or len(x) != 4 or len(y) != 4 or _dilated(op):
+        return False
+    (sh, sw), (kh, kw) = op.attr("strides", [1, 1]), w[2:]
+    t, l, b, r = op.attr("pads", [0, 0, 0, 0])
+    b, r = (max(0, (o - 1) * s + k - (i + p)) for o, s, k, i, p in ((y[2], sh, kh, x[2], t), (y[3], sw, kw, x[3], l)))
+    return (kw <= 3 and sw <= kw and max(t, b) <= kh // 2 and max(l, r) <= kw // 2 and x[2] >= kh + (-t % sh)
+            and (t <= 1 or t % sh == 0) and (b <= 1 or b % sh == 0)
+            and y[2] == (x[2] + t + b - kh) // sh + 1 and y[3] == (x[3] + l + r - kw) // sw + 1)
+
+
+def jit_dw_threads(op: OpView, threads: int | None = None) -> int:
+    """The threads ``jit_uni_dw``'s nhwc weight gradient splits its work over (``nthr_g · nthr_mb
+    · nthr_oh``), searched as ``partition_nthr_nxc`` does (prioritize_threading): the most threads
+    used, then the least imbalance, over channel blocks of 16 (4 per kernel call), minibatch and
+    output-row blocks; in float32 like the C++."""
+    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::partition_nthr_nxc
+    x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
+    threads = threads or torch_threads()
+    if x is None or w is None or y is None:
+        return threads
+    f32 = np.float32
+    nb_ch = -(-w[0] // SIMD_W)
+    ch_blocks = -(-nb_ch // min(nb_ch, 4, 31 // (2 * w[3])))  # nb_ch_blocking: is_fast_depthwise unroll 4
+    mb, oh = x[0], y[2]
+    best_eff, best_imbalance, best = f32(0), f32(1), 1
+    for g in range(min(ch_blocks, threads), 0, -1):
+        per_g = threads // g
+        for m in range(min(mb, per_g), 0, -1):
+            avail_oh, under = min(oh, per_g // m), False
+            for oh_block in range(oh, 0, -1):
+                n_oh = min(avail_oh, -(-oh // oh_block))
+                eff = f32(g * m * n_oh) / f32(threads)
+                if under and avail_oh < -(-oh // oh_block):
+                    break
+                imb_g = f32(abs(-(-ch_blocks // g) * g - ch_blocks)) / f32(ch_blocks)
+                imb_mb = f32(abs(-(-mb // m) * m - mb)) / f32(mb)
+                imb_oh = f32(abs(oh_block * n_oh - oh)) / f32(oh)
+                imbalance = imb_g * f32(mb * oh) + imb_mb * f32(ch_blocks * oh) + imb_oh * f32(ch_blocks * mb)
+                if best_eff <= eff and not (best_eff == eff and best_imbalance <= imbalance):
+                    best_eff, best_imbalance, best = eff, imbalance, g * m * n_oh
+                under = oh_block * n_oh < oh
+    return best
+
+
+def jit_dw_weights_scratchpad(op: OpView, threads: int | None = None) -> int:
+    """``jit_uni_dw``'s nhwc weight-gradient scratchpad: one reduction buffer per thread but the
+    first, of the weight with its groups padded to 16 and of the bias (fp32; none on one thread)."""
+    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_scratchpad (harness_nxc): buff_count = nthr - 1
+    w = _shape(op, op.input(1))
+    if w is None:
+        return 0
+    extra = jit_dw_threads(op, threads) - 1
+    weights = _booked(extra * _rnd_up(w[0], SIMD_W) * math.prod(w[2:]) * 4, 128)  # book<float>: default alignment
+    bias = _booked(extra * w[0] * 4, 128) if op.grad(2) else 0
+    return weights + bias
+
+
 def _nhwc_forward(op: OpView) -> int:
     """oneDNN on a channels-last input: source and result stay nhwc (``Conv.cpp`` note "MKLDNN
     Convolution Memory Formats"); the weight is reordered into the primitive's blocked layout
@@ -164,8 +343,8 @@ def _nhwc_backward(op: OpView) -> int:
     """oneDNN backward on a channels-last input (``Conv.cpp`` ``mkldnn_convolution_backward``),
     beside ATen's channels-last weight copy for both phases:
 
-    * input gradient: the weight reordered into the primitive's layout, plus (dense conv,
-      ``brgconv_strided``) a scratchpad of the input gradient's size — measured, not sourced;
+    * input gradient: the weight reordered into the primitive's layout, plus (dense conv) the
+      brgemm kernel's scratchpad, :func:`brgemm_bwd_data_scratchpad`;
     * weight gradient of a depthwise conv with ``kw > 3``: ``jit_uni_dw`` refuses it
       (``jit_uni_dw_conv_bwd_weights_kernel_t::init_conf``, "kw > 3"), so the generic
       ``jit:avx512_core`` runs with the gradient in ``gOIhw16i16o`` — 16x16 per group, 256x the
@@ -173,21 +352,28 @@ def _nhwc_backward(op: OpView) -> int:
       reduction buffers exist only with at least as many threads as groups (``balance``; see
       :func:`unmodelled`);
     * weight gradient of a dense conv: the padded gradient and its dense copy, as above;
-    * weight gradient of a depthwise conv with ``kw <= 3`` (``jit_dw``, per-thread reduction
-      buffers): two weights, measured, not sourced."""
+    * weight gradient of a depthwise conv that ``jit_uni_dw`` takes (``kw <= 3``,
+      :func:`_jit_dw_weights`): ideep's gradient in ``Abcde16a`` (groups padded to 16) beside,
+      first, the kernel's per-thread reduction buffers (:func:`jit_dw_weights_scratchpad`) and
+      ideep's bias gradient, then, while it is copied out, the dense copy (``mkldnn_to_dense``)
+      and the bias gradient's copy (torch 2.13 profiler, in this order: Abcde16a, scratchpad,
+      bias; scratchpad freed; bias, dense weight, the returned weight)."""
     weight, shape = _size(op, op.input(1)), _shape(op, op.input(1))
     copy = _channels_last_weight_copy(op)
     if _depthwise(op) and shape is not None:  # jit_dw's Abcde16a: the groups padded to SIMD_W
         reordered = _rnd_up(shape[0], SIMD_W) * math.prod(shape[1:]) * _elem(op)
-    else:  # the reordered weight and brgconv_strided's scratchpad, measured as the input's size
-        reordered = weight + _size(op, op.input(0))
+    else:  # the reordered weight and the brgemm kernel's scratchpad
+        reordered = weight + brgemm_bwd_data_scratchpad(op)
     data = copy + reordered if op.grad(0) else 0
     if not op.grad(1):
         return data
-    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_conf ("kw > 3")
-    if _depthwise(op) and (shape is None or shape[-1] <= 3):
-        return max(data, 2 * weight)
     bias = _size(op, op.input(2)) if op.grad(2) else 0
+    if _depthwise(op) and shape is not None and _jit_dw_weights(op):
+        # the returned weight and bias gradients are counted by the caller: while the kernel
+        # runs, the blocked gradient, the scratchpad and ideep's bias gradient stand for them
+        blocked = _rnd_up(shape[0], SIMD_W) * math.prod(shape[1:]) * _elem(op)
+        running = blocked + jit_dw_weights_scratchpad(op) - weight
+        return max(data, running, blocked + weight + bias)
     return max(data, copy + _padded_weight_grad(op) + weight + bias)
 
 
@@ -450,12 +636,26 @@ def unmodelled(op: OpView, domain: str = "") -> str | None:
         return (f"LSTM '{op.node.name or op.op_type}' in a 2-byte type (autocast): oneDNN's brgemm "
                 "scratchpad of a reduced-precision LSTM layer is not modelled (measured: 40 kB to "
                 "576 kB per layer and direction, forward; the backward's temporaries are the fp32 rules')")
-    if domain or op.op_type not in ("Conv", "ConvTranspose") or not op.grad(1):
+    if domain or op.op_type not in ("Conv", "ConvTranspose"):
         return None
     w = _shape(op, op.input(1))
+    if (op.grad(0) and op.channels_last(op.input(0)) and not _depthwise(op)
+            and (op.op_type == "ConvTranspose" or _dilated(op))):
+        kind = "ConvTranspose" if op.op_type == "ConvTranspose" else "dilated Conv"
+        return (f"{op.op_type} '{op.node.name or op.op_type}' (channels-last {kind}): oneDNN's "
+                "input-gradient scratchpad is not modelled (brgemm_bwd_data_scratchpad covers "
+                "undilated Convs)")
+    if not op.grad(1):
+        return None
     if op.op_type == "Conv" and op.channels_last(op.input(0)) and w is not None and len(w) > 2:
-        groups = op.attr("group", 1)  # os.cpu_count(): the most threads torch starts by default
-        if not _depthwise(op) or (w[-1] > 3 and groups <= (os.cpu_count() or 1)):
+        groups = op.attr("group", 1)
+        if _depthwise(op) and w[-1] <= 3 and not _jit_dw_weights(op):
+            # jit_uni_dw_conv_bwd_weights_kernel_t::init_conf refuses it (pads, stride, dilation)
+            return (f"Conv '{op.node.name or 'Conv'}' (channels-last depthwise {w[-2]}x{w[-1]}): jit_uni_dw "
+                    "refuses its weight gradient (padding, stride or dilation), and the kernel oneDNN "
+                    "falls back to is not modelled (measured: jit:avx2 in aBCde8c8b, 64x the weight, "
+                    "for a 3x3 with pad 2); counted as the generic kernel's 16x16-padded gradient")
+        if not _depthwise(op) or (w[-1] > 3 and groups <= torch_threads()):
             # jit_avx512_common_conv_bwd_weights_kernel_f32_t::balance splits the minibatch only
             # with at least as many threads as groups; then init_scratchpad books nthr_mb - 1
             # more padded weight gradients (key_conv_wei_bia_reduction)

@@ -564,19 +564,25 @@ def test_channels_last_depthwise_conv_backward_workspace() -> None:
     assert est.backward_peak_bytes == 104224
 
 
-def test_channels_last_conv_weight_gradient_padding() -> None:
+def _nhwc_conv(w_shape, group, x_shape=(1, 100, 20, 20), y_shape=None, grads=("x", "W", "B"), **attrs):  # type: ignore[no-untyped-def]
+    """A Conv reading a channels-last input, as the training rules see it."""
     from graphmem.model.types import TensorType
     from graphmem.training.saved import OpView
+
+    node = helper.make_node("Conv", ["x", "W", "B"], ["y"], group=group, **attrs)
+    t = lambda shape: TensorType(dtype=TensorProto.FLOAT, shape=tuple(shape))  # noqa: E731
+    types = {"x": t(x_shape), "W": t(w_shape), "B": t((w_shape[0],))}
+    if y_shape is not None:
+        types["y"] = t(y_shape)
+    return OpView(op_type="Conv", node=node, inputs=("x", "W", "B"), outputs=("y",), types=types,
+                  needs_grad=frozenset(grads), weights=frozenset({"W", "B"}), orders={"x": (0, 2, 3, 1)})
+
+
+def test_channels_last_conv_weight_gradient_padding(monkeypatch: pytest.MonkeyPatch) -> None:
     from graphmem.training.workspace import backward_temporaries, forward_temporaries
 
-    def view(w_shape, group, x_shape=(1, 100, 20, 20)):  # type: ignore[no-untyped-def]
-        node = helper.make_node("Conv", ["x", "W", "B"], ["y"], group=group)
-        f32 = TensorProto.FLOAT
-        t = lambda shape: TensorType(dtype=f32, shape=tuple(shape))  # noqa: E731
-        types = {"x": t(x_shape), "W": t(w_shape), "B": t((w_shape[0],))}
-        return OpView(op_type="Conv", node=node, inputs=("x", "W", "B"), outputs=("y",), types=types,
-                      needs_grad=frozenset({"x", "W", "B"}), weights=frozenset({"W", "B"}),
-                      orders={"x": (0, 2, 3, 1)})
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    view = _nhwc_conv
 
     # depthwise 7x7, 100 channels: W 100x1x7x7 = 19600 B, B 400 B, x (= dx) 160000 B.
     # dx phase: W in Abcde16a, groups padded to 112: 112 x 49 x 4 = 21952.
@@ -585,11 +591,13 @@ def test_channels_last_conv_weight_gradient_padding() -> None:
     dw = view((100, 1, 7, 7), 100)
     assert backward_temporaries(dw) == 5037600
     assert forward_temporaries(dw) == 19600  # the reordered weight only
-    # dense 2x2, 100 -> 40 channels: W 40x100x2x2 = 64000 B; ATen's channels-last copy 64000;
-    # dW in OIhw16i16o: 48 x 112 x 4 x 4 B = 86016, dense copy 64000, dB 160:
-    # max(dx: 64000 + 64000 + 160000, dW: 64000 + 86016 + 64000 + 160) = 288000
-    dense = view((40, 100, 2, 2), 1)
-    assert backward_temporaries(dense) == 288000
+    # dense 2x2 stride 1, 100 -> 40 channels, y [1,40,19,19]: W 40x100x2x2 = 64000 B; ATen's
+    # channels-last copy 64000; dx: the reordered weight 64000 and brg_conv_bwd's nested
+    # scratchpad 12464 (2 threads, see the next test); dW in OIhw16i16o: 48 x 112 x 4 x 4 B =
+    # 86016, dense copy 64000, dB 160:
+    # max(dx: 64000 + 64000 + 12464, dW: 64000 + 86016 + 64000 + 160) = 214176
+    dense = view((40, 100, 2, 2), 1, y_shape=(1, 40, 19, 19))
+    assert backward_temporaries(dense) == 214176
     assert forward_temporaries(dense) == 128000  # the copy and the reordered weight
 
 
@@ -614,6 +622,87 @@ def test_half_conv_weight_gradient_reduction_buffer() -> None:
     assert _half_weight_grad_reduction(view((512, 512, 3, 3), TensorProto.FLOAT)) == 0  # f32: none
     assert _half_weight_grad_reduction(view((512, 512, 3, 3), TensorProto.FLOAT16)) == 0  # f16: none
     assert _half_weight_grad_reduction(view((32, 1, 3, 3), bf16, group=32)) == 0  # depthwise: jit_uni_dw
+
+
+def test_channels_last_dense_conv_input_gradient_scratchpad(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem.training.workspace import backward_temporaries, brgemm_bwd_data_scratchpad
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    # ConvNeXt-T's first downsample: x [4,96,56,56] nhwc, W 192x96x2x2 (294912 B), stride 2,
+    # y [4,192,28,28]; brgconv_strided books per thread (2), each entry + a 4096 page:
+    #   dy copy: 28 x 28 x 192 = 150528 -> 151552 elements (pages); 2 x 151552 x 4 + 4096 = 1216512
+    #   mask: 2 x 4096 + 4096 = 12288
+    #   batch: 2x2 kernel, 4 x 40 B -> 4096 -> 103 elements x 40 = 4120; 2 x 4120 + 4096 = 12336
+    # = 1241136, whatever the batch (torch 2.13, 2 threads: ideep's scratchpad tensor 1241136 B
+    # at batch 1 and 4; scripts/probe_conv_nhwc.py)
+    down = dict(kernel_shape=[2, 2], strides=[2, 2])
+    for batch in (1, 4):
+        op = _nhwc_conv((192, 96, 2, 2), 1, (batch, 96, 56, 56), (batch, 192, 28, 28), grads=("x",), **down)
+        assert brgemm_bwd_data_scratchpad(op) == 1241136
+        # dx phase: the reordered weight (ATen copies a 2x2 weight channels-last too): 2 x 294912
+        assert backward_temporaries(op) == 2 * 294912 + 1241136
+    # 8 threads: 8 x 151552 x 4 + 4096, 8 x 4096 + 4096, 8 x 4120 + 4096 = 4927680 (measured)
+    assert brgemm_bwd_data_scratchpad(op, 8) == 4853760 + 36864 + 37056
+    # stride 1 (3x3, pad 1): brg_conv_bwd books the forward's registry nested (+128), which holds
+    # the batch elements only: 2 x 4120 + 4096 + 128 = 12464
+    same = _nhwc_conv((64, 64, 3, 3), 1, (4, 64, 32, 32), (4, 64, 32, 32), grads=("x",),
+                      kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    assert brgemm_bwd_data_scratchpad(same) == 12464
+    # 33 wide, stride 2 (iw % 2: exec_trans): dy copy with one overflow row and column,
+    # 17 x 17 x 128 = 36992 -> 40960: 2 x 40960 x 4 + 4096 = 331776; mask 12288; batch 12336;
+    # an output row per thread, rnd_up(33, 2) x 2 x 64 = 4352 -> 8192: 2 x 8192 x 4 + 4096 = 69632
+    odd = _nhwc_conv((128, 64, 2, 2), 1, (4, 64, 33, 33), (4, 128, 16, 16), grads=("x",), **down)
+    assert brgemm_bwd_data_scratchpad(odd) == 331776 + 12288 + 12336 + 69632  # measured 426032
+    # a dilated conv takes another kernel: not modelled, and named
+    from graphmem.training.workspace import unmodelled
+
+    dilated = _nhwc_conv((64, 64, 3, 3), 1, (4, 64, 32, 32), (4, 64, 28, 28), grads=("x",),
+                         kernel_shape=[3, 3], dilations=[2, 2])
+    assert brgemm_bwd_data_scratchpad(dilated) == 0
+    assert "dilated Conv" in (unmodelled(dilated) or "")
+
+
+def test_channels_last_3x3_depthwise_weight_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem.training.workspace import backward_temporaries, jit_dw_threads, unmodelled
+
+    # x [4,24,56,56] nhwc, depthwise 3x3 pad 1: W 24x1x3x3 = 864 B, B 96 B; jit_uni_dw computes
+    # dW in Abcde16a, the groups padded to 32: 1152 B. Its scratchpad, one reduction buffer per
+    # thread but the first: (nthr - 1) x 32 x 9 x 4 + 128 and (nthr - 1) x 24 x 4 + 128.
+    # Busiest: while it runs, Abcde16a + scratchpad + ideep's dB (for the returned dW and dB:
+    # - 864 - 96 + 96), or while copying out, Abcde16a + dense dW + dB copy (beyond the returned)
+    op = _nhwc_conv((24, 1, 3, 3), 24, (4, 24, 56, 56), (4, 24, 56, 56), grads=("W", "B"),
+                    kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    # 2 threads: 2 channel blocks in one call (ch_blocks 1), the minibatch split in 2: nthr 2;
+    # scratchpad 1152 + 128 + 96 + 128 = 1504; running 1152 + 1504 - 864 = 1792 < copying out
+    # 1152 + 864 + 96 = 2112 (torch 2.13 profiler: 2112)
+    assert jit_dw_threads(op) == 2
+    assert backward_temporaries(op) == 2112
+    # 5 threads: splitting the minibatch uses at most 4; one image at a time in 5 blocks of 12 rows
+    # uses all 5 (partition_nthr_nxc's first best): nthr 5;
+    # scratchpad 4 x 1152 + 128 + 4 x 96 + 128 = 5248; running 1152 + 5248 - 864 = 5536 (measured)
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert jit_dw_threads(op) == 5
+    assert backward_temporaries(op) == 5536
+    assert unmodelled(op) is None
+    # pad 2 > kh / 2: jit_uni_dw refuses it, another kernel runs; named
+    wide = _nhwc_conv((32, 1, 3, 3), 32, (2, 32, 16, 16), (2, 32, 18, 18), grads=("W", "B"),
+                      kernel_shape=[3, 3], pads=[2, 2, 2, 2])
+    assert "jit_uni_dw refuses" in (unmodelled(wide) or "")
+
+
+def test_torch_threads_follow_pytorch_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem.training.workspace import _physical_cores, torch_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    assert torch_threads() == _physical_cores() >= 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert torch_threads() == 3
+    monkeypatch.setenv("MKL_NUM_THREADS", "5")  # read after OMP_NUM_THREADS, so it wins
+    assert torch_threads() == 5
+    monkeypatch.setenv("MKL_NUM_THREADS", "x")  # not a count: ignored
+    assert torch_threads() == 3
 
 
 def test_memory_orders_follow_permutes_and_elementwise_ops() -> None:

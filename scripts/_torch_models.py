@@ -644,10 +644,10 @@ class CNBlock(nn.Module):
     """torchvision ConvNeXt block: dw 7x7, permute, LayerNorm, Linear 4x, GELU, Linear, permute,
     layer scale, residual."""
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, kernel: int = 7):
         super().__init__()
         self.block = nn.Sequential(
-            nn.Conv2d(dim, dim, 7, padding=3, groups=dim),
+            nn.Conv2d(dim, dim, kernel, padding=kernel // 2, groups=dim),
             Permute(0, 2, 3, 1),
             nn.LayerNorm(dim, eps=1e-6),
             nn.Linear(dim, 4 * dim),
@@ -674,11 +674,11 @@ class ConvNeXtTiny(nn.Module):
     """torchvision.models.convnext_tiny() layers (28,589,128 parameters), no stochastic depth."""
 
     def __init__(self, num_classes: int = 1000, dims: Sequence[int] = (96, 192, 384, 768),
-                 depths: Sequence[int] = (3, 3, 9, 3)):
+                 depths: Sequence[int] = (3, 3, 9, 3), kernel: int = 7):
         super().__init__()
         layers: list[nn.Module] = [nn.Sequential(nn.Conv2d(3, dims[0], 4, 4), LayerNorm2d(dims[0], eps=1e-6))]
         for i, (d, n) in enumerate(zip(dims, depths)):
-            layers.append(nn.Sequential(*[CNBlock(d) for _ in range(n)]))
+            layers.append(nn.Sequential(*[CNBlock(d, kernel) for _ in range(n)]))
             if i + 1 < len(dims):
                 layers.append(nn.Sequential(LayerNorm2d(d, eps=1e-6), nn.Conv2d(d, dims[i + 1], 2, 2)))
         self.features = nn.Sequential(*layers)

@@ -158,6 +158,10 @@ def specs() -> dict[str, Spec]:
             ),
             Spec("efficientnet_b0", tm.EfficientNetB0, img(3, 224), ["logits"], out("logits")),
             Spec("convnext_tiny", tm.ConvNeXtTiny, img(3, 224), ["logits"], out("logits")),
+            # ConvNeXt-atto widths and depths with 3x3 depthwise convs on the channels-last stream:
+            # jit_uni_dw's nhwc weight gradient and its per-thread reduction buffers
+            Spec("convnext_dw3", lambda: tm.ConvNeXtTiny(dims=(40, 80, 160, 320), depths=(2, 2, 6, 2), kernel=3),
+                 img(3, 224), ["logits"], out("logits")),
             Spec("alexnet", tm.AlexNet, img(3, 224), ["logits"], out("logits")),
             Spec(
                 "vit_b16",

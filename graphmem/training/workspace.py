@@ -29,8 +29,9 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
 * **ConvTranspose** (oneDNN): the blocked result, the output and a contiguous clone of it:
   two outputs beyond the output; backward as Conv.
 * **LSTM** (``mkldnn_rnn_layer``, per direction): both weight matrices re-laid with a padded
-  leading dimension, the gates scratchpad of every step and the summed bias; backward: each
-  weight gradient in oneDNN's layout and in PyTorch's, the gates scratchpad.
+  leading dimension, oneDNN's scratchpad (the gates of every step, page-aligned,
+  :func:`lstm_scratchpad_bytes`) and the summed bias; backward: each weight gradient in oneDNN's
+  layout and in PyTorch's, the scratchpad.
 * **GRU** (op by op, ``RNN.cpp``): the input gates of every step, computed at once; backward:
   the engine's buffer summing the recurrent weight's per-step gradients (the second added out of
   place), then the input gates' gradients stacked.
@@ -54,7 +55,7 @@ from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
 
 __all__ = [
     "forward_temporaries", "backward_temporaries", "brgemm_bwd_data_scratchpad", "conv_uses_onednn", "jit_dw_threads",
-    "jit_dw_weights_scratchpad", "torch_threads",
+    "jit_dw_weights_scratchpad", "lstm_scratchpad_bytes", "torch_threads",
     "unmodelled", "TEMPORARIES",
 ]
 
@@ -421,6 +422,30 @@ def conv_transpose_forward(op: OpView) -> int:
     return 2 * _size(op, op.outputs[0])
 
 
+def lstm_scratchpad_bytes(steps: int, batch: int, hidden: int, *, forward: bool) -> int:
+    """oneDNN's scratchpad for one ``mkldnn_rnn_layer`` call (one layer, one direction, fp32
+    training; the ``ref`` RNN, as ONEDNN_VERBOSE shows): ideep allocates it beside the workspace.
+
+    Its ``key_rnn_space`` holds, each at a page-aligned offset, the gates of every step
+    (``n_iter_scratch_gates`` = T when the layer GEMM is merged over the steps: always backward,
+    forward below a minibatch of 128; else one step), the ``h`` scratch and the ``diff_h``
+    scratch (``[B, good_ld(H)]`` each), and a final page rounding (the empty ``scratch_cell``
+    registered after them); booked with a page of alignment. Then three weight-pointer arrays and
+    the bias-pointer array, each one pointer (bias: 4 per fp32 element) + 128 alignment."""
+    # oneDNN v3.12 src/cpu/rnn/rnn_utils.hpp, set_rnn_conf: merge_gemm_layer, n_iter_scratch_gates, scratch_gates/ht/diff_ht sizes
+    merged = not forward or batch < 128
+    parts = ((steps if merged else 1) * batch * good_ld(4 * hidden) * 4,  # scratch_gates
+             batch * good_ld(hidden) * 4,  # scratch_ht (proj_ht_ld = good_ld(dhc))
+             batch * good_ld(hidden) * 4,  # scratch_diff_ht (training)
+             0)  # scratch_cell: LSTM none, but register_space still rounds the offset up
+    # oneDNN v3.12 src/cpu/rnn/rnn_utils.cpp, set_offsets: register_space rounds each offset up to page_size 4096
+    offset = 0
+    for part in parts:
+        offset = _rnd_up(offset, P4K) + part
+    # oneDNN v3.12 src/cpu/rnn/ref_rnn.cpp, pd_t::init_scratchpad: key_rnn_space (perf_align 4096), 3 x book<float *>(1), book<void *>(1 * 4)
+    return _booked(offset) + 3 * _booked(8, 128) + _booked(4 * 8, 128)
+
+
 def lstm_forward(op: OpView) -> int:
     """One direction's ``mkldnn_rnn_layer`` at a time: both weights re-laid, the gates of every
     step and the summed bias, freed when it returns. Only then does ``mkldnn_impl``
@@ -441,7 +466,7 @@ def lstm_forward(op: OpView) -> int:
         return max((size + hidden) * 4 * hidden * elem + 4 * hidden * elem, 0)
     ld = good_ld(4 * hidden)
     weights = (size + hidden) * ld * 4
-    scratch = steps * batch * ld * 4
+    scratch = lstm_scratchpad_bytes(steps, batch, hidden, forward=True)
     temps = weights + scratch + 4 * hidden * 4
     # mkldnn_impl: ``input = input.contiguous()`` after the batch-first transpose, a copy of a
     # transposed input alive for the whole call (each direction saves it for backward)
@@ -457,7 +482,7 @@ def lstm_backward(op: OpView) -> int:
     time: oneDNN computes each weight gradient in its own layout (``[good_ld(in), 4H]``) and
     reorders it into PyTorch's (``[in, good_ld(4H)]``) before copying it out, for the input and
     the hidden weights; with them the contiguous output and final-state gradients, two
-    bias-gradient buffers and the gates scratchpad of every step (``rnn_utils::set_offsets``)."""
+    bias-gradient buffers and the scratchpad (:func:`lstm_scratchpad_bytes`)."""
     x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
     if x is None or hidden is None:
         return 0
@@ -468,7 +493,7 @@ def lstm_backward(op: OpView) -> int:
     weights = sum((good_ld(n) * 4 * hidden if good_ld(n) != n else 0) + (n * ld if ld != 4 * hidden else 0)
                   for n in (size, hidden)) * 4
     grads = (steps * batch * hidden + batch * hidden) * elem
-    temps = weights + grads + 2 * 4 * hidden * 4 + steps * batch * ld * 4
+    temps = weights + grads + 2 * 4 * hidden * 4 + lstm_scratchpad_bytes(steps, batch, hidden, forward=False)
     if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional"):
         # one backward node per direction, the reverse one first: the node's step holds every
         # gradient at once, but the first direction returns only its own weight gradients, and

@@ -861,6 +861,27 @@ def test_lstm_shared_zero_state_is_two_storages() -> None:
     assert est.saved_inputs_bytes == 48
 
 
+def test_lstm_scratchpad_by_hand() -> None:
+    from graphmem.training.workspace import lstm_scratchpad_bytes
+
+    # T=5, B=2, H=6: key_rnn_space, each part at a page-aligned offset: the gates of every step
+    # 5 x 2 x good_ld(24)=32 x 4 = 1280 at 0; h scratch 2 x good_ld(6)=16 x 4 = 128 at 4096;
+    # diff_h scratch 128 at 8192; the empty scratch_cell rounds the end to 12288; + a page of
+    # alignment = 16384; 3 weight-pointer arrays (8 + 128) and the bias pointers (32 + 128): 16952
+    # (torch 2.13: the scratchpad tensor of nn.LSTM(4, 6) on [5, 2, 4] is 16952 B, fwd and bwd)
+    assert lstm_scratchpad_bytes(5, 2, 6, forward=True) == 16952
+    assert lstm_scratchpad_bytes(5, 2, 6, forward=False) == 16952
+    # the checked LSTM (H=256, T=64): 64 x B x 1040 x 4 gates, then 12856 B more at B=1 and
+    # 21048 B at B=4 (h and diff_h scratch [B, 272] a page each at B=1, two pages each at B=4)
+    assert lstm_scratchpad_bytes(64, 1, 256, forward=True) == 64 * 1040 * 4 + 12856
+    assert lstm_scratchpad_bytes(64, 4, 256, forward=True) == 64 * 4 * 1040 * 4 + 21048
+    # a minibatch of 128 or more: the forward's layer GEMM runs step by step, one step of gates:
+    # 128 x good_ld(256)=272 x 4 = 139264 (34 pages), h and diff_h 128 x 64 x 4 = 32768 each;
+    # backward all 16 steps of gates
+    assert lstm_scratchpad_bytes(16, 128, 64, forward=True) == 139264 + 2 * 32768 + 4096 + 568  # measured 209464
+    assert lstm_scratchpad_bytes(16, 128, 64, forward=False) == 16 * 139264 + 2 * 32768 + 4096 + 568  # measured 2298424
+
+
 def test_lstm_backward_temporaries_by_hand() -> None:
     from graphmem.training.saved import OpView
     from graphmem.training.workspace import backward_temporaries
@@ -868,7 +889,7 @@ def test_lstm_backward_temporaries_by_hand() -> None:
     # I=4, H=6, T=5, B=2: good_ld(24) = 32; weight gradients in oneDNN's layout [good_ld(n), 24]
     # (good_ld(4) = good_ld(6) = 16) and PyTorch's [n, 32]: (16*24 + 4*32 + 16*24 + 6*32) x 4 = 4352;
     # output and final-state gradients (5*2*6 + 2*6) x 4 = 288; two bias buffers 2 x 24 x 4 = 192;
-    # gates scratchpad 5 x 2 x 32 x 4 = 1280: 6112
+    # oneDNN's scratchpad 16952 (see test_lstm_scratchpad_by_hand): 21784
     nodes, inits = rnn("LSTM", [5, 2, 4], 6)
     a = analyze_model(model_from_proto(helper.make_model(
         helper.make_graph(nodes, "g", [vi("x", [5, 2, 4])], [vi("Yh", [1, 2, 6])], inits),
@@ -876,22 +897,22 @@ def test_lstm_backward_temporaries_by_hand() -> None:
     node = nodes[-1]
     view = OpView(op_type="LSTM", node=node, inputs=tuple(node.input), outputs=tuple(node.output), types=a.types,
                   needs_grad=frozenset({"h", "Wx", "Rh"}), weights=frozenset({"Wx", "Rh"}))
-    assert backward_temporaries(view) == 6112
+    assert backward_temporaries(view) == 21784
 
 
 @pytest.mark.parametrize(
     "direction,orders,expected",
     [
         # I=4, H=6, T=5, B=2: good_ld(24) = 32; one direction's mkldnn_rnn_layer holds both weights
-        # re-laid (4 + 6) x 32 x 4 = 1280, the gates 5 x 2 x 32 x 4 = 1280 and the bias 96: 2656,
-        # freed before mkldnn_impl cats Y [5,2,2,6] (480) and stacks Yh, Yc [2,2,6] (96 each):
-        # 2656 - 672 = 1984 beyond the outputs the step holds
-        ("bidirectional", {}, 1984),
+        # re-laid (4 + 6) x 32 x 4 = 1280, oneDNN's scratchpad 16952 (test_lstm_scratchpad_by_hand)
+        # and the bias 96: 18328, freed before mkldnn_impl cats Y [5,2,2,6] (480) and stacks
+        # Yh, Yc [2,2,6] (96 each): 18328 - 672 = 17656 beyond the outputs the step holds
+        ("bidirectional", {}, 17656),
         # batch-first: X = Transpose(...) is copied contiguous (160) beside everything
-        ("bidirectional", {"x": (1, 0, 2)}, 160 + 1984),
+        ("bidirectional", {"x": (1, 0, 2)}, 160 + 17656),
         # one direction: Y [5,1,2,6] is the layer's result (allocated before the temporaries);
-        # only the stacked Yh, Yc [1,2,6] (48 each) come after: 2656 - 96 = 2560
-        ("forward", {}, 2560),
+        # only the stacked Yh, Yc [1,2,6] (48 each) come after: 18328 - 96 = 18232
+        ("forward", {}, 18232),
     ],
 )
 def test_lstm_forward_temporaries_by_hand(direction: str, orders: dict, expected: int) -> None:

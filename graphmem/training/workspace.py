@@ -635,6 +635,30 @@ def backward_temporaries(op: OpView, domain: str = "") -> int:
 
 def unmodelled(op: OpView, domain: str = "") -> str | None:
     """What the temporaries of this op leave out, as a warning line; None when nothing known.
+    (:func:`_kernel_note`, and :func:`_ic_padding_note` for a channels-last dense Conv.)"""
+    notes = [note for note in (_kernel_note(op, domain), None if domain else _ic_padding_note(op)) if note]
+    return "; ".join(notes) or None
+
+
+def _ic_padding_note(op: OpView) -> str | None:
+    """The dense nhwc input gradient's weight is reordered into ``Bcda{ic_block}b``, and its input
+    channels padded to that block: the block is 16·(1..4), 64 only when ``rnd_up(ic, 16)`` is a
+    multiple of 64 below 192, 48 only for a multiple of 48 up to 384 on a large output
+    (``fast_check_ic_block``), else 32 or 16 as ``brg_blocking_t::est_eff`` (cache sizes, threads)
+    decides. With ``ic`` a multiple of 32 no block pads it; otherwise it may (measured: 80 input
+    channels padded to 96 in ``Bcda32b``), not modelled."""
+    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf try_exec_type (icb 4..1) and fast_check_ic_block
+    w = _shape(op, op.input(1))
+    if (op.op_type != "Conv" or not op.grad(0) or not op.channels_last(op.input(0)) or _depthwise(op)
+            or w is None or len(w) < 3 or w[1] % 32 == 0):
+        return None
+    return (f"Conv '{op.node.name or 'Conv'}' (channels-last, {w[1]} input channels per group): oneDNN may "
+            "pad the input gradient's reordered weight to its input-channel block (32 or 48; "
+            "measured: 80 padded to 96); not modelled")
+
+
+def _kernel_note(op: OpView, domain: str = "") -> str | None:
+    """The known gaps of one op's kernels (see :func:`unmodelled`).
 
     A batch-first LSTM/GRU of several layers: the exporter writes one node per layer, but one
     PyTorch call runs them all and its caller holds the transposed input's storage to the end

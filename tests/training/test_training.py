@@ -653,8 +653,14 @@ def test_channels_last_dense_conv_input_gradient_scratchpad(monkeypatch: pytest.
     # an output row per thread, rnd_up(33, 2) x 2 x 64 = 4352 -> 8192: 2 x 8192 x 4 + 4096 = 69632
     odd = _nhwc_conv((128, 64, 2, 2), 1, (4, 64, 33, 33), (4, 128, 16, 16), grads=("x",), **down)
     assert brgemm_bwd_data_scratchpad(odd) == 331776 + 12288 + 12336 + 69632  # measured 426032
-    # a dilated conv takes another kernel: not modelled, and named
     from graphmem.training.workspace import unmodelled
+
+    # 96 input channels: a multiple of 32, so no input-channel block pads the reordered weight
+    assert "input-channel block" not in (unmodelled(op) or "")
+    # 80: Bcda32b pads it to 96 (torch 2.13, 80 -> 160 2x2 s2 on 28x28: 40960 B more); named
+    pad = _nhwc_conv((160, 80, 2, 2), 1, (1, 80, 28, 28), (1, 160, 14, 14), grads=("x",), **down)
+    assert "input-channel block" in (unmodelled(pad) or "")
+    # a dilated conv takes another kernel: not modelled, and named
 
     dilated = _nhwc_conv((64, 64, 3, 3), 1, (4, 64, 32, 32), (4, 64, 28, 28), grads=("x",),
                          kernel_shape=[3, 3], dilations=[2, 2])

@@ -321,13 +321,16 @@ def jit_dw_threads(op: OpView, threads: int | None = None) -> int:
 
 
 def jit_dw_weights_scratchpad(op: OpView, threads: int | None = None) -> int:
-    """``jit_uni_dw``'s nhwc weight-gradient scratchpad: one reduction buffer per thread but the
-    first, of the weight with its groups padded to 16 and of the bias (fp32; none on one thread)."""
+    """``jit_uni_dw``'s nhwc weight-gradient scratchpad: fp32 reduction buffers, one per thread
+    but the first (every thread's for a bfloat16 gradient), of the weight with its groups padded
+    to 16 and of the bias (an fp32 gradient on one thread: none)."""
     # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_scratchpad (harness_nxc): buff_count = nthr - 1
-    w = _shape(op, op.input(1))
+    w, t = _shape(op, op.input(1)), op.type(op.input(1))
     if w is None:
         return 0
-    extra = jit_dw_threads(op, threads) - 1
+    # buff_count = jcp.dwei_dt == bf16 ? nthr : nthr - 1 (a bfloat16 gradient is reduced in f32)
+    bf16 = t is not None and t.dtype == TensorProto.BFLOAT16
+    extra = jit_dw_threads(op, threads) - (0 if bf16 else 1)
     weights = _booked(extra * _rnd_up(w[0], SIMD_W) * math.prod(w[2:]) * 4, 128)  # book<float>: default alignment
     bias = _booked(extra * w[0] * 4, 128) if op.grad(2) else 0
     return weights + bias

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 import onnx
+from onnx import TensorProto
 
 from graphmem.analysis.dims import resolve_inputs
 from graphmem.analysis.exactness import approximations
@@ -185,6 +186,7 @@ def analyze_model(
     g, order, runtime, static = typed(model)
     _check_domains(g, runtime.types)
     _check_type_conflicts(static.type_conflicts)
+    host = _host_kernels(g, static.types) if provider == "cpu" and kernel_rules else ()
     if target is not None:
         model = replace(model, weights=cast_weights(model.weights, target))
     type_note = ""
@@ -299,7 +301,7 @@ def analyze_model(
             planned=frozenset(runtime.bodies) if flow is not None else frozenset(),
         ) + _missing_bodies(model, missing) + tuple(flow_approximations)
         + (_duplicated_dq_in_bodies(model) if execution_order == "ort" else ())
-        + _cuda_inlined(session),
+        + _cuda_inlined(session) + host,
     )
     return Analysis(
         model=ModelInfo(
@@ -356,6 +358,27 @@ def _as_onnxruntime_writes_it(model: Model, as_dtype: str | None, **inputs) -> A
         model=replace(result.model, path=model.path),
         activations=replace(result.activations, runtime=note),
     )
+
+
+#: Ops whose CPU kernel (and so its buffers) MLAS picks by CPU architecture (graphmem/ort/mlas.py).
+_MLAS_QUANTIZED = frozenset({"QLinearConv", "ConvInteger", "QGemm", "QLinearMatMul", "MatMulInteger",
+                             "DynamicQuantizeMatMul", "MatMulIntegerToFloat"})
+
+
+def _host_kernels(g: OpGraph, types: Mapping[str, TensorType]) -> tuple[Approximation, ...]:
+    """On a host that is not x86-64 (:func:`graphmem.ort.kernels.host_problem`), a graph whose CPU
+    figures depend on the x86-64 kernel table (float16/bfloat16 tensors: which nodes run behind
+    Casts) or on MLAS's x86-64 quantized kernels is not called exact: the runtime there is another build."""
+    from graphmem.ort.kernels import host_problem
+
+    problem = host_problem()
+    if problem is None:
+        return ()
+    half = {TensorProto.FLOAT16, TensorProto.BFLOAT16}
+    relies = any(t is not None and t.dtype in half for t in types.values()) or any(
+        g.node(nid).op_type in _MLAS_QUANTIZED for nid in g.dag.nodes
+    )
+    return (Approximation(kind="unknown_kernel", node="", detail=problem),) if relies else ()
 
 
 def _cuda_inlined(session) -> tuple[Approximation, ...]:  # type: ignore[no-untyped-def]

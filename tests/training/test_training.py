@@ -194,6 +194,20 @@ def test_lstm_workspace_matches_pytorch(steps, batch, inputs, hidden, expected) 
     assert lstm_workspace_bytes(steps, batch, inputs, hidden) == expected
 
 
+@pytest.mark.parametrize(
+    "steps,batch,inputs,hidden,expected",
+    # measured: the uint8 workspace nn.LSTM saves under torch.autocast('cpu', bfloat16) (per layer
+    # and direction; train_check's lstm and lstm_2x512 at batch 1 and 4); by hand for the first:
+    # gates 64·good_ld(1024, 2)=1056·2 = 135168, h 64·288·2 = 36864, states 2·65·288·2 = 74880,
+    # c 2·65·256·2 = 66560, then f32: diff states 2·65·272·4 = 141440 twice, diff c 133120; each
+    # page-aligned: 741376
+    [(64, 1, 128, 256, 741376), (64, 4, 128, 256, 2928640), (64, 1, 256, 512, 1437696),
+     (64, 1, 512, 512, 1437696), (64, 4, 512, 512, 5713920)],
+)
+def test_lstm_bf16_workspace_matches_pytorch(steps, batch, inputs, hidden, expected) -> None:  # type: ignore[no-untyped-def]
+    assert lstm_workspace_bytes(steps, batch, inputs, hidden, elem=2) == expected
+
+
 def test_lstm_saves_gates_and_states_of_every_step() -> None:
     # X f32[5,2,4] (160, held by Add as h), zero initial h and c per direction (2 x 48),
     # output [5,2,6] (240), final h and c (48 each), workspace 28672

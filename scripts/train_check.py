@@ -3,7 +3,7 @@
 
     python scripts/train_check.py [--only NAME ...] [--batches 1 4] [--optimizers sgd momentum adam adamw]
                                   [--grads released persistent] [--foreach] [--precision fp32|mixed-bf16|mixed-fp16]
-                                  [--no-cross-check] [--out DIR]
+                                  [--no-cross-check] [--out DIR] [--measured FILE]
 
 Models (random weights, fixed seeds): ResNet-18, MobileNetV2, a small UNet, a bidirectional LSTM
 classifier, BERT-base and GPT-2 small at seq 128; EfficientNet-B0, ConvNeXt-Tiny, AlexNet and
@@ -33,6 +33,14 @@ DenseNet-121, held out: not measured while the rules were written
      inputs included); its phase is where it happens;
 
 3. prints predicted vs measured, with the relative error of each figure.
+
+``--precision mixed-bf16|mixed-fp16``: the forward (model and loss) under
+``torch.autocast('cpu', dtype=torch.bfloat16|torch.float16)``, backward and step outside it;
+mixed-fp16 with ``torch.amp.GradScaler('cpu')`` (``scaler.scale(loss).backward()``,
+``scaler.step(opt)``, ``scaler.update()``: float16's range needs it, bfloat16 is used without one),
+step 1 repeated until the scaler stops skipping it. ``--foreach``: the optimizers with
+``foreach=True`` (``_multi_tensor_*``). ``--measured FILE`` keeps the measurements in a JSON file
+and reuses them (to re-compare graphmem's predictions without re-running torch).
 
 First, a **cross-check** of the method itself: a Linear-ReLU-Linear MLP whose saved bytes,
 forward peak and Adam step peak are counted by hand (:func:`mlp_by_hand`) must measure equal.

@@ -285,6 +285,14 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
             "autocast: oneDNN's reduced-precision matmul and convolution kernels allocate scratchpads "
             "that are not modelled (measured: 75 kB and 135 kB in the two addmm of a 256-512-10 MLP)"
         )
+        grus = [op.label for op in ops if op.op_type == "GRU"]
+        if grus:
+            # RNN.cpp GRUCell: linear_ih/linear_hh are at::linear calls, which autocast intercepts
+            warnings.append(
+                f"autocast: GRU '{grus[0]}'{f' and {len(grus) - 1} more' if len(grus) > 1 else ''}: PyTorch's GRU "
+                "cells call linear, which autocast runs in the half type (weight casts cached, gates half); "
+                "not modelled: the GRU is estimated in its input's dtype"
+            )
         fixed = [op.label for op in ops if op.op_type == "Cast" and not is_cast(op.outputs[0])
                  and (src := a.types.get(op.inputs[0])) is not None and (dst := a.types.get(op.outputs[0])) is not None
                  and src.dtype == dst.dtype == TensorProto.FLOAT]

@@ -304,6 +304,18 @@ def test_mixed_bf16_is_autocast_by_hand() -> None:
     assert [p.total_bytes for p in e.phases] == [base + 68, base + 128, base + 96 + 128]
 
 
+def test_autocast_names_what_it_does_not_model() -> None:
+    # a Cast to float32 of a float32 tensor (the exporter's x.to(y.dtype)) and a GRU
+    nodes = [helper.make_node("Cast", ["x"], ["c"], to=F),
+             helper.make_node("GRU", ["c", "W", "R"], ["y"], hidden_size=2, name="g")]
+    e = estimate(nodes, [vi("x", [3, 1, 2])], [vi("y", [3, 1, 1, 2])], [w("W", 1, 6, 2), w("R", 1, 6, 2)],
+                 precision="mixed-bf16")
+    assert any("1 Cast(s) to float32 of a float32 tensor" in x for x in e.warnings)
+    assert any(x.startswith("autocast: GRU 'g': PyTorch's GRU cells call linear") for x in e.warnings)
+    assert not any("GRU" in x for x in estimate(nodes, [vi("x", [3, 1, 2])], [vi("y", [3, 1, 1, 2])],
+                                                 [w("W", 1, 6, 2), w("R", 1, 6, 2)]).warnings)
+
+
 def test_mixed_fp16_adds_the_grad_scaler() -> None:
     # GradScaler('cpu'): _scale f32 and _growth_tracker i32 (0-d, 4 B each) as state, and the
     # 4-byte found_inf copy held during step; the activations as bf16 (2-byte half)

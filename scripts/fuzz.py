@@ -1398,6 +1398,15 @@ def root_cause(stderr: str) -> str:
     return f"{exc_type} (no frame)"
 
 
+#: A shape written as a table writes it (``2x-1x2``, ``[2, -1, 2]``) with a negative dim in it.
+_NEGATIVE_SHAPE = re.compile(r"\d+x-\d|(?<![\w.])-\d+x\d|\[(?:[\w?]+, )*-\d+(?:, [\w?]+)*\]")
+
+
+def _negative_shapes(text: str) -> list[str]:
+    """Shapes with a negative dim in a table (or a JSON string): an unknown dim is ``?`` there."""
+    return [m.group() for m in _NEGATIVE_SHAPE.finditer(text)]
+
+
 def _negatives(doc: Any, path: str = "$") -> list[str]:
     out: list[str] = []
     if isinstance(doc, dict):
@@ -1410,6 +1419,8 @@ def _negatives(doc: Any, path: str = "$") -> list[str]:
             out += _negatives(v, f"{path}[{i}]")
     elif isinstance(doc, (int, float)) and not isinstance(doc, bool) and doc < 0:
         out.append(f"{path}={doc}")
+    elif isinstance(doc, str) and _negative_shapes(doc):
+        out.append(f"{path}={doc[:60]!r}")
     return out
 
 
@@ -1492,6 +1503,8 @@ def evaluate(case: Case, root: Path, before: dict[str, str], code: int | None, a
                 if neg:
                     problems["negative"] = ", ".join(neg[:4])
                 doc_ok = not errs
+    if case.doc is None and code in (0, 1) and _negative_shapes(out):  # a table: an unknown dim is '?'
+        problems["negative"] = "table: " + ", ".join(_negative_shapes(out)[:4])
     verdicts = {}
     if code == 0 and not problems.keys() & {"traceback", "crash", "timeout"}:
         for name in case.models:

@@ -23,7 +23,7 @@ from graphmem.flops.families import always_zero
 from graphmem.flops.registry import REGISTRY, normalize_domain, run
 from graphmem.errors import UsageError
 from graphmem.model.graph import OpGraph
-from graphmem.model.types import TensorType, is_concrete, type_from_proto, type_to_proto
+from graphmem.model.types import TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
 
 __all__ = ["FlopReport", "count_flops", "node_view"]
 
@@ -259,7 +259,8 @@ def _graph_cost(
 
 
 def _merge_into(types: MutableMapping[str, TensorType], name: str, t: TensorType) -> None:
-    """Keep the more concrete of two types for ``name``."""
+    """Keep the more concrete of two types for ``name`` (a negative dim is unknown: known_dims)."""
+    t = known_dims(t)
     have = types.get(name)
     if have is None or (not is_concrete(have.shape) and (is_concrete(t.shape) or have.shape is None)):
         types[name] = t

@@ -7,12 +7,12 @@ unnamed). A shape is a tuple of dims; ``None`` in place of the tuple means the r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
 import onnx
 
-__all__ = ["CONTAINERS", "Dim", "Shape", "TensorType", "type_from_proto", "type_to_proto", "is_concrete", "numel"]
+__all__ = ["CONTAINERS", "Dim", "Shape", "TensorType", "type_from_proto", "type_to_proto", "is_concrete", "numel", "known_dims"]
 
 #: Kinds whose value holds tensors of its own (``TensorType.elements``): a sequence, an optional.
 CONTAINERS = frozenset({"sequence_type", "optional_type"})
@@ -91,6 +91,17 @@ def type_to_proto(t: TensorType) -> onnx.TypeProto:
             elif isinstance(d, str):
                 dim.dim_param = d
     return tp
+
+
+def known_dims(t: TensorType) -> TensorType:
+    """``t`` with its negative dim values made unknown (``None``). onnxruntime clears them from the
+    types a file declares (``core/graph/node_arg.cc`` RemoveInvalidValues); onnx's inference
+    writes one where a shape value holds -1 (Expand's shape from a Where that kept a -1, fuzz case
+    17951), which no kernel runs (``core/framework/tensor.cc``: "Tensor shape.Size() must be >= 0").
+    Either way the dim is not known: a tensor with one is unresolved, never -1 in a document."""
+    if t.shape is None or not any(isinstance(d, int) and d < 0 for d in t.shape):
+        return t
+    return replace(t, shape=tuple(None if isinstance(d, int) and d < 0 else d for d in t.shape))
 
 
 def is_concrete(shape: Shape | None) -> bool:

@@ -30,7 +30,7 @@ from graphmem.model.dtypes import is_integer
 from graphmem.model.graph import OpGraph
 from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes, reorder_input_channels
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
-from graphmem.model.types import Dim, Shape, TensorType, is_concrete, type_from_proto, type_to_proto
+from graphmem.model.types import Dim, Shape, TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
 from graphmem.model.subgraphs import is_control_flow
 from graphmem.shapes.controlflow import ControlFlowShapes, infer_control_flow
 from graphmem.shapes.sequences import bound_optional, infer_sequence, sequence_of
@@ -380,8 +380,11 @@ def _merge(inferred: TensorType | None, declared: TensorType | None, *, prefer_i
     """Merge an inferred type into the file's declared one, as onnx's ``mergeInShapeInfo``.
 
     Per dim: an inferred value wins; else a declared value stays; else the declared name is
-    preferred over an inferred one. A rank mismatch keeps the declared type.
+    preferred over an inferred one. A rank mismatch keeps the declared type. A negative dim, inferred
+    or declared, is unknown (:func:`graphmem.model.types.known_dims`).
     """
+    inferred = known_dims(inferred) if inferred is not None else None
+    declared = known_dims(declared) if declared is not None else None
     if inferred is not None and inferred.elements is not None:
         return inferred  # a sequence whose elements the run gives
     if inferred is None or inferred.kind != "tensor":

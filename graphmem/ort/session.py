@@ -89,12 +89,22 @@ def session_graph(
     """The graph, order and types the ``provider``'s session plans."""
     if provider == "cpu":
         return SessionGraph(graph=g, order=order, runtime=runtime, static=static)
-    from graphmem.ort.cuda.placement import place_cuda, run_order, since_version
+    from graphmem.errors import UnsupportedOpError
+    from graphmem.ort.cuda.placement import fallback_without_kernel, place_cuda, run_order, since_version
     from graphmem.ort.cuda.rules import cuda_sharing
 
     placed = place_cuda(model, g, order, static, runtime)
     runtime = placed.runtime if placed.runtime is not None else runtime
     static = placed.static if placed.static is not None else static
+    named = {**static, **{new: static[old] for new, old in placed.renamed.items() if old in static}}
+    missing = fallback_without_kernel(placed, named)
+    if missing:  # the CPU case's form (analysis/pipeline.py _cpu_type_note)
+        name, op, why = missing[0]
+        more = f" (and {len(missing) - 1} more nodes)" if len(missing) > 1 else ""
+        raise UnsupportedOpError(
+            f"node '{name}' ({op}): the CUDA provider has no kernel for it and {why}{more}; "
+            "onnxruntime cannot load this model"
+        )
     graph = build_graph(placed.model)
     ran = run_order(graph, ordering(graph), placed.node_device)
     stream = dict(ran)

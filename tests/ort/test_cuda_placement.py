@@ -321,3 +321,26 @@ def test_a_cuda_node_between_fp16_fallbacks_is_not_forced_to_float32(tmp_path: P
     assert p is not None
     assert (p.cuda_nodes, p.fp32_nodes, p.cast_nodes, p.memcpy_nodes) == (1, 2, 4, 2)
     assert (p.cpu_peak_bytes, p.pinned_peak_bytes, cuda.activations.peak_bytes) == (160, 32, 32)
+
+
+def test_a_node_without_a_cuda_or_a_cpu_kernel_is_refused(tmp_path: Path) -> None:
+    """AveragePool at opset 6 (since version 1): onnxruntime registers it from version 7 on both
+    providers, so a CUDA session refuses it as a CPU one does ("Could not find an implementation
+    for AveragePool(1) node with name 'pool'", measured here with the CUDA provider requested;
+    fuzz case 348), in the CPU case's words."""
+    from builders import ort_loads
+
+    from graphmem.errors import UnsupportedOpError
+
+    pool = helper.make_node("AveragePool", ["X"], ["Y"], kernel_shape=[2, 2], name="pool")
+    path = _save(tmp_path, [pool], [helper.make_tensor_value_info("X", F, [1, 1, 4, 4])],
+                 [helper.make_tensor_value_info("Y", F, [1, 1, 3, 3])], opset=6)
+    assert not ort_loads(path)
+    with pytest.raises(UnsupportedOpError) as cpu:
+        graphmem.analyze(path)
+    assert str(cpu.value) == ("node 'pool' (AveragePool): the CPU provider has no AveragePool kernel for opset "
+                              "version 1; onnxruntime cannot load this model")
+    with pytest.raises(UnsupportedOpError) as cuda:
+        graphmem.analyze(path, provider="cuda")
+    assert str(cuda.value) == ("node 'pool' (AveragePool): the CUDA provider has no kernel for it and the CPU "
+                               "provider has no AveragePool kernel for opset version 1; onnxruntime cannot load this model")

@@ -339,6 +339,24 @@ def run_order(g: OpGraph, order: tuple[int, ...], node_device: Mapping[int, str]
     return tuple(ran)
 
 
+def fallback_without_kernel(p: CudaPlacement, types: Mapping[str, TensorType]) -> list[tuple[str, str, str]]:
+    """(name, op, why) of the nodes the CUDA provider has no kernel for, left to the CPU provider,
+    which has none for them either (``why``: :func:`graphmem.ort.insert_cast.kernel_problems`'
+    phrase). onnxruntime refuses such a session as it refuses a CPU one (``core/framework/
+    session_state.cc`` CreateKernels: "Could not find an implementation for AveragePool(1)",
+    measured with the CUDA provider, fuzz case 348). ``types``: the placed graph's static types."""
+    from graphmem.ort.insert_cast import kernel_problems
+
+    model = p.model
+    dtype = _dtype_of(types)
+    nid_of = {id(n): nid for nid, n in zip(model.node_ids, model.nodes)}
+    return [
+        (node.name or node.op_type, node.op_type, why)
+        for node, why in kernel_problems(model, types)
+        if p.node_device.get(nid_of[id(node)]) == CPU and not _cuda_capable(model, node, dtype)
+    ]
+
+
 def placement_errors(p: CudaPlacement) -> list[str]:
     """Reads a session could not do: a CUDA kernel reading host memory in a device slot, or a
     kernel reading device memory from CPU. Empty for every graph :func:`place_cuda` returns."""

@@ -168,6 +168,8 @@ def analyze_model(
         model, inlined, missing = expansion.model, expansion.inlined, expansion.missing
         if kernel_rules:  # onnxruntime's EnsureUniqueDQForNodeUnit: after AOT inlining, at every level
             model = ensure_unique_dq(model)
+    if provider == "cpu" and (not kernel_rules or as_dtype is not None):
+        _check_kernel_versions(model)
     target = parse_dtype(as_dtype) if as_dtype is not None else None
 
     def typed(model: Model):  # type: ignore[no-untyped-def]
@@ -440,6 +442,23 @@ def _check_type_conflicts(conflicts: tuple[tuple[str, str, int, int], ...]) -> N
         raise ModelLoadError(
             f"node '{node}' writes '{tensor}' as {dtype_name(inferred)} but the file declares it "
             f"{dtype_name(declared)}: onnxruntime refuses to load this model (type error)"
+        )
+
+
+def _check_kernel_versions(model: Model) -> None:
+    """Refuse a node the CPU provider has no kernel for at its opset version, whatever its types
+    (PRelu-6, BatchNormalization-6, AveragePool-1: onnxruntime registers them from 7;
+    session_state.cc: "Could not find an implementation for PRelu(6)"): the file cannot be loaded
+    at all, so the what-if (``as_dtype``) and the training estimate (``kernel_rules=False``), which
+    leave the type rules out, refuse it too, in the words of the CPU check."""
+    from graphmem.ort.insert_cast import _runs_as_body, kernel_problems
+
+    missing = [(n, why) for n, why in kernel_problems(model, {}) if not _runs_as_body(model, n, {})]
+    if missing:
+        node, why = missing[0]
+        more = f" (and {len(missing) - 1} more nodes)" if len(missing) > 1 else ""
+        raise UnsupportedOpError(
+            f"node '{node.name or node.op_type}' ({node.op_type}): {why}{more}; onnxruntime cannot load this model"
         )
 
 

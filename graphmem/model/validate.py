@@ -371,6 +371,11 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
                     f"{path}: not a valid ONNX model: the tensor of {node.op_type} node '{node.name}' "
                     f"has a negative dim {list(attr.t.dims)}"
                 )
+    for node in _graph_nodes(proto.graph):  # Constant values become initializers; kernels unpack the others
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_location != TensorProto.EXTERNAL:
+                _check_payload(attr.t, path, None, 0,
+                               where=f"{path}: not a valid ONNX model: the tensor of {node.op_type} node '{node.name}'")
     for t in proto.graph.initializer:
         if any(d < 0 for d in t.dims):
             raise InvalidModelError(f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}")
@@ -387,12 +392,34 @@ _FIELDS = {4: ("float_data", 4), 5: ("int32_data", 0), 6: ("string_data", 0), 7:
 _VALUES_PER_ELEMENT = {TensorProto.COMPLEX64: 2, TensorProto.COMPLEX128: 2}
 
 
-def _check_payload(t: onnx.TensorProto, path: str, field: int | None, length: int) -> None:
+#: The field onnxruntime reads a tensor's values from when it has no raw_data, by data type
+#: (``core/framework/tensorprotoutils.cc`` UnpackTensor: float_data for float, int32_data for the
+#: types of 16 bits and fewer, ...); values stored in another field count as none.
+_TYPED_FIELD = {TensorProto.FLOAT: "float_data", TensorProto.COMPLEX64: "float_data",
+                TensorProto.DOUBLE: "double_data", TensorProto.COMPLEX128: "double_data",
+                TensorProto.INT64: "int64_data", TensorProto.UINT32: "uint64_data", TensorProto.UINT64: "uint64_data",
+                TensorProto.STRING: "string_data"}
+
+
+def _check_payload(t: onnx.TensorProto, path: str, field: int | None, length: int, *, where: str = "") -> None:
     """The stored data fits the dims (``tensorprotoutils.cc`` UnpackTensor: onnxruntime refuses a
-    tensor whose data count differs from its shape). ``field``/``length``: a payload the scanner
-    skipped; otherwise the tensor's own fields are counted."""
+    tensor whose data count differs from its shape, counting the field of its data type only).
+    ``field``/``length``: a payload the scanner skipped; otherwise the tensor's own fields are
+    counted. ``where``: how messages name the tensor (an initializer by default)."""
     numel = math.prod(t.dims)
-    where = f"{path}: not a valid ONNX model: initializer '{t.name}'"
+    where = where or f"{path}: not a valid ONNX model: initializer '{t.name}'"
+    if t.HasField("raw_data") or field == 9:
+        stored = "raw_data"
+    elif field is not None:
+        stored = _FIELDS.get(field, ("", 0))[0]
+    else:
+        stored = next((name for name, _ in _FIELDS.values() if name != "raw_data" and len(getattr(t, name))), "")
+    own = _TYPED_FIELD.get(t.data_type, "int32_data") if element_bits(t.data_type) is not None or t.data_type == TensorProto.STRING else ""
+    if stored and own and stored not in ("raw_data", own):
+        raise InvalidModelError(
+            f"{where} stores its values in {stored}, but a tensor of data type {t.data_type} is read from {own} "
+            f"(0 values for its dims {list(t.dims)})"
+        )
     if field is None:
         for number, (name, _) in _FIELDS.items():
             if name == "raw_data" and t.HasField("raw_data"):

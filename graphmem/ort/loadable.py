@@ -149,10 +149,54 @@ def _clip_bounds(values: Mapping[str, object]) -> str | None:
     return f"min {low!r} and max {high!r} (its CPU kernel needs min <= max)"
 
 
+_FLOAT8 = (onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E4M3FNUZ, onnx.TensorProto.FLOAT8E5M2,
+           onnx.TensorProto.FLOAT8E5M2FNUZ)
+
+
+def _cast_saturate(values: Mapping[str, object]) -> str | None:
+    """tensor/cast_op.cc Cast: "Attribute saturate is only used for cast to float 8 types" (saturate 0)."""
+    if values.get("saturate", 1) == 0 and values.get("to") not in _FLOAT8:
+        return f"saturate 0 with to {values.get('to')!r} (its CPU kernel takes saturate 0 only for a cast to a float 8 type)"
+    return None
+
+
+#: generator/constant_of_shape_base.h SetValueFromTensorProto: the value types it reads (no float8, int4, string)
+_CONSTANT_OF_SHAPE_TYPES = frozenset({
+    onnx.TensorProto.BOOL, onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+    onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
+    onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64,
+    onnx.TensorProto.BFLOAT16,
+})
+
+
+def _constant_of_shape_value(values: Mapping[str, object]) -> str | None:
+    """generator/constant_of_shape_base.h ConstantOfShapeBase: a value of one element ("must be a
+    single-element tensor"; UnpackTensor reads exactly 1), of a type it reads, not external."""
+    t = values.get("value")
+    if not isinstance(t, onnx.TensorProto):
+        return None
+    numel = 1
+    for d in t.dims:
+        numel *= d
+    if numel != 1:
+        return f"a value of dims {list(t.dims)} (its CPU kernel needs a single-element tensor)"
+    if t.data_type not in _CONSTANT_OF_SHAPE_TYPES:
+        return f"a value of data type {t.data_type} (its CPU kernel does not read that type)"
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        return "a value in external data (its CPU kernel does not read it)"
+    return None
+
+
+def _positive_or_nan(value: object) -> bool:
+    return value is None or (isinstance(value, float) and (value > 0 or value != value))
+
+
 #: (domain, op) -> a check of all its attributes at once (name -> value): the phrase of the
 #: problem, or None.
 CPU_KERNEL_NODE_CHECKS: dict[tuple[str, str], Callable[[Mapping[str, object]], str | None]] = {
     ("", "Clip"): _clip_bounds,
+    ("", "Cast"): _cast_saturate,
+    ("", "ConstantOfShape"): _constant_of_shape_value,
 }
 
 #: (domain, op) -> (attribute, test of its value (None when absent), what the kernel needs): the
@@ -172,6 +216,8 @@ CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object],
     # math/cumsum.cc CumSum<T>, math/cumprod.cc CumProd<T>: exclusive and reverse 0 or 1
     ("", "CumSum"): (("exclusive", _zero_or_one, "exclusive 0 or 1"), ("reverse", _zero_or_one, "reverse 0 or 1")),
     ("", "CumProd"): (("exclusive", _zero_or_one, "exclusive 0 or 1"), ("reverse", _zero_or_one, "reverse 0 or 1")),
+    # llm/attention.cc Attention<T>: "scale_ > 0 || std::isnan(scale_)" (absent: NaN, 1/sqrt(head size))
+    ("", "Attention"): (("scale", _positive_or_nan, "a positive scale"),),
 }
 
 #: (domain, op) -> (first opset, attributes): attributes of onnx 1.23's newer schema that

@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from graphmem.errors import ShapeInferenceError
 from graphmem.model.types import Dim, TensorType, is_concrete
 
 __all__ = ["SEQUENCE_OPS", "infer_sequence", "sequence_of", "is_sequence", "optional_of", "bound_optional"]
@@ -200,29 +201,58 @@ def _concat(node: onnx.NodeProto, elements: tuple[TensorType, ...] | None) -> Te
     return TensorType(dtype=elements[0].dtype, shape=tuple(shape))
 
 
+#: The most pieces a SplitToSequence is given elements for (each is a tensor of the program).
+MAX_PIECES = 1 << 16
+
+
+def _split_error(node: onnx.NodeProto, why: str) -> ShapeInferenceError:
+    return ShapeInferenceError(f"node '{node.name}' (SplitToSequence): {why}; onnxruntime fails it at run time")
+
+
 def _split(node: onnx.NodeProto, x: TensorType | None, values: Mapping[str, np.ndarray]) -> TensorType:
     """``SplitToSequence``: pieces of ``split`` lengths (a scalar: that length, the last shorter),
-    of length 1 without one, the axis dropped when ``keepdims`` is 0 (only without ``split``)."""
+    of length 1 without one, the axis dropped when ``keepdims`` is 0 (without ``split``, or with a
+    scalar one: onnxruntime's kernel keeps the dims only for a list, sequence_ops.cc ComputeImpl).
+    What the kernel refuses at run time (axis out of range, a scalar split not > 0, lengths that do not
+    add up, a negative length, keepdims 0 on pieces longer than 1) is an error naming the node; more than :data:`MAX_PIECES` pieces leave the sequence's
+    elements unknown (bounded before the list is built)."""
     if x is None or not is_concrete(x.shape):
         return sequence_of(x.dtype if x is not None else 0, None)
     shape = list(x.shape)  # type: ignore[arg-type]
+    rank = len(shape)
     axis = _attr(node, "axis", 0)
-    axis = axis + len(shape) if axis < 0 else axis
+    if not -rank <= axis < rank:  # HandleNegativeAxis in PrepareForCompute (sequence_ops.cc)
+        raise _split_error(node, f"axis {axis} is out of range for its input of rank {rank}")
+    axis = axis + rank if axis < 0 else axis
     total = int(shape[axis])
     given = node.input[1] if len(node.input) > 1 and node.input[1] else ""
-    keep = True
+    keep = bool(_attr(node, "keepdims", 1))
     if not given:
-        lengths = [1] * total
-        keep = bool(_attr(node, "keepdims", 1))
+        count, lengths = total, None
     else:
         v = values.get(given)
         if v is None:
             return sequence_of(x.dtype, None)
         if v.ndim == 0:
             step = int(v)
-            lengths = [step] * (total // step) + ([total % step] if total % step else [])
+            if step <= 0:  # ORT_ENFORCE(split_scalar > 0)
+                raise _split_error(node, f"its split {step} is not > 0")
+            count, lengths = -(-total // step), None
         else:
+            keep = True
             lengths = [int(n) for n in v.reshape(-1)]
+            if any(n < 0 for n in lengths):  # 1.31's kernel runs 0-length pieces, fails negative ones
+                raise _split_error(node, f"its split {lengths} has a negative value")
+            if sum(lengths) != total:  # split_size_sum != split_dim_size
+                raise _split_error(node, f"its split adds up to {sum(lengths)}, not to the dim {total} it splits")
+            count = len(lengths)
+    if count > MAX_PIECES:
+        return sequence_of(x.dtype, None)
+    if lengths is None:
+        step = int(values[given]) if given else 1
+        lengths = [step] * (total // step) + ([total % step] if total % step else [])
+        if not keep and any(n != 1 for n in lengths):  # Tensor::Reshape fails: the piece is not 1 long
+            raise _split_error(node, f"keepdims 0 drops axis {axis}, but its pieces are {lengths[0]} long, not 1")
     pieces = []
     for n in lengths:
         piece = list(shape)

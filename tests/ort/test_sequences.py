@@ -221,3 +221,62 @@ def test_an_optional_of_an_empty_sequence_has_its_element(tmp_path: Path) -> Non
     a = graphmem.analyze(path)
     assert (a.activations.peak_bytes, a.activations.peak_node, a.activations.exact) == (3_201, "If_h/then/t_a", True)
     assert _run(path, F)[1] == 3_201
+
+
+def _split_model(tmp_path: Path, split: np.ndarray | None, **attrs: int) -> Path:
+    nodes = [helper.make_node("SplitToSequence", ["x", "sp"] if split is not None else ["x"], ["s"], name="split", **attrs),
+             helper.make_node("SequenceAt", ["s", "zero"], ["y"], name="at")]
+    inits = [init("zero", np.array(0, np.int64))] + ([init("sp", split)] if split is not None else [])
+    return save(model(nodes, [tensor("x", X)], [tensor("y", None)], inits), tmp_path / "split.onnx")
+
+
+def _ort_runs(path: Path) -> tuple[int, ...] | str:
+    import onnxruntime as ort
+
+    try:
+        return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, F)[0].shape
+    except Exception as e:  # noqa: BLE001 - the refusal's text is the point
+        return type(e).__name__
+
+
+def test_split_to_sequence_refuses_what_the_kernel_fails_at_run_time(tmp_path: Path) -> None:
+    # fuzz case 21712: axis 2**62 was an IndexError; onnxruntime's HandleNegativeAxis fails the run.
+    for split, attrs, why in [
+        (None, {"axis": 1 << 62}, "axis 4611686018427387904 is out of range for its input of rank 2"),
+        (np.array([5, -1], np.int64), {"axis": 0}, "has a negative value"),
+    ]:
+        path = _split_model(tmp_path, split, **attrs)
+        assert isinstance(_ort_runs(path), str)
+        code, _, err = outcome("peak", str(path))
+        assert code == 2 and err.count("\n") == 1 and why in err and "node 'split' (SplitToSequence)" in err, err
+    # 0-length pieces run (onnxruntime 1.31): [2, 0, 2] is three pieces, the middle one empty.
+    a = graphmem.analyze(_split_model(tmp_path, np.array([2, 0, 2], np.int64), axis=0))
+    assert [e.shape for e in a.types["s"].elements] == [(2, 100), (0, 100), (2, 100)]
+    # A scalar split of 0: onnx's inference refuses it (onnxruntime's session dies of SIGFPE on it).
+    code, _, err = outcome("peak", str(_split_model(tmp_path, np.array(0, np.int64), axis=1)))
+    assert code == 2 and err.count("\n") == 1 and "'split' must be greater than zero" in err, err
+
+
+def test_split_to_sequence_by_a_scalar_with_keepdims_0_as_onnxruntime_runs_it(tmp_path: Path) -> None:
+    # sequence_ops.cc keeps the dims only for a list split: a scalar split with keepdims 0 drops the
+    # axis, which works for pieces of length 1 and fails (Tensor::Reshape) for longer ones.
+    path = _split_model(tmp_path, np.array(30, np.int64), axis=1, keepdims=0)
+    assert _ort_runs(path) == "Fail"
+    code, _, err = outcome("peak", str(path))
+    assert code == 2 and "pieces are 30 long, not 1" in err and err.count("\n") == 1, err
+    ones = _split_model(tmp_path, np.array(1, np.int64), axis=0, keepdims=0)
+    assert _ort_runs(ones) == (100,)
+    assert [e.shape for e in graphmem.analyze(ones).types["s"].elements] == [(100,)] * 4
+    list_path = _split_model(tmp_path, np.array([30, 70], np.int64), axis=1, keepdims=0)
+    assert _ort_runs(list_path) == (4, 30)
+    assert [e.shape for e in graphmem.analyze(list_path).types["s"].elements] == [(4, 30), (4, 70)]
+
+
+def test_split_to_sequence_of_more_pieces_than_the_bound_leaves_them_unknown(tmp_path: Path) -> None:
+    from graphmem.shapes.sequences import MAX_PIECES
+
+    m = model([helper.make_node("SplitToSequence", ["x"], ["s"], name="split", axis=0),
+               helper.make_node("SequenceLength", ["s"], ["n"], name="len")],
+              [tensor("x", [MAX_PIECES + 1, 1])], [tensor("n", [], TensorProto.INT64)])
+    a = graphmem.analyze(save(m, tmp_path / "many.onnx"))
+    assert a.types["s"].elements is None and not a.activations.exact

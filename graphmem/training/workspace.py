@@ -687,7 +687,8 @@ def _kernel_note(op: OpView, domain: str = "") -> str | None:
     if not domain and op.op_type == "LSTM" and _shape(op, op.input(0)) and _elem_of(op, op.input(0)) < 4:
         return (f"LSTM '{op.node.name or op.op_type}' in a 2-byte type (autocast): oneDNN's brgemm "
                 "scratchpad of a reduced-precision LSTM layer is not modelled (measured: 40 kB to "
-                "576 kB per layer and direction, forward; the backward's temporaries are the fp32 rules')")
+                "576 kB per layer and direction, forward), and its backward's temporaries follow the fp32 "
+                "layouts (measured: -5.5 % of the backward activation peak at batch 4)")
     if domain or op.op_type not in ("Conv", "ConvTranspose"):
         return None
     w = _shape(op, op.input(1))

@@ -483,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.exists(path):
             export(spec, path)
         for batch in args.batches:
+            m: Measured | None = None
             dims = {"batch": batch, **({"seq": spec.seq} if spec.seq else {})}
             for grads in args.grads:
                 first = True
@@ -516,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{name:<15} b{batch:<2} {grads:<10} unknown ops {dict(est.unknown_ops)} "
                               f"warnings {list(est.warnings)}", flush=True)
                     first = False
-            print(f"{name:<15} b{batch:<2} ({m.seconds:.0f} s per measured run)", flush=True)
+            if m is not None:
+                print(f"{name:<15} b{batch:<2} ({m.seconds:.0f} s per measured run)", flush=True)
     print("worst |err|: " + ", ".join(f"{k} {v:.2%}" for k, v in worst.items()))
     print("bars missed: " + (", ".join(failures) if failures else "none"))
     return 1 if failures else 0

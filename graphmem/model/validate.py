@@ -58,6 +58,7 @@ def check_model(
     _check_text(proto.graph, path)
     _check_declared_types(proto.graph, path)
     _check_weights(proto, path, skipped or {})
+    _check_initializer_shapes(proto.graph, path)
     proxy = checker_proxy(proto)
     try:
         onnx.checker.check_model(proxy, full_check=True)
@@ -360,6 +361,30 @@ def _sort_nodes(graph: onnx.GraphProto) -> None:
         copies.append(c)
     del graph.node[:]
     graph.node.extend(copies)
+
+
+def _check_initializer_shapes(graph: onnx.GraphProto, path: str) -> None:
+    """An initializer whose graph input declares another rank or dim value: onnxruntime refuses to
+    load it ("Shape of initializer ... does not match", graph.cc TypeCheckInputsAndInitializers;
+    negative dims are cleared first, node_arg.cc RemoveInvalidValues)."""
+    declared = {vi.name: vi.type for vi in graph.input}
+    for t in graph.initializer:
+        vt = declared.get(t.name)
+        if vt is None or vt.WhichOneof("value") != "tensor_type" or not vt.tensor_type.HasField("shape"):
+            continue
+        dims = vt.tensor_type.shape.dim
+        if len(dims) != len(t.dims) or any(
+            d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != n for d, n in zip(dims, t.dims)
+        ):
+            shown = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in dims]
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: initializer '{t.name}' has dims {list(t.dims)}, "
+                f"but its graph input declares {shown}"
+            )
+    for node in graph.node:
+        for attr in node.attribute:
+            for g in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                _check_initializer_shapes(g, path)
 
 
 def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tuple[int, int]]) -> None:

@@ -218,6 +218,15 @@ CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object],
     ("", "CumProd"): (("exclusive", _zero_or_one, "exclusive 0 or 1"), ("reverse", _zero_or_one, "reverse 0 or 1")),
     # llm/attention.cc Attention<T>: "scale_ > 0 || std::isnan(scale_)" (absent: NaN, 1/sqrt(head size))
     ("", "Attention"): (("scale", _positive_or_nan, "a positive scale"),),
+    # tensor/grid_sample.h GridSample<T>: mode bilinear|nearest|bicubic below opset 20, linear|nearest|cubic
+    # from it (checked here as the union: the opset is not known here), padding_mode zeros|border|reflection
+    ("", "GridSample"): (
+        ("mode", _one_of("bilinear", "nearest", "bicubic", "linear", "cubic"), "mode linear, nearest or cubic "
+         "(bilinear, nearest or bicubic below opset 20)"),
+        ("padding_mode", _one_of("zeros", "border", "reflection"), "padding_mode zeros, border or reflection"),
+    ),
+    # llm/tensorscatter.cc TensorScatter: mode == "linear" || mode == "circular"
+    ("", "TensorScatter"): (("mode", _one_of("linear", "circular"), "mode linear or circular"),),
 }
 
 #: (domain, op) -> (first opset, attributes): attributes of onnx 1.23's newer schema that

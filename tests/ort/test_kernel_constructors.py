@@ -96,3 +96,31 @@ def test_no_kernel_at_the_opset_is_refused_by_the_what_if_too(tmp_path: Path) ->
     assert refused(path) == why
     code, out, err = outcome("peak", str(path), "--as-dtype", "float16")
     assert (code, out, err) == (2, "", f"graphmem: error: {why}\n")
+
+
+@pytest.mark.parametrize(("attrs", "opset", "loads"), [
+    ({"mode": "bogus"}, 20, False), ({"padding_mode": "bogus"}, 20, False),
+    ({"mode": "linear"}, 20, True), ({"mode": "bicubic"}, 16, True),
+])
+def test_grid_sample_modes(tmp_path: Path, attrs: dict, opset: int, loads: bool) -> None:  # type: ignore[type-arg]
+    # tensor/grid_sample.h GridSample<T>: mode and padding_mode from the lists its constructor takes
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], name="gs", **attrs)
+    m = model([node], [tensor("x", [1, 1, 4, 4]), tensor("g", [1, 2, 2, 2])], [tensor("y", [1, 1, 2, 2])], opset=opset)
+    path = save(m, tmp_path / "gs.onnx")
+    assert ort_loads(path) is loads
+    if loads:
+        assert graphmem.analyze(path).activations.peak_bytes > 0
+    else:
+        (name, value), = attrs.items()
+        assert f"GridSample node 'gs' has {name} 'bogus'" in refused(path)
+
+
+@pytest.mark.parametrize(("mode", "loads"), [("abc", False), ("circular", True)])
+def test_tensor_scatter_mode(tmp_path: Path, mode: str, loads: bool) -> None:
+    # llm/tensorscatter.cc TensorScatter: mode == "linear" || mode == "circular"
+    node = helper.make_node("TensorScatter", ["c", "u"], ["y"], name="ts", mode=mode)
+    m = model([node], [tensor("c", [1, 2, 8, 4]), tensor("u", [1, 2, 1, 4])], [tensor("y", [1, 2, 8, 4])], opset=24)
+    path = save(m, tmp_path / "ts.onnx")
+    assert ort_loads(path) is loads
+    if not loads:
+        assert "TensorScatter node 'ts' has mode 'abc' (its CPU kernel needs mode linear or circular)" in refused(path)

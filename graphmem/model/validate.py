@@ -97,12 +97,17 @@ def _onnxruntime_registered(proxy: onnx.ModelProto) -> bool:
     return changed
 
 
+def _node_bodies(node: onnx.NodeProto):  # type: ignore[no-untyped-def]
+    """The subgraphs of ``node``'s graph and graphs attributes."""
+    for attr in node.attribute:
+        yield from (attr.g,) if attr.type == onnx.AttributeProto.GRAPH else attr.graphs
+
+
 def _graph_nodes(graph: onnx.GraphProto):  # type: ignore[no-untyped-def]
     for node in graph.node:
         yield node
-        for attr in node.attribute:
-            for body in (attr.g,) if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
-                yield from _graph_nodes(body)
+        for body in _node_bodies(node):
+            yield from _graph_nodes(body)
 
 
 def _undefined_tensor(t: onnx.TypeProto) -> bool:
@@ -211,9 +216,8 @@ def clear_invalid_dims(graph: onnx.GraphProto) -> None:
         if vi.HasField("type"):
             _clear_type_dims(vi.type)
     for node in graph.node:
-        for attr in node.attribute:
-            for body in (attr.g,) if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
-                clear_invalid_dims(body)
+        for body in _node_bodies(node):
+            clear_invalid_dims(body)
 
 
 def _clear_type_dims(t: onnx.TypeProto) -> None:
@@ -382,9 +386,8 @@ def _check_initializer_shapes(graph: onnx.GraphProto, path: str) -> None:
                 f"but its graph input declares {shown}"
             )
     for node in graph.node:
-        for attr in node.attribute:
-            for g in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                _check_initializer_shapes(g, path)
+        for body in _node_bodies(node):
+            _check_initializer_shapes(body, path)
 
 
 def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tuple[int, int]]) -> None:

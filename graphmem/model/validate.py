@@ -36,6 +36,7 @@ from onnx import TensorProto, helper
 
 from graphmem.errors import InvalidModelError
 from graphmem.model.dtypes import element_bits
+from graphmem.model.walk import all_nodes, node_bodies
 
 __all__ = ["check_model", "checker_proxy", "clear_invalid_dims"]
 
@@ -84,7 +85,7 @@ def _onnxruntime_registered(proxy: onnx.ModelProto) -> bool:
     opset = next((o.version for o in proxy.opset_import if o.domain == ""), 0)
     extra = onnx_domain_contrib_ops()
     changed = False
-    for node in _graph_nodes(proxy.graph):
+    for node in all_nodes(proxy.graph.node):
         if node.domain != "" or not any(op == node.op_type and v <= opset for op, v in extra):
             continue
         try:
@@ -95,19 +96,6 @@ def _onnxruntime_registered(proxy: onnx.ModelProto) -> bool:
     if changed and not any(o.domain == _PROXY_DOMAIN for o in proxy.opset_import):
         proxy.opset_import.add(domain=_PROXY_DOMAIN, version=1)
     return changed
-
-
-def _node_bodies(node: onnx.NodeProto):  # type: ignore[no-untyped-def]
-    """The subgraphs of ``node``'s graph and graphs attributes."""
-    for attr in node.attribute:
-        yield from (attr.g,) if attr.type == onnx.AttributeProto.GRAPH else attr.graphs
-
-
-def _graph_nodes(graph: onnx.GraphProto):  # type: ignore[no-untyped-def]
-    for node in graph.node:
-        yield node
-        for body in _node_bodies(node):
-            yield from _graph_nodes(body)
 
 
 def _undefined_tensor(t: onnx.TypeProto) -> bool:
@@ -216,7 +204,7 @@ def clear_invalid_dims(graph: onnx.GraphProto) -> None:
         if vi.HasField("type"):
             _clear_type_dims(vi.type)
     for node in graph.node:
-        for body in _node_bodies(node):
+        for body in node_bodies(node):
             clear_invalid_dims(body)
 
 
@@ -386,7 +374,7 @@ def _check_initializer_shapes(graph: onnx.GraphProto, path: str) -> None:
                 f"but its graph input declares {shown}"
             )
     for node in graph.node:
-        for body in _node_bodies(node):
+        for body in node_bodies(node):
             _check_initializer_shapes(body, path)
 
 
@@ -399,7 +387,7 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
                     f"{path}: not a valid ONNX model: the tensor of {node.op_type} node '{node.name}' "
                     f"has a negative dim {list(attr.t.dims)}"
                 )
-    for node in _graph_nodes(proto.graph):  # Constant values become initializers; kernels unpack the others
+    for node in all_nodes(proto.graph.node):  # Constant values become initializers; kernels unpack the others
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_location != TensorProto.EXTERNAL:
                 _check_payload(attr.t, path, None, 0,

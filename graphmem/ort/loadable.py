@@ -26,13 +26,14 @@ import ctypes
 import ctypes.util
 import functools
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import onnx
 from onnx import helper
 
 from graphmem.errors import InvalidModelError
 from graphmem.model.loading import Model
+from graphmem.model.walk import all_nodes
 from graphmem.optable import normalize_domain
 
 __all__ = [
@@ -67,7 +68,7 @@ def check_domains(path: str, nodes: Iterable[onnx.NodeProto], functions: Iterabl
     (:data:`UNREGISTERED_DOMAINS`), unless the model defines it as a local function, or with an
     attribute onnxruntime's schema of the op lacks at the model's opset (:data:`ORT_SCHEMA_GAPS`)."""
     local = {(f.domain, f.name) for f in functions}
-    for node in _all_nodes(nodes):
+    for node in all_nodes(nodes):
         domain = "" if node.domain == "ai.onnx" else node.domain
         gap = ORT_SCHEMA_GAPS.get((domain, node.op_type))
         if gap is not None and opsets is not None and opsets.get(domain, 0) >= gap[0]:
@@ -239,22 +240,10 @@ ORT_SCHEMA_GAPS: dict[tuple[str, str], tuple[int, frozenset[str]]] = {
 }
 
 
-def _all_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
-    """``nodes`` and the nodes of their subgraphs (onnxruntime makes kernels for bodies too)."""
-    for node in nodes:
-        yield node
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _all_nodes(attr.g.node)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for g in attr.graphs:
-                    yield from _all_nodes(g.node)
-
-
 def check_cpu_kernel_attributes(path: str, nodes: Iterable[onnx.NodeProto]) -> None:
     """Raise :class:`InvalidModelError` for a node whose CPU kernel refuses its attributes
     (:data:`CPU_KERNEL_ATTRIBUTES`), naming the node and the attribute."""
-    for node in _all_nodes(nodes):
+    for node in all_nodes(nodes):
         key = ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
         checks = CPU_KERNEL_ATTRIBUTES.get(key, ())
         if not checks and key not in CPU_KERNEL_NODE_CHECKS:
@@ -285,7 +274,7 @@ def check_nodes(model: Model, *, cpu: bool = True) -> None:
     included; ``cpu``: the kernels are the CPU provider's (only theirs are checked)."""
     if not cpu:
         return
-    for node in _all_nodes(model.graph.node):
+    for node in all_nodes(model.graph.node):
         domain = normalize_domain(node.domain)
         where = f"node '{node.name or node.op_type}' ({(domain + ':') if domain else ''}{node.op_type})"
         _check_kernel_construction(node, domain, model.path, where)

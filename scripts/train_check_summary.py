@@ -11,6 +11,7 @@ where that row is; a row any of whose lines missed its bar is flagged ``OUTSIDE 
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 
@@ -47,4 +48,10 @@ def main(paths: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("outputs", nargs="+", metavar="OUT.txt", help="scripts/train_check.py output files")
+    args = parser.parse_args()
+    try:
+        sys.exit(main(args.outputs))
+    except OSError as e:
+        sys.exit(f"train_check_summary: error: {e}")

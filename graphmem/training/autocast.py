@@ -10,8 +10,9 @@ gradients and optimizer state stay fp32; only activations change. Rules, from
 * **lower_precision_fp** ops (conv*, conv_transpose*, mm/addmm/bmm/baddbmm/matmul/linear, prelu,
   mkldnn_rnn_layer — the LSTM's kernel —, scaled_dot_product_attention): every floating argument
   not already half is cast (``cached_cast``), the op runs and returns half;
-* **fp32** ops (reflection/replication pads, 3-D pools, grid_sampler, ...): half arguments are
-  cast to fp32, the op returns fp32;
+* **fp32** ops (reflection/replication pads, 3-D pools, grid_sampler, the cross_entropy and
+  nll losses, ...): half arguments are cast to fp32, the op returns fp32 (log_softmax/softmax
+  are not in the CPU list: they run in their input's dtype);
 * **promote** ops (cat, stack, index_copy): the narrower arguments are cast to the widest;
 * every other op is not intercepted: it runs in its inputs' dtype — elementwise ops by type
   promotion (``c10/core/ScalarType.h`` ``promoteTypes``; a 0-d tensor or Python scalar does not
@@ -26,7 +27,8 @@ region exits (``clear_cache`` on the outermost ``__exit__``): to the end of the 
 casts (activations, frozen weights, casts to fp32) are made at every call and live like any
 result. An op that saves a cast operand (addmm's ``mat2``, convolution's ``weight``) holds the
 half copy into the backward; its gradient comes back half and ``ToCopyBackward0`` makes the fp32
-gradient of the parameter (``tools/autograd/derivatives.yaml``: ``_to_copy``).
+gradient of the parameter (``tools/autograd/derivatives.yaml``: ``_to_copy``), a new tensor: a
+parameter read by two ops (a tied embedding) sums the second contribution into it in place.
 
 Each cast is written into the op list as a ``Cast`` op before its consumer (the cached ones
 before their first consumer), so the passes count it like any other tensor.
@@ -60,10 +62,20 @@ HALF = {"mixed-fp16": TensorProto.FLOAT16, "mixed-bf16": TensorProto.BFLOAT16}
 #: ONNX ops PyTorch runs as a CPU ``lower_precision_fp`` op (autocast_mode.cpp: conv1d/2d/3d,
 #: conv_transpose*, addmm/mm/bmm/matmul/linear, prelu, mkldnn_rnn_layer).
 LOWER_PRECISION_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "PRelu", "LSTM"})
+#: Loss nodes of the CPU ``fp32`` policy: always fp32, whatever their input's rank.
+_FP32_LOSSES = frozenset({"SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"})
+#: The analysis runs those losses as onnxruntime does, as their function bodies, whose tensors
+#: the inliner names ``_inlfunc_<op type>…`` (graphmem.ort.functions, graph.cc InlineFunction):
+#: every op of such a body is the one fp32 loss of PyTorch.
+_LOSS_BODY = tuple(f"_inlfunc_{t}" for t in sorted(_FP32_LOSSES))
+#: Ops that read only their input's shape: no cast.
+_SHAPE_ONLY = frozenset({"Shape", "Size"})
 #: ONNX ops PyTorch runs as a CPU ``fp32`` op (autocast_mode.cpp: reflection_pad*/
-#: replication_pad*, max_pool3d, adaptive_avg_pool3d, grid_sampler) — Pad only in its
-#: reflect/edge modes, the pools only on 5-D inputs.
-FP32_OPS = frozenset({"Pad", "MaxPool", "AveragePool", "GlobalAveragePool", "GridSample"})
+#: replication_pad*, max_pool3d, adaptive_avg_pool3d, grid_sampler, and the losses the exporter
+#: writes as one node: cross_entropy_loss as SoftmaxCrossEntropyLoss, nll_loss/nll_loss2d as
+#: NegativeLogLikelihoodLoss) — Pad only in its reflect/edge modes, the pools only on 5-D inputs.
+#: log_softmax and softmax are not in the CPU list: they run in their input's dtype.
+FP32_OPS = frozenset({"Pad", "MaxPool", "AveragePool", "GlobalAveragePool", "GridSample"}) | _FP32_LOSSES
 #: ONNX ops PyTorch runs as a CPU ``promote`` op (autocast_mode.cpp: cat, stack).
 PROMOTE_OPS = frozenset({"Concat"})
 #: Elementwise ops whose result dtype is the promotion of their floating operands.
@@ -81,13 +93,19 @@ class Autocast:
     original: tuple[Op, ...]  # per op: the op it was before its inputs were cast (a cast: itself)
 
 
+def _in_loss_body(op: Op) -> bool:
+    return any(n.startswith(_LOSS_BODY) for n in (*op.inputs, *op.outputs) if n)
+
+
 def _fp32_policy(op: Op, types: dict[str, TensorType]) -> bool:
+    if _in_loss_body(op):
+        return op.op_type not in _SHAPE_ONLY
     if op.op_type not in FP32_OPS:
         return False
     if op.op_type == "Pad":
         mode = next((a.s.decode() for a in op.node.attribute if a.name == "mode"), "constant")
         return mode in ("reflect", "edge")
-    if op.op_type == "GridSample":
+    if op.op_type == "GridSample" or op.op_type in _FP32_LOSSES:
         return True
     t = types.get(op.inputs[0]) if op.inputs else None
     return t is not None and t.shape is not None and len(t.shape) == 5

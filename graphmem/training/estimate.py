@@ -427,6 +427,10 @@ def _weight_grad_view(
     """Does the gradient that ``op``'s backward gives the weight at input ``k`` reach the
     parameter as a view? (Only matters for a parameter with several contributions: see
     :func:`graphmem.training.phases.run_backward`.) Unknown ops: assumed so (the larger figure)."""
+    if op.op_type == "Cast" and is_cast(op.outputs[0]):
+        # autocast's cast of a parameter (the cast cache's leaf, autocast_mode.cpp cached_cast): its gradient
+        # is ToCopyBackward0's new tensor (derivatives.yaml _to_copy: _to_copy_backward, grad.to(self.options()))
+        return False
     x, adjacent = op.inputs[k], None
     while x not in g.model.weights and x in g.producer and g.producer[x] in weight_only:
         adjacent = g.node(g.producer[x])  # the preprocessing node nearest the parameter

@@ -46,6 +46,7 @@ import glob
 import math
 import os
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from onnx import TensorProto
@@ -612,6 +613,17 @@ def layer_norm_copy(op: OpView) -> int:
     return 0 if op.contiguous(op.input(0)) else _size(op, op.input(0))
 
 
+def half_mean_copies(op: OpView) -> int:
+    """ReduceMean of a float16/bfloat16 tensor on CPU sums in fp32: an fp32 result and an fp32
+    copy of the input, both alive while the sum runs (measured: ``aten::mean`` of a bf16
+    [1, 64, 10000] allocates 128, 256 and 2,560,000 B). An fp32 input makes neither."""
+    # aten/src/ATen/native/ReduceOps.cpp mean_out: result.to(kFloat), then sum_out(..., kFloat), whose make_reduction_from_out_ty casts self to kFloat on CPU
+    x, y = op.type(op.input(0)), op.type(op.outputs[0]) if op.outputs else None
+    if x is None or y is None or x.dtype not in (TensorProto.FLOAT16, TensorProto.BFLOAT16):
+        return 0
+    return sum(tensor_size(replace(t, dtype=TensorProto.FLOAT)) or 0 for t in (x, y))
+
+
 #: ``(domain, op_type) -> (forward temporaries, backward temporaries)``.
 TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
     ("", "Conv"): (conv_forward, conv_backward),
@@ -621,6 +633,7 @@ TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
     ("", "Mul"): (_none, broadcast_grads),
     ("", "Div"): (_none, broadcast_grads),
     ("", "LayerNormalization"): (layer_norm_copy, layer_norm_copy),
+    ("", "ReduceMean"): (half_mean_copies, _none),
 }
 
 

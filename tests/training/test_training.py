@@ -344,6 +344,57 @@ def test_autocast_promotes_a_residual_and_keeps_a_scalar() -> None:
     assert e.saved_bytes == 8  # xc: the Muls' other operands (constants) need no gradient
 
 
+def test_autocast_mean_of_a_half_tensor_sums_in_fp32() -> None:
+    # x f32[1,2,4] → MatMul W[4,6] → h bf16[1,2,6] (24) → ReduceMean(axis -1) → y bf16[1,2] (4).
+    # ReduceOps.cpp mean_out on CPU: an fp32 result (8) and sum_out's fp32 copy of h (48) while
+    # it sums. forward: xc 16; Wc 48 (64); h 24 (88); ReduceMean y 4 + 56 (148, peak); end: xc,
+    # the cached Wc and y (68)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]),
+             helper.make_node("ReduceMean", ["h"], ["y"], axes=[-1], keepdims=0)]
+    est = lambda **c: estimate(nodes, [vi("x", [1, 2, 4])], [vi("y", [1, 2])], [w("W", 4, 6)], **c)  # noqa: E731
+    e = est(precision="mixed-bf16")
+    assert e.forward is not None and e.forward.live_bytes == (16, 64, 88, 148, 68)
+    assert (e.activation_peak_bytes, e.activation_peak_at) == (148, "ReduceMean_1")
+    # fp32: no copies: h 48, then y 8 beside it (56)
+    assert est().forward.live_bytes == (48, 56, 8)
+
+
+def test_autocast_tied_embedding_sums_its_gradients_in_place() -> None:
+    # tied_lm's pattern: e = Gather(W, ids) f32[1,2,4] (32); y = MatMul(e, Transpose(W)).
+    # W f32[6,4] (96). Under bf16 the MatMul casts e (ec 16) and W (Wtc 48, cached) and saves
+    # both; y bf16[1,2,6] (24). backward: (forward end) ec Wtc y = 88; (loss backward) dy 24
+    # (112), then y is released; MatMul: dec 16 + dWtc 48 (152); Cast of W: ToCopyBackward0's new
+    # dW f32 96 (64 + 96 = 160); Cast of e: de 32 (144); Gather: W's second gradient 96 added in
+    # place into the first (a new tensor, not a view): 96 + 32 + 96 = 224 (peak; was 320 out of place)
+    nodes = [helper.make_node("Gather", ["W", "ids"], ["e"]),
+             helper.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]),
+             helper.make_node("MatMul", ["e", "Wt"], ["y"])]
+    e = estimate(nodes, [vi("ids", [1, 2], I64)], [vi("y", [1, 2, 6])], [w("W", 6, 4)], precision="mixed-bf16")
+    assert e.saved_bytes - e.saved_inputs_bytes == 64
+    assert e.backward is not None and e.backward.live_bytes == (88, 112, 152, 160, 144, 224, 96)
+    assert (e.backward_peak_bytes, e.backward_peak_at) == (224, "Gather_0")
+
+
+def test_autocast_runs_the_cross_entropy_loss_in_fp32() -> None:
+    # autocast_mode.cpp (CPU): cross_entropy_loss and nll_loss are fp32 ops: the half logits are
+    # cast to fp32 (not cached) and the loss is fp32; log_softmax is not listed: it stays bf16.
+    # The analysis runs both losses as onnxruntime's inlined function bodies (appended last).
+    # forward: xc 16, Wc 24, z bf16[2,3] 12 (52); LogSoftmax p bf16 12 (64); the cross entropy's
+    # fp32 copy of z 24 (88); the NLL casts p (24: 100); each loss ends in a ReduceMean of an fp32
+    # tensor: no half copies, a 4-byte fp32 loss (108 -> 112)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["z"]),
+             helper.make_node("SoftmaxCrossEntropyLoss", ["z", "t"], ["loss"]),
+             helper.make_node("LogSoftmax", ["z"], ["p"], axis=1),
+             helper.make_node("NegativeLogLikelihoodLoss", ["p", "t"], ["nll"])]
+    e = estimate(nodes, [vi("x", [2, 4]), vi("t", [2], I64)], [vi("loss", []), vi("nll", [])], [w("W", 4, 3)],
+                 precision="mixed-bf16")
+    fwd = list(zip(e.forward.labels, e.forward.live_bytes))
+    assert fwd[:5] == [("x/autocast_bfloat16#0:Cast", 16), ("W/autocast_bfloat16:Cast", 40), ("MatMul_0", 52),
+                       ("LogSoftmax_2", 64), ("z/autocast_float#2:Cast", 88)]
+    assert [(k, v) for k, v in fwd if k.startswith("p/autocast_float")] == [("p/autocast_float#9:Cast", 100)]
+    assert ("Squeeze_15", 108) in fwd and ("ReduceMean_16", 112) in fwd
+
+
 # --------------------------------------------------------------------------- frozen weights, errors
 def test_frozen_patterns_drop_gradients_state_and_upstream_saves() -> None:
     e = mlp(optimizer="adam", frozen=("W",))

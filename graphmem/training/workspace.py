@@ -26,6 +26,8 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
   sums it down (``engine.cpp`` ``validate_outputs``).
 * **LayerNormalization** on a non-contiguous (permuted) input: a contiguous copy, forward and
   backward (``layer_norm.cpp``, ``expect_contiguous``).
+* **ReduceMean** of a float16/bfloat16 tensor (autocast): an fp32 result and an fp32 copy of
+  the input while it sums (``ReduceOps.cpp``, ``mean_out``).
 * **ConvTranspose** (oneDNN): the blocked result, the output and a contiguous clone of it:
   two outputs beyond the output; backward as Conv.
 * **LSTM** (``mkldnn_rnn_layer``, per direction): both weight matrices re-laid with a padded

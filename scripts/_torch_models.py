@@ -811,6 +811,31 @@ class TiedLM(nn.Module):
         return self.head(torch.tanh(self.fc(self.embedding(input_ids)))).mean(-1)
 
 
+class CrossEntropyLM(nn.Module):
+    """Embedding (vocab x dim) → Linear → tanh → Linear head (vocab) → the cross-entropy loss
+    against ``labels``, inside the graph (the exporter writes one SoftmaxCrossEntropyLoss): the
+    loss autocast runs in fp32 (``cross_entropy_loss`` is in autocast_mode.cpp's CPU fp32 list)."""
+
+    def __init__(self, vocab: int = 10000, dim: int = 256):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim)
+        self.fc = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        logits = self.head(torch.tanh(self.fc(self.embedding(input_ids))))
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+def lm_inputs(vocab: int):
+    """input_ids and labels, both int64 [batch, seq] below ``vocab``."""
+
+    def make(batch: int, seq: int, rng: np.random.Generator) -> dict:
+        return {name: rng.integers(0, vocab, (batch, seq), dtype=np.int64) for name in ("input_ids", "labels")}
+
+    return make
+
+
 class MLP(nn.Module):
     """Linear(256, 512) → ReLU → Linear(512, 10): the cross-check model, counted by hand."""
 

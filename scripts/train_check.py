@@ -9,7 +9,9 @@ Models (random weights, fixed seeds): ResNet-18, MobileNetV2, a small UNet, a bi
 classifier, BERT-base and GPT-2 small at seq 128; EfficientNet-B0, ConvNeXt-Tiny, AlexNet and
 ViT-B/16 at 224; LSTM and GRU classifiers (Embedding 10,000x256, 2 layers of 512, Linear head) at
 seq 64; a bidirectional GRU classifier (one layer of 512, seq 64); a tied-embedding LM
-(Embedding 10,000x256 shared with its output Linear, seq 64: one parameter read by two ops); and
+(Embedding 10,000x256 shared with its output Linear, seq 64: one parameter read by two ops); an
+LM with its cross-entropy loss in the graph (``ce_lm``: Embedding 10,000x256, Linear, tanh, a
+10,000-way head, ``F.cross_entropy`` against a ``labels`` input, seq 64); and
 DenseNet-121, held out: not measured while the rules were written
 (issue 15). For each the script
 
@@ -203,6 +205,14 @@ def specs() -> dict[str, Spec]:
                 tm.token_inputs(10000, with_mask=False),
                 ["logits"],
                 {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}},
+                seq=64,
+            ),
+            Spec(
+                "ce_lm",
+                tm.CrossEntropyLM,
+                tm.lm_inputs(10000),
+                ["loss"],
+                {"input_ids": {0: "batch", 1: "seq"}, "labels": {0: "batch", 1: "seq"}},
                 seq=64,
             ),
             # held out: not measured while the rules were written (issue 15)

@@ -9,13 +9,15 @@ count). Measured: the highest live bytes inside ``torch.autograd.grad`` above it
 gradients it returns. Predicted: ``graphmem.training.workspace.backward_temporaries`` of the same
 Conv (what the kernel holds beyond the gradients it returns), with torch's thread count.
 
-    python scripts/probe_conv_nhwc.py [--threads N] [--only dx|dw] [CONFIG ...]
+    python scripts/probe_conv_nhwc.py [--threads N] [--only dx|dw] [--dtype fp32|bf16|fp16] [--nchw] [CONFIG ...]
 
 CONFIG is ``B,Cin,Cout,H,W,k,s,p,g`` (e.g. ``4,96,192,56,56,2,2,0,1``, ConvNeXt-T's first
 downsample); without any, a built-in list: ConvNeXt's downsamples, stride 1 (3x3, 7x7, 1x1),
 strided with padding, widths not a multiple of the stride, more than 4096 input positions,
 grouped, and 3x3 depthwise ones. Exit status 1 when a figure differs. ``ONEDNN_VERBOSE=1`` shows
-the kernels oneDNN picks.
+the kernels oneDNN picks. ``--dtype bf16|fp16``: the convolution in that type (input, weight and
+bias, as ``torch.autocast('cpu')`` runs it: its weight is the cast copy, and the gradients come
+back in the half type); ``--nchw``: a contiguous input instead of the permuted one.
 """
 
 from __future__ import annotations
@@ -45,13 +47,19 @@ DEFAULT = [
 ]
 
 
-def measure(cfg: tuple[int, ...], phase: str) -> tuple[int, tuple[int, ...]]:
+DTYPES = {"fp32": (torch.float32, TensorProto.FLOAT), "bf16": (torch.bfloat16, TensorProto.BFLOAT16),
+          "fp16": (torch.float16, TensorProto.FLOAT16)}
+
+
+def measure(cfg: tuple[int, ...], phase: str, dtype: str = "fp32", nhwc: bool = True) -> tuple[int, tuple[int, ...]]:
     b, cin, cout, h, w, k, s, p, g = cfg
     torch.manual_seed(0)
-    conv = torch.nn.Conv2d(cin, cout, k, s, padding=p, groups=g)
+    conv = torch.nn.Conv2d(cin, cout, k, s, padding=p, groups=g).to(DTYPES[dtype][0])
     conv.weight.requires_grad_(phase == "dw")
     conv.bias.requires_grad_(phase == "dw")
-    x = torch.randn(b, h, w, cin).permute(0, 3, 1, 2)
+    x = torch.randn(b, h, w, cin, dtype=DTYPES[dtype][0]).permute(0, 3, 1, 2)
+    if not nhwc:
+        x = x.contiguous()
     if phase == "dx":
         x.requires_grad_()
     wrt = [x] if phase == "dx" else [conv.weight, conv.bias]
@@ -68,14 +76,15 @@ def measure(cfg: tuple[int, ...], phase: str) -> tuple[int, tuple[int, ...]]:
     return peak - sum(t.numel() * t.element_size() for t in grads), tuple(y.shape)
 
 
-def predicted(cfg: tuple[int, ...], phase: str, y_shape: tuple[int, ...]) -> int:
+def predicted(cfg: tuple[int, ...], phase: str, y_shape: tuple[int, ...], dtype: str = "fp32",
+              nhwc: bool = True) -> int:
     b, cin, cout, h, w, k, s, p, g = cfg
     node = helper.make_node("Conv", ["x", "W", "B"], ["y"], group=g, kernel_shape=[k, k], strides=[s, s], pads=[p] * 4)
-    t = lambda shape: TensorType(dtype=TensorProto.FLOAT, shape=tuple(shape))  # noqa: E731
+    t = lambda shape: TensorType(dtype=DTYPES[dtype][1], shape=tuple(shape))  # noqa: E731
     types = {"x": t((b, cin, h, w)), "W": t((cout, cin // g, k, k)), "B": t((cout,)), "y": t(y_shape)}
     op = OpView(op_type="Conv", node=node, inputs=("x", "W", "B"), outputs=("y",), types=types,
                 needs_grad=frozenset({"x"} if phase == "dx" else {"W", "B"}), weights=frozenset({"W", "B"}),
-                orders={"x": (0, 2, 3, 1)})
+                orders={"x": (0, 2, 3, 1)} if nhwc else {})
     return backward_temporaries(op)
 
 
@@ -84,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("configs", nargs="*", metavar="CONFIG")
     ap.add_argument("--threads", type=int, help="torch.set_num_threads (graphmem reads OMP_NUM_THREADS: set both)")
     ap.add_argument("--only", choices=("dx", "dw"))
+    ap.add_argument("--dtype", choices=list(DTYPES), default="fp32")
+    ap.add_argument("--nchw", action="store_true", help="a contiguous (NCHW) input")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -91,12 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     from graphmem.training.workspace import torch_threads
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads (graphmem assumes {torch_threads()}); "
-          "bytes held beyond the returned gradients")
+          f"{args.dtype}, {'nchw' if args.nchw else 'nhwc'}; bytes held beyond the returned gradients")
     bad = 0
     for cfg in configs:
         for phase in ("dx", "dw") if args.only is None else (args.only,):
-            meas, y_shape = measure(cfg, phase)
-            pred = predicted(cfg, phase, y_shape)
+            meas, y_shape = measure(cfg, phase, args.dtype, not args.nchw)
+            pred = predicted(cfg, phase, y_shape, args.dtype, not args.nchw)
             ok = "ok" if pred == meas else "DIFF"
             bad += pred != meas
             print(f"{'x'.join(map(str, cfg)):<28} {phase}  measured {meas:>11,}  predicted {pred:>11,}  "

@@ -6,7 +6,7 @@ tensor viewed as NCHW (``permute(0, 3, 1, 2)``, as ConvNeXt's LayerNorm leaves i
 backward runs twice — the input gradient alone, then the weight (and bias) gradients alone —
 under ``torch.profiler(profile_memory=True)`` (the second of two runs, so no first-call caches
 count). Measured: the highest live bytes inside ``torch.autograd.grad`` above its start, minus the
-gradients it returns. Predicted: ``graphmem.training.workspace.backward_temporaries`` of the same
+gradients it returns. Predicted: ``graphmem.training.halfconv.backward_temporaries`` of the same
 Conv (what the kernel holds beyond the gradients it returns), with torch's thread count.
 
     python scripts/probe_conv_nhwc.py [--threads N] [--only dx|dw] [--dtype fp32|bf16|fp16] [--nchw] [CONFIG ...]
@@ -31,7 +31,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from graphmem.model.types import TensorType
 from graphmem.training.saved import OpView
-from graphmem.training.workspace import backward_temporaries
+from graphmem.training.halfconv import backward_temporaries
 
 DEFAULT = [
     (1, 96, 192, 56, 56, 2, 2, 0, 1), (4, 96, 192, 56, 56, 2, 2, 0, 1),  # ConvNeXt-T downsamples

@@ -27,6 +27,8 @@ torch 2.13, and the sources cited below):
   in ``gOIhw16i16o`` (16x16 per group), with the scratchpad of :func:`jit_bf16_weights_scratchpad`.
 
 What the kernels' own scratchpads hold beyond these is named by :func:`unmodelled_note`.
+:func:`backward_temporaries` and :func:`unmodelled` are :mod:`workspace`'s, with these rules
+first (this module builds on that one).
 """
 
 from __future__ import annotations
@@ -37,14 +39,32 @@ import math
 import numpy as np
 from onnx import TensorProto
 
+from graphmem.training import workspace
 from graphmem.training.saved import OpView
 from graphmem.training.workspace import (
-    BATCH_ELEMENT, P4K, SIMD_W, _booked, _depthwise, _physical_cores, _rnd_up, _shape, _size,
-    brgemm_bwd_data_scratchpad, torch_threads,
+    BATCH_ELEMENT,
+    P4K,
+    SIMD_W,
+    _booked,
+    _depthwise,
+    _physical_cores,
+    _rnd_up,
+    _shape,
+    _size,
+    brgemm_bwd_data_scratchpad,
+    torch_threads,
 )
 
-__all__ = ["brgemm_bwd_w_scratchpad", "cpu_flags", "half_conv_backward", "half_kernels_known",
-           "jit_bf16_weights_scratchpad", "unmodelled_note"]
+__all__ = [
+    "backward_temporaries",
+    "brgemm_bwd_w_scratchpad",
+    "cpu_flags",
+    "half_conv_backward",
+    "half_kernels_known",
+    "jit_bf16_weights_scratchpad",
+    "unmodelled",
+    "unmodelled_note",
+]
 
 #: the per-core L2 cache oneDNN's brgemm blocking assumes (``platform::get_per_core_cache_size(2)``)
 L2_PER_CORE = 2 * 1024 * 1024
@@ -331,9 +351,9 @@ def brgemm_bwd_w_scratchpad(op: OpView, threads: int | None = None) -> int | Non
                     break
         tr_ow = best_tr_ow
     nb_ic, nb_oc = _div_up(ic, SIMD_W), _div_up(oc, SIMD_W)
-    jcp = dict(mb=mb, ngroups=1, ic=ic, oc=oc, ih=ih, oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw, tr_iw=tr_iw,
-               tr_ow=tr_ow, nb_ic=nb_ic, nb_oc=nb_oc, nb_ic_blocking=2 if nb_ic > 1 else 1,
-               nb_oc_blocking=2 if nb_oc > 1 else 1, nthr_mb_work=mb * oh)
+    jcp = {"mb": mb, "ngroups": 1, "ic": ic, "oc": oc, "ih": ih, "oh": oh, "ow": ow, "kh": kh, "kw": kw,
+           "sh": sh, "sw": sw, "tr_iw": tr_iw, "tr_ow": tr_ow, "nb_ic": nb_ic, "nb_oc": nb_oc,
+           "nb_ic_blocking": 2 if nb_ic > 1 else 1, "nb_oc_blocking": 2 if nb_oc > 1 else 1, "nthr_mb_work": mb * oh}
     balance = _bwd_w_balance(jcp, threads)
     if balance is None:
         return None
@@ -459,3 +479,15 @@ def unmodelled_note(op: OpView) -> str | None:
     if not notes:
         return None
     return f"Conv '{name}' in {kind} (autocast): not modelled: " + "; ".join(notes)
+
+
+def backward_temporaries(op: OpView, domain: str = "") -> int:
+    """:func:`workspace.backward_temporaries`, an autocast Conv by :func:`half_conv_backward`."""
+    half = None if domain else half_conv_backward(op)
+    return workspace.backward_temporaries(op, domain) if half is None else half
+
+
+def unmodelled(op: OpView, domain: str = "") -> str | None:
+    """:func:`workspace.unmodelled` and :func:`unmodelled_note` in one warning line."""
+    notes = [n for n in (workspace.unmodelled(op, domain), None if domain else unmodelled_note(op)) if n]
+    return "; ".join(notes) or None

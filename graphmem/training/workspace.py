@@ -408,13 +408,6 @@ def conv_forward(op: OpView) -> int:
 
 
 def conv_backward(op: OpView) -> int:
-    # a bf16/f16 (autocast) conv runs other oneDNN kernels; halfconv builds on this module, hence
-    # the import here
-    from graphmem.training.halfconv import half_conv_backward
-
-    half = half_conv_backward(op)
-    if half is not None:
-        return half
     if op.channels_last(op.input(0)):
         return _nhwc_backward(op)
     if not conv_uses_onednn(op):
@@ -661,10 +654,7 @@ def backward_temporaries(op: OpView, domain: str = "") -> int:
 def unmodelled(op: OpView, domain: str = "") -> str | None:
     """What the temporaries of this op leave out, as a warning line; None when nothing known.
     (:func:`_kernel_note`, and :func:`_ic_padding_note` for a channels-last dense Conv.)"""
-    from graphmem.training.halfconv import unmodelled_note  # builds on this module
-
-    notes = [note for note in (_kernel_note(op, domain), None if domain else _ic_padding_note(op),
-                               None if domain else unmodelled_note(op)) if note]
+    notes = [note for note in (_kernel_note(op, domain), None if domain else _ic_padding_note(op)) if note]
     return "; ".join(notes) or None
 
 

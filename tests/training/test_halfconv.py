@@ -9,8 +9,8 @@ from onnx import TensorProto, helper
 
 from graphmem.model.types import TensorType
 from graphmem.training import halfconv
+from graphmem.training.halfconv import backward_temporaries
 from graphmem.training.saved import OpView
-from graphmem.training.workspace import backward_temporaries
 
 BF16, F16 = TensorProto.BFLOAT16, TensorProto.FLOAT16
 

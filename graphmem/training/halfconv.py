@@ -46,6 +46,7 @@ from graphmem.training.workspace import (
     P4K,
     SIMD_W,
     _booked,
+    _channels_last_weight_copy,
     _depthwise,
     _physical_cores,
     _rnd_up,
@@ -111,11 +112,11 @@ def _covered(op: OpView) -> int | None:
         return None  # jit_uni_dw in blocked layouts: workspace's rules
     if w[1] * op.attr("group", 1) == 1:
         return None  # one input channel: its NCHW is channels-last too (mkldnn_conv_use_channels_last): unmodelled_note
-    if op.channels_last(op.input(0)) and not _depthwise(op):
-        return None  # dense brgemm on nhwc: workspace's rules
-    if (dtype == TensorProto.BFLOAT16 and op.channels_last(op.input(0)) and op.grad(1)
-            and jit_bf16_weights_scratchpad(op) is None):
+    if dtype == TensorProto.BFLOAT16 and op.channels_last(op.input(0)) and op.grad(1) and (
+            brgemm_bwd_w_scratchpad(op) is None if not _depthwise(op) else jit_bf16_weights_scratchpad(op) is None):
         return None
+    if op.channels_last(op.input(0)) and not _depthwise(op) and any(d != 1 for d in op.attr("dilations", ())):
+        return None  # brgemm refuses dilation: workspace's rules and note
     return dtype
 
 
@@ -393,6 +394,26 @@ def _depthwise_weight_blocks(op: OpView, dtype: int) -> int:
     return _size(op, op.input(1)) * SIMD_W * (2 if dtype == TensorProto.BFLOAT16 else 1)
 
 
+def _dense_nhwc(op: OpView, dtype: int, gw: int, gb: int) -> int:
+    """A dense conv on a channels-last input, beside ATen's channels-last weight copy for both
+    phases: the input gradient as in fp32 (the reordered weight and
+    :func:`brgemm_bwd_data_scratchpad`; the reduced-precision kernels' accumulation and AMX tile
+    buffers: :func:`unmodelled_note`); the weight gradient by ``brgconv_bwd_w`` (bf16: ideep's
+    ``OIhw16i16o2i`` gradient beside :func:`brgemm_bwd_w_scratchpad` and ideep's bias) or
+    ``ref:any`` (f16: ideep's plain gradient), then the dense copies and ``.to(ChannelsLast)``."""
+    w = _shape(op, op.input(1))
+    assert w is not None
+    copy = _channels_last_weight_copy(op)
+    data = copy + _size(op, op.input(1)) + brgemm_bwd_data_scratchpad(op) if op.grad(0) else 0
+    if not (gw or gb):
+        return data
+    if dtype == TensorProto.BFLOAT16:
+        blocked = _rnd_up(w[0], SIMD_W) * _rnd_up(w[1], 2 * SIMD_W) * math.prod(w[2:]) * 2
+        scratch = brgemm_bwd_w_scratchpad(op) or 0
+        return max(data, copy + blocked + scratch - gw, copy + blocked + gw + gb)
+    return max(data, copy + 2 * gw + gb)
+
+
 def half_conv_backward(op: OpView) -> int | None:
     """Bytes the backward holds beyond the gradients it returns (see the module doc); None when
     the conv is not one of the cases modelled here (``workspace``'s rules apply)."""
@@ -404,7 +425,9 @@ def half_conv_backward(op: OpView) -> int | None:
     gi = _size(op, op.input(0)) if op.grad(0) else 0
     gw = weight if op.grad(1) else 0
     gb = _size(op, op.input(2)) if op.grad(2) and len(op.inputs) > 2 and op.input(2) else 0
-    if op.channels_last(op.input(0)):  # depthwise (dense nhwc is workspace's)
+    if op.channels_last(op.input(0)) and not _depthwise(op):
+        return _dense_nhwc(op, dtype, gw, gb)
+    if op.channels_last(op.input(0)):  # depthwise
         w = _shape(op, op.input(1))
         assert w is not None
         if bf16:  # jit_uni_dw's input gradient: the weight in Abcde16a, groups padded to 16
@@ -467,6 +490,9 @@ def unmodelled_note(op: OpView) -> str | None:
                     "scratchpad with fewer groups than threads (or a refused shape) is not modelled")
         return None
     notes = []
+    if op.channels_last(op.input(0)) and not _depthwise(op) and op.grad(0):
+        notes.append("the reduced-precision brgemm input gradient's accumulation (and AMX tile) buffers "
+                     "(measured: 6 kB to 30 kB)")
     if dtype == TensorProto.BFLOAT16 and not op.channels_last(op.input(0)):
         if op.grad(0):
             notes.append("the AMX brgemm input-gradient scratchpad (measured: 0.16 to 0.56 MB)")

@@ -95,3 +95,23 @@ def test_other_cpu_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     op = _conv(BF16, (16, 32, 3, 3), (1, 32, 128, 128), (1, 16, 128, 128), grads=("x",), pads=[1] * 4)
     assert halfconv.half_conv_backward(op) is None
     assert "lacks AMX-BF16" in (halfconv.unmodelled_note(op) or "")
+
+
+def test_dense_channels_last_weight_gradient() -> None:
+    # ConvNeXt-T's first downsample at batch 4, bf16: 96 -> 192, 2x2 stride 2 on 56x56 nhwc.
+    # tr_iw = rnd_up(28, 32) x 2 = 64, tr_ow = 28; balance (calc_mem_cost): nthr_mb = 2;
+    # rows: input 2 x 64 x 16 x 6 x 2 = 24576, output 2 x 28 x 16 x 12 x 2 = 21504 ->
+    # oh_block = 14 (26 split evenly over 28), ih_block = 56
+    #   tr_src (2 x 6 x 64 x 16 x 56 + 32) x 2 = 1376320 (+128)
+    #   tr_ddst (2 x 12 x 28 x 16 x 14 + 64 x 16) x 2 = 303104 (+128)
+    #   f32 reduction (192 x 96 x 4 + 192) x 2 x 4 = 591360 (+128), barrier 8192, tile config 192,
+    #   batch 2 x 103 x 40 = 8240 (+4096), tile buffer 16384 (+4096)
+    op = _conv(BF16, (192, 96, 2, 2), (4, 96, 56, 56), (4, 192, 28, 28), nhwc=True, grads=("W", "B"), strides=[2, 2])
+    assert halfconv.brgemm_bwd_w_scratchpad(op) == 2312368
+    # ATen's channels-last weight copy (147456) + ideep's OIhw16i16o2i gradient (147456) + the
+    # scratchpad, minus the returned weight gradient: measured 2,459,824
+    assert backward_temporaries(op) == 147456 + 147456 + 2312368 - 147456
+    # f16: ref:any, the copy, ideep's gradient and bias, their dense copies, .to(ChannelsLast):
+    # 40 -> 80 (not a multiple of 16: no padding), W 25600 B, B 160 B; measured 76,960
+    f16 = _conv(F16, (80, 40, 2, 2), (1, 40, 56, 56), (1, 80, 28, 28), nhwc=True, grads=("W", "B"), strides=[2, 2])
+    assert backward_temporaries(f16) == 25600 + 2 * 25600 + 160

@@ -14,6 +14,13 @@ gradients and optimizer state stay fp32; only activations change. Rules, from
   nll losses, ...): half arguments are cast to fp32, the op returns fp32 (log_softmax/softmax
   are not in the CPU list: they run in their input's dtype);
 * **promote** ops (cat, stack, index_copy): the narrower arguments are cast to the widest;
+* **GRU** is not intercepted (``aten::gru`` is on no list), but its cells are ATen ops run
+  under the same autocast state: ``linear_ih``/``linear_hh`` are ``at::linear`` calls
+  (``aten/src/ATen/native/RNN.cpp``, ``CellParams``), a lower_precision_fp op. So the weights
+  and biases get cached half casts (written before the GRU), the layer input and every step's
+  hidden state are cast inside it (per direction; :func:`graphmem.training.saved.gru`), the
+  gates are half and the hidden states stay in the input's dtype (``hidden - new_gate``
+  promotes): the GRU's outputs keep its input's dtype;
 * every other op is not intercepted: it runs in its inputs' dtype — elementwise ops by type
   promotion (``c10/core/ScalarType.h`` ``promoteTypes``; a 0-d tensor or Python scalar does not
   promote a dimensioned one, ``aten/src/ATen/native/TypeProperties.cpp`` ``result_type``), the
@@ -46,7 +53,7 @@ from graphmem.model.dtypes import is_float
 from graphmem.model.types import TensorType
 from graphmem.training.patterns import Op
 
-__all__ = ["Autocast", "autocast_ops", "is_cast", "LOWER_PRECISION_OPS", "FP32_OPS", "PROMOTE_OPS", "HALF"]
+__all__ = ["Autocast", "autocast_ops", "is_cast", "LINEAR_WEIGHT_INPUTS", "LOWER_PRECISION_OPS", "FP32_OPS", "PROMOTE_OPS", "HALF"]
 
 #: What names a cast autocast makes: ``<tensor>/autocast_<dtype>[#<op>]``.
 CAST_MARK = "/autocast_"
@@ -78,6 +85,9 @@ _SHAPE_ONLY = frozenset({"Shape", "Size"})
 FP32_OPS = frozenset({"Pad", "MaxPool", "AveragePool", "GlobalAveragePool", "GridSample"}) | _FP32_LOSSES
 #: ONNX ops PyTorch runs as a CPU ``promote`` op (autocast_mode.cpp: cat, stack).
 PROMOTE_OPS = frozenset({"Concat"})
+#: ONNX ops whose weights PyTorch reads through ``at::linear`` (RNN.cpp ``CellParams::linear_ih``/
+#: ``linear_hh``), which autocast casts: input positions W, R, B of a GRU.
+LINEAR_WEIGHT_INPUTS = {"GRU": (1, 2, 3)}
 #: Elementwise ops whose result dtype is the promotion of their floating operands.
 _PROMOTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Where"})
 _WIDTH = {TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2, TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8}
@@ -180,7 +190,14 @@ def autocast_ops(
         inputs = list(op.inputs)
         bias = linear_bias(op) if op.op_type == "Add" else None
         to: int | None = None
-        if op.op_type in LOWER_PRECISION_OPS or bias is not None:
+        if op.op_type in LINEAR_WEIGHT_INPUTS:
+            # RNN.cpp GRUCell: the weights go through at::linear (cached casts); the state keeps X's dtype
+            for k in LINEAR_WEIGHT_INPUTS[op.op_type]:
+                x = inputs[k] if k < len(inputs) else ""
+                if floating(x) and t[x].dtype != half:
+                    inputs[k] = cast(x, half, i, x in weightish and cacheable(x))
+            to = t[inputs[0]].dtype if floating(inputs[0]) else None
+        elif op.op_type in LOWER_PRECISION_OPS or bias is not None:
             to = half
             positions = range(len(inputs)) if bias is None else [bias]
             for k in positions:

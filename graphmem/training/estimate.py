@@ -25,6 +25,7 @@ from onnx import TensorProto
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.errors import UnsupportedOpError, UsageError
+from graphmem.model.dtypes import is_float
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.subgraphs import is_control_flow
@@ -260,7 +261,9 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
         trainable_set = roles.trainable
 
         def param_sources(name: str) -> frozenset[str]:
-            return classify.weight_sources(g, name, weight_only)
+            # the floating initializers only: integer constants (a Slice's starts, a Concat's
+            # Unsqueeze axes: the exporter's gate reordering of an RNN's weights) are no parameters
+            return frozenset(s for s in classify.weight_sources(g, name, weight_only) if is_float(w[s].dtype))
 
         ac = autocast_ops(
             ops, types, half=half, needs_grad=needs_grad, weightish=weightish,
@@ -286,13 +289,14 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
             "autocast: oneDNN's reduced-precision matmul and convolution kernels allocate scratchpads "
             "that are not modelled (measured: 75 kB and 135 kB in the two addmm of a 256-512-10 MLP)"
         )
-        grus = [op.label for op in ops if op.op_type == "GRU"]
-        if grus:
-            # RNN.cpp GRUCell: linear_ih/linear_hh are at::linear calls, which autocast intercepts
+        # RNN.cpp GRUCell: linear_hh casts W_hh at every step unless the cache holds it (a trainable leaf)
+        frozen = [op.label for op in ops if op.op_type == "GRU"
+                  and any(is_cast(x) and x not in cached for x in op.inputs[1:3])]
+        if frozen:
             warnings.append(
-                f"autocast: GRU '{grus[0]}'{f' and {len(grus) - 1} more' if len(grus) > 1 else ''}: PyTorch's GRU "
-                "cells call linear, which autocast runs in the half type (weight casts cached, gates half); "
-                "not modelled: the GRU is estimated in its input's dtype"
+                f"autocast: GRU '{frozen[0]}'{f' and {len(frozen) - 1} more' if len(frozen) > 1 else ''}: a weight "
+                "that is not a trainable parameter is cast again by every step's linear (autocast caches only "
+                "trainable leaves); not modelled: counted as one cached cast"
             )
         fixed = [op.label for op in ops if op.op_type == "Cast" and not is_cast(op.outputs[0])
                  and (src := a.types.get(op.inputs[0])) is not None and (dst := a.types.get(op.outputs[0])) is not None

@@ -361,11 +361,18 @@ def gru(op: OpView) -> Saved:
 
     Per direction: ``B·I·T`` (input; once when contiguous) + ``B·H`` (h0) + ``T·B·6H`` +
     ``(T-1)·B·H``.
+
+    Under autocast (the weights ``W``/``R`` are half casts, :mod:`graphmem.training.autocast`)
+    see :func:`_gru_autocast`.
     """
     d = _rnn_dims(op)
     if d is None:
         return Saved(outcome="unsupported", reason="GRU with an unknown input shape")
     steps, batch, size, hidden, dirs, elem = d
+    w = op.type(op.input(1))
+    gate = (tensor_bytes(w.dtype, 1) or elem) if w is not None else elem
+    if gate != elem:
+        return _gru_autocast(op, gate)
     x = op.input(0)
     items = []
     if op.act(0):
@@ -377,6 +384,38 @@ def gru(op: OpView) -> Saved:
         items += [
             _made(f"gates dir {k}", steps * batch * 6 * hidden * elem),
             _made(f"hidden states dir {k}", (steps - 1) * batch * hidden * elem),
+        ]
+    return _done(items)
+
+
+def _gru_autocast(op: OpView, gate: int) -> Saved:
+    """A GRU under autocast: ``GRUCell``'s ``linear_ih``/``linear_hh`` are ``at::linear`` calls,
+    which autocast runs in the half type (``aten/src/ATen/autocast_mode.cpp``, ``linear``
+    lower_precision_fp), so ``gate`` (half) bytes for the gates and the input's dtype for the
+    hidden state (``hidden - new_gate`` promotes to it). Per direction autograd holds:
+
+    * the layer input cast to half (a cast per direction: an activation is not cached; a
+      transposed input's cast keeps its strides and ``matmul``'s reshape copies it: one storage
+      either way), ``addmm``'s ``mat1`` for ``W_ih``'s gradient;
+    * the cached half casts of ``W`` and ``R`` (``addmm``'s ``mat2``, for ``mat1``'s gradient;
+      ``W``'s only when the input needs a gradient): the graph's cast tensors;
+    * per step: the half cast of the hidden state (``linear_hh``'s ``mat1``; every step's, the
+      initial state's too, so no full-precision state is saved), the half hidden gates
+      (``sigmoid_``'s results are views of them), the half clone of the new-gate chunk ``mul_``
+      overwrites, the half new gate (``tanh_``) and the clone of ``h - n`` in the state's dtype.
+
+    Per direction: ``T·B·I·g`` + ``T·B·(5H·g + H·s)`` + ``T·B·H·g`` (``g`` half, ``s`` the
+    state's bytes), beside the weight casts.
+    """
+    steps, batch, size, hidden, dirs, elem = _rnn_dims(op)  # type: ignore[misc]
+    items = _inp(op, 1) if op.grad(0) else []
+    items += _inp(op, 2)
+    for k in range(dirs):
+        if op.act(0):
+            items.append(_made(f"input cast dir {k}", steps * batch * size * gate))
+        items += [
+            _made(f"gates dir {k}", steps * batch * (5 * hidden * gate + hidden * elem)),
+            _made(f"hidden state casts dir {k}", steps * batch * hidden * gate),
         ]
     return _done(items)
 

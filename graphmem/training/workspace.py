@@ -54,6 +54,8 @@ import numpy as np
 from onnx import TensorProto
 
 from graphmem.model.program import tensor_size
+from graphmem.training.autocast import CAST_MARK, is_cast
+from graphmem.training.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
 
 __all__ = [
@@ -466,17 +468,21 @@ def lstm_forward(op: OpView) -> int:
     steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
     elem = _size(op, op.input(0)) // max(math.prod(x), 1)
     if elem < 4:
-        # bf16/f16 (autocast): both weights re-laid in the layer's type, unpadded, and the summed
-        # bias (measured: (in + H)·4H·2 and 4H·2 bytes on 4 shapes); the brgemm scratchpad is
-        # not modelled (:func:`unmodelled`)
-        return max((size + hidden) * 4 * hidden * elem + 4 * hidden * elem, 0)
-    ld = good_ld(4 * hidden)
-    weights = (size + hidden) * ld * 4
-    scratch = lstm_scratchpad_bytes(steps, batch, hidden, forward=True)
-    temps = weights + scratch + 4 * hidden * 4
+        # bf16 (autocast): oneDNN's brgemm RNN, not ref: both weights reordered into its blocked
+        # bf16 layout, the summed bias in the layer's type and the brgemm scratchpad
+        # (graphmem.training.onednn_rnn; ideep allocates them in this order after the outputs)
+        temps = (lstm_bf16_weights(size, hidden, forward=True) + 4 * hidden * elem
+                 + lstm_bf16_scratchpad(steps, batch, size, hidden, forward=True, threads=torch_threads()))
+    else:
+        ld = good_ld(4 * hidden)
+        weights = (size + hidden) * ld * 4
+        scratch = lstm_scratchpad_bytes(steps, batch, hidden, forward=True)
+        temps = weights + scratch + 4 * hidden * 4
     # mkldnn_impl: ``input = input.contiguous()`` after the batch-first transpose, a copy of a
-    # transposed input alive for the whole call (each direction saves it for backward)
-    copy = 0 if op.contiguous(op.input(0)) else _size(op, op.input(0))
+    # transposed input alive for the whole call (each direction saves it for backward); under
+    # autocast the copy is made before mkldnn_rnn_layer's cast, in the cast's source type
+    source = op.input(0).partition(CAST_MARK)[0] if is_cast(op.input(0)) else op.input(0)
+    copy = 0 if op.contiguous(op.input(0)) else _size(op, source) or _size(op, op.input(0))
     bidirectional = op.attr("direction", b"forward") in (b"bidirectional", "bidirectional")
     later = [name for k, name in enumerate(op.outputs[:3]) if name and (k > 0 or bidirectional)]
     after = sum(_size(op, name) for name in later)
@@ -495,11 +501,14 @@ def lstm_backward(op: OpView) -> int:
     steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
     elem = _size(op, op.input(0)) // max(math.prod(x), 1)
     ld = good_ld(4 * hidden)
-    # a layout equal to PyTorch's (no padding) needs no buffer of its own
-    weights = sum((good_ld(n) * 4 * hidden if good_ld(n) != n else 0) + (n * ld if ld != 4 * hidden else 0)
-                  for n in (size, hidden)) * 4
     grads = (steps * batch * hidden + batch * hidden) * elem
-    temps = weights + grads + 2 * 4 * hidden * 4 + lstm_scratchpad_bytes(steps, batch, hidden, forward=False)
+    if elem < 4:
+        temps = grads + _lstm_bf16_backward(op, steps, batch, size, hidden, elem)
+    else:
+        # a layout equal to PyTorch's (no padding) needs no buffer of its own
+        weights = sum((good_ld(n) * 4 * hidden if good_ld(n) != n else 0) + (n * ld if ld != 4 * hidden else 0)
+                      for n in (size, hidden)) * 4
+        temps = weights + grads + 2 * 4 * hidden * 4 + lstm_scratchpad_bytes(steps, batch, hidden, forward=False)
     if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional"):
         # one backward node per direction, the reverse one first: the node's step holds every
         # gradient at once, but the first direction returns only its own weight gradients, and
@@ -517,6 +526,25 @@ def lstm_backward(op: OpView) -> int:
     return temps
 
 
+def _lstm_bf16_backward(op: OpView, steps: int, batch: int, size: int, hidden: int, elem: int) -> int:
+    """One direction of a bf16 ``mkldnn_rnn_layer_backward`` beyond the output and state gradients
+    it copies and the gradients it returns (``aten/src/ATen/native/mkldnn/RNN.cpp``): the summed
+    bias in the layer's type; every gradient it returns made in f32 (``diff_x_`` .. ``diff_cx_``,
+    ``at::empty`` f32 whether or not the input needs it; the step counts them in the inputs'
+    half type, which the engine's ``validate_outputs`` converts them to after the call); the
+    output and final-state gradients converted to f32 (``grad_y_``, ``grad_hy_``, ``grad_cy_``);
+    then ideep's buffers: both weights reordered into the backward brgemm layout, both weight
+    gradients and the bias gradient in oneDNN's f32 layout (``[in, good_ld(4H)]``, allocated
+    whatever its padding) and the brgemm scratchpad (:mod:`graphmem.training.onednn_rnn`)."""
+    dirs = 2 if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional") else 1
+    f32 = {0: steps * batch * size, 1: 4 * hidden * size, 2: 4 * hidden * hidden, 5: batch * hidden, 6: batch * hidden}
+    made = sum(4 * n - (_size(op, op.input(k)) // dirs if op.grad(k) else 0) for k, n in f32.items())
+    converted = (steps * batch * hidden + 2 * batch * hidden) * 4
+    onednn = (lstm_bf16_weights(size, hidden, forward=False) + (size + hidden) * good_ld(4 * hidden) * 4
+              + 4 * hidden * 4 + lstm_bf16_scratchpad(steps, batch, size, hidden, forward=False, threads=torch_threads()))
+    return 4 * hidden * elem + made + converted + onednn
+
+
 def gru_forward(op: OpView) -> int:
     """``FullLayer`` on CPU computes ``linear_ih`` of every step at once (``[T, B, 3H]``, alive
     through the layer, saved by nothing) and the last step's hidden state, which only the
@@ -529,9 +557,44 @@ def gru_forward(op: OpView) -> int:
         return 0
     steps, batch = (x[1], x[0]) if op.attr("layout", 0) else (x[0], x[1])
     elem = _size(op, op.input(0)) // max(math.prod(x), 1)
+    if _gru_gate_elem(op) != elem:
+        return _gru_autocast_forward(op)
     if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional"):
         return (steps * batch * (2 + 3) * hidden + 2 * batch * hidden) * elem
     return (steps * batch * 3 * hidden + batch * hidden) * elem
+
+
+def _gru_gate_elem(op: OpView) -> int:
+    """Bytes of a GRU's gates: its weights' type (autocast's half casts; else the input's)."""
+    return _elem_of(op, op.input(1)) if _shape(op, op.input(1)) else _elem_of(op, op.input(0))
+
+
+def _gru_autocast_forward(op: OpView) -> int:
+    """:func:`gru_forward` under autocast: the gates are half (``linear_ih``'s ``[T, B, 3H]``
+    among them) and no hidden state is saved in the state's dtype (each step's half cast is:
+    :func:`graphmem.training.saved.gru`), so every step's output waits in ``FullLayer``'s
+    ``step_outputs`` until ``at::stack`` copies them (``aten/src/ATen/native/RNN.cpp``): at the
+    stack, the gates, the ``T`` step outputs and the stacked output. A transposed input's half
+    cast keeps its strides (``_to_copy`` preserves a dense layout) and lives while ``linear_ih``
+    copies it contiguous and computes the gates. ``FullBidirectionalLayer``: the forward
+    direction's step outputs and stack stay alive through the reverse direction (locals of the
+    call until it returns); at the ``cat``, both directions' step outputs and stacks and the
+    reverse direction's gates beside the result; at the reverse direction's ``linear_ih``, both
+    directions' gates (``step_inputs`` still views the first) and the cast, before the result.
+    Without an ``initial_h`` in the graph, nn.GRU's zero state lives through the call."""
+    x, hidden = _shape(op, op.input(0)), op.attr("hidden_size")
+    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x  # type: ignore[index]
+    elem, gate = _elem_of(op, op.input(0)), _gru_gate_elem(op)
+    gates = steps * batch * 3 * hidden * gate
+    states = steps * batch * hidden * elem  # one direction's step outputs, or its stack
+    cast = 0 if op.contiguous(op.input(0)) else steps * batch * size * gate
+    bidirectional = op.attr("direction", b"forward") in (b"bidirectional", "bidirectional")
+    # no initial_h in the graph: nn.GRU's zeros h0 (torch/nn/modules/rnn.py), in the input's
+    # dtype, alive through the call; saved only without autocast (then its own saved item)
+    h0 = 0 if op.act(5) else (2 if bidirectional else 1) * batch * hidden * elem
+    if bidirectional:
+        return h0 + max(4 * states + gates, 2 * gates + cast)
+    return h0 + max(gates + states, gates + cast)
 
 
 def gru_backward(op: OpView) -> int:
@@ -675,35 +738,71 @@ def _ic_padding_note(op: OpView) -> str | None:
             "measured: 80 padded to 96); not modelled")
 
 
+def _autocast_input(op: OpView) -> bool:
+    """Autograd saves a half cast of the RNN's input rather than the input: an LSTM's input is
+    autocast's cast (``mkldnn_rnn_layer``), a GRU casts inside (``linear_ih``, see
+    :func:`_gru_autocast_forward`)."""
+    if op.op_type == "LSTM":
+        return is_cast(op.input(0))
+    return bool(_shape(op, op.input(0))) and _gru_gate_elem(op) != _elem_of(op, op.input(0))
+
+
+def _rnn_hold_note(op: OpView) -> str | None:
+    """A batch-first LSTM/GRU of several layers: the exporter writes one node per layer, but one
+    PyTorch call runs them all and its caller holds the input's storage to the end (measured:
+    GRU 2x512 and LSTM 2x512 at batch 4, the 256 KiB embedding output, -2.4 % and -1.0 % of the
+    forward activation peak). Under autocast the same holds for a contiguous input, which
+    autograd no longer saves itself (its half cast instead), and an LSTM's contiguous copy of a
+    transposed input is made in the input's type before the casts and lives as long."""
+    name, label = op.node.name or op.op_type, op.op_type
+    if not op.contiguous(op.input(0)) and not _autocast_input(op):
+        # aten/src/ATen/native/mkldnn/RNN.cpp mkldnn_impl (LSTM) and RNN.cpp _rnn_impl (GRU) copy
+        # the transposed input contiguous; the caller's original outlives every layer of the call
+        return (f"{label} '{name}' reads a transposed (batch-first) input "
+                f"({_size(op, op.input(0))} B): PyTorch copies it contiguous, and when more layers of "
+                "the same nn.LSTM/nn.GRU follow this node, the caller keeps the original alive until "
+                "the last of them returns; that hold is not modelled")
+    if not _autocast_input(op):
+        return None
+    copy = " (and mkldnn_rnn its contiguous copy of the transposed input)" if (
+        label == "LSTM" and not op.contiguous(op.input(0))) else ""
+    return (f"{label} '{name}' (autocast) saves a half cast of its input, not the input: when more "
+            "layers of the same nn.LSTM/nn.GRU follow this node, the caller keeps the original alive"
+            f"{copy} until the last of them returns; that hold is not modelled (measured: -0.5 % to "
+            "-2.3 % of the forward activation peak, LSTM and GRU 2x512)")
+
+
+def _rnn_half_note(op: OpView) -> str | None:
+    """What the 2-byte LSTM's figures leave out: a float16 LSTM cannot run on this CPU; a bf16 one
+    runs oneDNN's reference RNN without ``avx512_bf16`` (not modelled)."""
+    x_type = op.type(op.input(0))
+    name = op.node.name or op.op_type
+    if op.op_type != "LSTM" or x_type is None or not _shape(op, op.input(0)) or _elem_of(op, op.input(0)) >= 4:
+        return None
+    if x_type.dtype == TensorProto.FLOAT16:
+        return (f"LSTM '{name}' in float16 (autocast): torch 2.13 on CPU cannot run "
+                "it (oneDNN creates no f16 LSTM primitive: 'could not create a primitive descriptor'); "
+                "its figures are those of the bf16 kernel")
+    if not has_brgemm_bf16():
+        # oneDNN v3.12 src/cpu/rnn/ref_rnn.cpp, init_brgemm: a bf16 conf needs avx512_core_bf16, else init_ref
+        return (f"LSTM '{name}' in bfloat16 (autocast): this CPU has no avx512_bf16, so oneDNN runs its "
+                "reference RNN, whose scratchpad and weight layouts are not modelled (counted as the "
+                "brgemm kernel's)")
+    return None
+
+
 def _kernel_note(op: OpView, domain: str = "") -> str | None:
     """The known gaps of one op's kernels (see :func:`unmodelled`).
 
-    A batch-first LSTM/GRU of several layers: the exporter writes one node per layer, but one
-    PyTorch call runs them all and its caller holds the transposed input's storage to the end
-    (measured: GRU 2x512 and LSTM 2x512 at batch 4, the 256 KiB embedding output, -2.4 % and
-    -1.0 % of the forward activation peak).
+    An LSTM/GRU: :func:`_rnn_hold_note` and :func:`_rnn_half_note`.
 
     oneDNN's weight-gradient scratchpad of a dense convolution with a kernel larger than 7x7 on
     a contiguous input depends on the primitive it picks (measured on torch 2.13: none for some
     sizes, up to 8x the weight for others, e.g. 4.3x for ViT-B/16's 16x16 patch embedding).
     """
-    if not domain and op.op_type in ("LSTM", "GRU") and op.input(0) and not op.contiguous(op.input(0)):
-        # aten/src/ATen/native/mkldnn/RNN.cpp mkldnn_impl (LSTM) and RNN.cpp _rnn_impl (GRU) copy
-        # the transposed input contiguous; the caller's original outlives every layer of the call
-        return (f"{op.op_type} '{op.node.name or op.op_type}' reads a transposed (batch-first) input "
-                f"({_size(op, op.input(0))} B): PyTorch copies it contiguous, and when more layers of "
-                "the same nn.LSTM/nn.GRU follow this node, the caller keeps the original alive until "
-                "the last of them returns; that hold is not modelled")
-    x_type = op.type(op.input(0)) if op.input(0) else None
-    if not domain and op.op_type == "LSTM" and x_type is not None and x_type.dtype == TensorProto.FLOAT16:
-        return (f"LSTM '{op.node.name or op.op_type}' in float16 (autocast): torch 2.13 on CPU cannot run "
-                "it (oneDNN creates no f16 LSTM primitive: 'could not create a primitive descriptor'); "
-                "its figures are those of the bf16 kernel")
-    if not domain and op.op_type == "LSTM" and _shape(op, op.input(0)) and _elem_of(op, op.input(0)) < 4:
-        return (f"LSTM '{op.node.name or op.op_type}' in a 2-byte type (autocast): oneDNN's brgemm "
-                "scratchpad of a reduced-precision LSTM layer is not modelled (measured: 40 kB to "
-                "576 kB per layer and direction, forward), and its backward's temporaries follow the fp32 "
-                "layouts (measured: -5.5 % of the backward activation peak at batch 4)")
+    if not domain and op.op_type in ("LSTM", "GRU") and op.input(0):
+        notes = [note for note in (_rnn_hold_note(op), _rnn_half_note(op)) if note]
+        return "; ".join(notes) or None
     if domain or op.op_type not in ("Conv", "ConvTranspose"):
         return None
     w = _shape(op, op.input(1))

@@ -311,7 +311,8 @@ def test_autocast_names_what_it_does_not_model() -> None:
     e = estimate(nodes, [vi("x", [3, 1, 2])], [vi("y", [3, 1, 1, 2])], [w("W", 1, 6, 2), w("R", 1, 6, 2)],
                  precision="mixed-bf16")
     assert any("1 Cast(s) to float32 of a float32 tensor" in x for x in e.warnings)
-    assert any(x.startswith("autocast: GRU 'g': PyTorch's GRU cells call linear") for x in e.warnings)
+    # the GRU's cells under autocast are modelled (test_rnn_autocast.py); its input is cast inside
+    assert any(x.startswith("GRU 'g' (autocast) saves a half cast of its input") for x in e.warnings)
     assert not any("GRU" in x for x in estimate(nodes, [vi("x", [3, 1, 2])], [vi("y", [3, 1, 1, 2])],
                                                  [w("W", 1, 6, 2), w("R", 1, 6, 2)]).warnings)
 

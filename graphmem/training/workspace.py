@@ -622,7 +622,10 @@ def gru_backward(op: OpView) -> int:
       input weight's and bias's gradients.
 
     The step of the backward pass counts the gradients the node returns (input, every weight)
-    alive together; this returns what the busiest moment holds beyond them (never below 0)."""
+    alive together; this returns what the busiest moment holds beyond them (never below 0).
+    Under autocast the gates' gradients are half, and so is the engine's ``W_hh`` buffer (the
+    cached cast's gradient); ``linear_ih``'s input gradient is half, then converted to the
+    input's dtype by the cast's ``ToCopyBackward0``."""
     x, hidden = _shape(op, op.input(0)), op.attr("hidden_size", None)
     if x is None or hidden is None:
         return 0
@@ -633,11 +636,21 @@ def gru_backward(op: OpView) -> int:
     w_hh = _size(op, op.input(2)) // dirs if op.grad(2) else 0
     b_ih = b_hh = _size(op, op.input(3)) // dirs // 2 if op.grad(3) else 0
     dx = steps * batch * size * elem if op.grad(0) else 0
-    gates = steps * batch * 3 * hidden * elem
-    per_step_saved = steps * batch * 6 * hidden * elem + (steps - 1) * batch * hidden * elem
-    # a direction's own copy of a non-contiguous input (saved by its linear_ih) goes with it
-    copy = steps * batch * size * elem if op.act(0) and not op.contiguous(op.input(0)) else 0
-    kept = w_hh + b_hh if op.weight_grads_kept else 0  # W_hh's buffer kept as .grad after the loop
+    gate = _gru_gate_elem(op)
+    gates = steps * batch * 3 * hidden * gate
+    if gate == elem:
+        per_step_saved = steps * batch * 6 * hidden * elem + (steps - 1) * batch * hidden * elem
+        # a direction's own copy of a non-contiguous input (saved by its linear_ih) goes with it
+        copy = steps * batch * size * elem if op.act(0) and not op.contiguous(op.input(0)) else 0
+        kept = w_hh + b_hh if op.weight_grads_kept else 0  # W_hh's buffer kept as .grad after the loop
+    else:
+        # autocast: what saved.gru holds per direction (half gates and state casts, the state's
+        # clones), the direction's half input cast; the half W_hh buffer goes to the cached
+        # cast's ToCopyBackward0 after the loop, whose f32 result is .grad (released) or is
+        # added into it (persistent)
+        per_step_saved = steps * batch * (5 * hidden * gate + hidden * elem) + steps * batch * hidden * gate
+        copy = steps * batch * size * gate if op.act(0) else 0
+        kept = (w_hh + b_hh) * elem // gate if op.weight_grads_kept else 0
     counted = dx + dirs * (w_ih + w_hh + b_ih + b_hh)
     peak, held = 0, 0  # held: what earlier directions leave (kept gradients, the input's gradient)
     for d in range(dirs):
@@ -646,7 +659,14 @@ def gru_backward(op: OpView) -> int:
         dx_now = dx if d == 0 else 2 * dx
         loop = held + (3 * w_hh + b_hh if steps > 1 else w_hh + b_hh)
         stack = held - per_step_saved + 2 * gates + kept
-        linear_ih = held - per_step_saved + gates + dx_now + w_ih + b_ih + kept
+        if gate == elem:
+            linear_ih = held - per_step_saved + gates + dx_now + w_ih + b_ih + kept
+        else:
+            # autocast: linear_ih's mat1 gradient is half; the direction's input cast's
+            # ToCopyBackward0 then makes the input's f32 gradient beside it, a new tensor the
+            # second direction's is added into in place
+            half_dx = steps * batch * size * gate if op.grad(0) else 0
+            linear_ih = held - per_step_saved + max(gates + half_dx, half_dx + dx) + w_ih + b_ih + kept
         peak = max(peak, loop, stack, linear_ih)
         held += dx - per_step_saved - copy + (kept + w_ih + b_ih if op.weight_grads_kept else 0) - (dx if d else 0)
     return max(peak - counted, 0)

@@ -74,3 +74,27 @@ def test_lstm_bf16_weight_layouts_by_hand() -> None:
     assert lstm_bf16_weights(33, 20, forward=False, flags=AMX) == 10240 + 5120
     # H = 256 on AMX: n_block 64, no padding: (128 + 256) x 4 x 256 x 2
     assert lstm_bf16_weights(128, 256, forward=True, flags=AMX) == 786432
+
+
+def test_gru_autocast_backward_temporaries_by_hand() -> None:
+    from onnx import TensorProto, helper
+
+    from graphmem.model.types import TensorType
+    from graphmem.training.saved import OpView
+    from graphmem.training.workspace import backward_temporaries
+
+    # T=3, B=2, I=4, H=5, no bias; X f32, W and R autocast's bf16 casts: W_ih' grad 15x4x2 = 120,
+    # W_hh' grad 15x5x2 = 150, dX f32 3x2x4x4 = 96, half input-gate grads [3,2,15] = 180, saved
+    # per direction 3x2x(5x5x2 + 5x4) + 3x2x5x2 = 480. Loop: W_hh's half per-step gradients, the
+    # second out of place: 3 x 150 = 450. Stack: -480 + 2 x 180 + W_hh's f32 .grad 300 (released;
+    # 0 persistent) = 180; linear_ih: -480 + max(180 + half dX 48, 48 + 96) + 120 + 300 = 168.
+    # Busiest 450; the step counts 96 + 120 + 150 = 366: 84 in both gradient modes
+    bf16, f32 = TensorProto.BFLOAT16, TensorProto.FLOAT
+    shapes = {"x": (f32, (3, 2, 4)), "W'": (bf16, (1, 15, 4)), "R'": (bf16, (1, 15, 5)), "Y": (f32, (3, 1, 2, 5)),
+              "Yh": (f32, (1, 2, 5))}
+    types = {name: TensorType(dtype=dtype, shape=shape) for name, (dtype, shape) in shapes.items()}
+    node = helper.make_node("GRU", ["x", "W'", "R'"], ["Y", "Yh"], hidden_size=5, linear_before_reset=1)
+    for kept in (True, False):
+        view = OpView(op_type="GRU", node=node, inputs=tuple(node.input), outputs=tuple(node.output), types=types,
+                      needs_grad=frozenset({"x", "W'", "R'"}), weights=frozenset(), weight_grads_kept=kept)
+        assert backward_temporaries(view) == 84, kept

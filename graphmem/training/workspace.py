@@ -33,10 +33,13 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
 * **LSTM** (``mkldnn_rnn_layer``, per direction): both weight matrices re-laid with a padded
   leading dimension, oneDNN's scratchpad (the gates of every step, page-aligned,
   :func:`lstm_scratchpad_bytes`) and the summed bias; backward: each weight gradient in oneDNN's
-  layout and in PyTorch's, the scratchpad.
+  layout and in PyTorch's, the scratchpad. In bf16 (autocast) oneDNN runs its brgemm RNN instead:
+  blocked bf16 weights and its own scratchpads (:mod:`graphmem.training.onednn_rnn`), and the
+  backward makes every gradient in f32 first.
 * **GRU** (op by op, ``RNN.cpp``): the input gates of every step, computed at once; backward:
   the engine's buffer summing the recurrent weight's per-step gradients (the second added out of
-  place), then the input gates' gradients stacked.
+  place), then the input gates' gradients stacked. Under autocast the gates are half and every step's output
+  waits for the stack (no full-precision state is saved).
 
 What is known and not modelled is named by :func:`unmodelled` (the estimate's ``warnings``).
 """

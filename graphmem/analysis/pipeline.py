@@ -145,7 +145,7 @@ def analyze_model(
     """Same as :func:`analyze`, for an already loaded :class:`Model`.
 
     ``kernel_rules=False`` skips what onnxruntime's CPU provider does with the element types
-    (float16 Cast insertion, refusing nodes it has no kernel for): for estimates of other runtimes
+    (float16 Cast insertion and the duplicate-Cast remover, refusing nodes it has no kernel for): for estimates of other runtimes
     (the PyTorch training estimate)."""
     if provider not in PROVIDERS:
         raise UsageError(f"provider '{provider}': expected one of {', '.join(PROVIDERS)}")
@@ -214,7 +214,9 @@ def analyze_model(
     _check_sizes(runtime.types, produced)  # before any planner adds sizes up
     _check_sizes(runtime.types, list(model.inputs))
     _check_weight_sizes(model)
-    rewritten = remove_duplicate_casts(model, static.types)
+    # InsertCastTransformer's duplicate-Cast remover is onnxruntime's: PyTorch (kernel_rules off)
+    # runs every Cast the file has
+    rewritten = remove_duplicate_casts(model, static.types) if kernel_rules else model
     if rewritten is not model:  # onnxruntime runs the rewritten graph, in its own order
         model, g = rewritten, build_graph(rewritten)
         order = ordering(g)

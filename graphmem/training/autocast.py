@@ -149,6 +149,8 @@ def autocast_ops(
     constant: Callable[[str], bool],
     cacheable: Callable[[str], bool],
     linear_bias: Callable[[Op], int | None],
+    follows: Callable[[Op], str | None] = lambda op: None,
+    softmax_fp32: Callable[[Op], bool] = lambda op: False,
 ) -> Autocast:
     """The ops and types of the forward under autocast to ``half`` (see module doc).
 
@@ -156,7 +158,10 @@ def autocast_ops(
     weightish tensor no trainable parameter reaches (scalars written by the exporter); ``cacheable(name)``: the
     weightish ``name`` is a trainable fp32 parameter (or a view of one), whose cast the cache
     holds; ``linear_bias(op)``: the position of the bias when an Add is the bias of a linear
-    (one ``addmm``/``linear`` in PyTorch, which casts its bias too)."""
+    (one ``addmm``/``linear`` in PyTorch, which casts its bias too); ``follows(op)``: the tensor
+    whose run-time dtype a Cast takes (``x.to(v.dtype)``), None for a cast to its own ``to``;
+    ``softmax_fp32(op)``: a Softmax that is ``softmax(x, dtype=torch.float32)``
+    (:mod:`graphmem.training.casts`)."""
     t = dict(types)
     need = set(needs_grad)
     out_ops: list[Op] = []
@@ -217,8 +222,15 @@ def autocast_ops(
                     inputs[k] = cast(x, to, i, False)
         elif op.op_type in _PROMOTING:
             to = _promoted(inputs[1:] if op.op_type == "Where" else inputs, t, constant)
+        elif op.op_type == "Cast" and (v := follows(op)) is not None and v in t:
+            to = t[v].dtype  # x.to(v.dtype): v's dtype under autocast
         elif op.op_type in ("Cast", "CastLike"):
             to = None  # its own target
+        elif softmax_fp32(op):
+            # SoftMax.cpp softmax(input_, dim_, dtype): input_.toType(dtype), then _softmax in it
+            to = TensorProto.FLOAT
+            if floating(inputs[0]) and t[inputs[0]].dtype != to:
+                inputs[0] = cast(inputs[0], to, i, False)
         else:
             to = next((t[x].dtype for x in inputs if floating(x)), None)
         if to is not None:

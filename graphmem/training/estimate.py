@@ -31,7 +31,7 @@ from graphmem.model.loading import Model, load_model
 from graphmem.model.subgraphs import is_control_flow
 from graphmem.model.types import TensorType
 from graphmem.ort.order import file_order
-from graphmem.training import classify, patterns
+from graphmem.training import casts, classify, patterns
 from graphmem.training.autocast import HALF, autocast_ops, is_cast
 from graphmem.training.halfconv import backward_temporaries, unmodelled
 from graphmem.training.optimizer import (
@@ -270,6 +270,8 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
             constant=lambda name: not (param_sources(name) & trainable_set),
             cacheable=lambda name: bool(param_sources(name)) and param_sources(name) <= trainable_set,
             linear_bias=lambda op: _linear_bias(g, op, weight_only),
+            follows=lambda op: casts.follows_dtype(g, op.node, a.types),
+            softmax_fp32=lambda op: casts.softmax_in_float32(g, op.node, a.types),
         )
         ops, types, needs_grad, cached = ac.ops, ac.types, ac.needs_grad, ac.cached
         original = {id(op): orig for op, orig in zip(ac.ops, ac.original)}

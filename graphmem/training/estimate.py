@@ -20,8 +20,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from onnx import TensorProto
-
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.errors import UnsupportedOpError, UsageError
@@ -300,17 +298,11 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
                 "that is not a trainable parameter is cast again by every step's linear (autocast caches only "
                 "trainable leaves); not modelled: counted as one cached cast"
             )
-        fixed = [op.label for op in ops if op.op_type == "Cast" and not is_cast(op.outputs[0])
-                 and (src := a.types.get(op.inputs[0])) is not None and (dst := a.types.get(op.outputs[0])) is not None
-                 and src.dtype == dst.dtype == TensorProto.FLOAT]
-        if fixed:
-            # the exporter writes x.to(y.dtype) / x.type(y.dtype) as Cast(to=y's traced dtype)
-            warnings.append(
-                f"autocast: {len(fixed)} Cast(s) to float32 of a float32 tensor (e.g. '{fixed[0]}'): if the "
-                "model wrote x.to(y.dtype), PyTorch casts to y's dtype at run time, the half type when "
-                "autocast made y half (GPT-2's attention probabilities: its Dropout mask is then half "
-                "as large); taken as float32"
-            )
+        warnings += casts.cast_warnings(g, [op.node for op in ops if not is_cast(op.outputs[0])], a.types)
+        mask = casts.mask_warning(g, [(op.label, op.outputs[0], op.inputs) for op in ops if op.op_type == "Add"],
+                                  types, half)
+        if mask is not None:
+            warnings.append(mask)
     evidence = patterns.inference_export_evidence(g, ops)
     if evidence is not None:
         warnings.append(

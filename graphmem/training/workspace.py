@@ -857,11 +857,6 @@ def _kernel_note(op: OpView, domain: str = "") -> str | None:
     if w is None or len(w) < 3 or max(w[2:]) <= 7 or op.channels_last(op.input(0)) or _depthwise(op):
         return None
     kernel = "x".join(str(d) for d in w[2:])
-    wt = op.type(op.input(1))
-    # oneDNN v3.12 jit_brgemm_conv_utils.cpp init_scratchpad_bwd_w: transposed source and output
-    # gradient buffers per thread (brgconv_bwd_w:avx10_1_512_amx, ONEDNN_VERBOSE)
-    amx = (" (bfloat16: brgconv_bwd_w on AMX; measured 32,871,088 B, 14x the float32 weight, for "
-           "ViT-B/16's patch embedding at batch 1)") if wt is not None and wt.dtype == TensorProto.BFLOAT16 else ""
     return (f"{op.op_type} '{op.node.name or op.op_type}' (kernel {kernel}): oneDNN's weight-gradient "
             "scratchpad for kernels larger than 7x7 is not modelled (measured: up to 8x the weight, "
-            f"during its backward){amx}")
+            "during its backward)")

@@ -33,13 +33,14 @@ first (this module builds on that one).
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 from onnx import TensorProto
 
+from graphmem.ort.mlas import cpu_flags
 from graphmem.training import workspace
+from graphmem.training.onednn_rnn import l2_per_core
 from graphmem.training.saved import OpView
 from graphmem.training.workspace import (
     BATCH_ELEMENT,
@@ -59,7 +60,6 @@ from graphmem.training.workspace import (
 __all__ = [
     "backward_temporaries",
     "brgemm_bwd_w_scratchpad",
-    "cpu_flags",
     "half_conv_backward",
     "half_kernels_known",
     "jit_bf16_weights_scratchpad",
@@ -67,23 +67,7 @@ __all__ = [
     "unmodelled_note",
 ]
 
-#: the per-core L2 cache oneDNN's brgemm blocking assumes (``platform::get_per_core_cache_size(2)``)
-L2_PER_CORE = 2 * 1024 * 1024
-
 HALF = (TensorProto.BFLOAT16, TensorProto.FLOAT16)
-
-
-@functools.cache
-def cpu_flags() -> frozenset[str]:
-    """This machine's CPU feature flags (``/proc/cpuinfo``), which oneDNN's ISA dispatch follows."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
 
 
 def half_kernels_known(dtype: int) -> bool:
@@ -362,7 +346,7 @@ def brgemm_bwd_w_scratchpad(op: OpView, threads: int | None = None) -> int | Non
     nthr = nthr_mb * nthr_oc_b * nthr_ic_b
     irow = 2 * tr_iw * SIMD_W * _div_up(nb_ic, nthr_ic_b) * 2
     orow = 2 * tr_ow * SIMD_W * _div_up(nb_oc, nthr_oc_b) * 2
-    l2 = L2_PER_CORE * 3 // 4  # init_jcp: brg_blocking_t::L2 = 3/4 of the per-core L2
+    l2 = l2_per_core() * 3 // 4  # init_jcp: brg_blocking_t::L2 = 3/4 of the per-core L2
     limit = int(max(np.float32(1), max(np.float32(0), np.float32(0.8) * np.float32(l2) - np.float32(kh * irow))
                     / np.float32(irow + orow)))
     limit = _div_up(oh, _div_up(oh, limit))

@@ -34,7 +34,7 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
   leading dimension, oneDNN's scratchpad (the gates of every step, page-aligned,
   :func:`lstm_scratchpad_bytes`) and the summed bias; backward: each weight gradient in oneDNN's
   layout and in PyTorch's, the scratchpad. In bf16 (autocast) oneDNN runs its brgemm RNN instead:
-  blocked bf16 weights and its own scratchpads (:mod:`graphmem.training.onednn_rnn`), and the
+  blocked bf16 weights and its own scratchpads (:mod:`graphmem.training.kernels.onednn_rnn`), and the
   backward makes every gradient in f32 first.
 * **GRU** (op by op, ``RNN.cpp``): the input gates of every step, computed at once; backward:
   the engine's buffer summing the recurrent weight's per-step gradients (the second added out of
@@ -58,7 +58,7 @@ from onnx import TensorProto
 
 from graphmem.model.program import tensor_size
 from graphmem.training.autocast import CAST_MARK, is_cast
-from graphmem.training.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
+from graphmem.training.kernels.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
 
 __all__ = [
@@ -473,7 +473,7 @@ def lstm_forward(op: OpView) -> int:
     if elem < 4:
         # bf16 (autocast): oneDNN's brgemm RNN, not ref: both weights reordered into its blocked
         # bf16 layout, the summed bias in the layer's type and the brgemm scratchpad
-        # (graphmem.training.onednn_rnn; ideep allocates them in this order after the outputs)
+        # (graphmem.training.kernels.onednn_rnn; ideep allocates them in this order after the outputs)
         temps = (lstm_bf16_weights(size, hidden, forward=True) + 4 * hidden * elem
                  + lstm_bf16_scratchpad(steps, batch, size, hidden, forward=True, threads=torch_threads()))
     else:
@@ -538,7 +538,7 @@ def _lstm_bf16_backward(op: OpView, steps: int, batch: int, size: int, hidden: i
     output and final-state gradients converted to f32 (``grad_y_``, ``grad_hy_``, ``grad_cy_``);
     then ideep's buffers: both weights reordered into the backward brgemm layout, both weight
     gradients and the bias gradient in oneDNN's f32 layout (``[in, good_ld(4H)]``, allocated
-    whatever its padding) and the brgemm scratchpad (:mod:`graphmem.training.onednn_rnn`)."""
+    whatever its padding) and the brgemm scratchpad (:mod:`graphmem.training.kernels.onednn_rnn`)."""
     dirs = 2 if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional") else 1
     f32 = {0: steps * batch * size, 1: 4 * hidden * size, 2: 4 * hidden * hidden, 5: batch * hidden, 6: batch * hidden}
     made = sum(4 * n - (_size(op, op.input(k)) // dirs if op.grad(k) else 0) for k, n in f32.items())

@@ -39,10 +39,10 @@ import numpy as np
 from onnx import TensorProto
 
 from graphmem.ort.mlas import cpu_flags
-from graphmem.training import workspace
-from graphmem.training.onednn_rnn import l2_per_core
+from graphmem.training.kernels import workspace
+from graphmem.training.kernels.onednn_rnn import l2_per_core
 from graphmem.training.saved import OpView
-from graphmem.training.workspace import (
+from graphmem.training.kernels.workspace import (
     BATCH_ELEMENT,
     P4K,
     SIMD_W,

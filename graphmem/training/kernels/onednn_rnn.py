@@ -21,7 +21,7 @@ one the fp32 LSTM runs. Its scratchpad (``pd_t::init_scratchpad``) holds:
 
 Every entry is booked with its alignment added (``memory_tracking.hpp``, ``registry_t::book``).
 The blocks follow ``configure_brgemm`` (forward and backward) and its ``brgemm_calc_*``
-heuristics, which read the thread count (:func:`~graphmem.training.workspace.torch_threads`),
+heuristics, which read the thread count (:func:`~graphmem.training.kernels.workspace.torch_threads`),
 this CPU's AMX and the per-core L2 size: the estimate assumes the step runs on this machine.
 """
 

@@ -6,7 +6,7 @@ tensor viewed as NCHW (``permute(0, 3, 1, 2)``, as ConvNeXt's LayerNorm leaves i
 backward runs twice — the input gradient alone, then the weight (and bias) gradients alone —
 under ``torch.profiler(profile_memory=True)`` (the second of two runs, so no first-call caches
 count). Measured: the highest live bytes inside ``torch.autograd.grad`` above its start, minus the
-gradients it returns. Predicted: ``graphmem.training.halfconv.backward_temporaries`` of the same
+gradients it returns. Predicted: ``graphmem.training.kernels.halfconv.backward_temporaries`` of the same
 Conv (what the kernel holds beyond the gradients it returns), with torch's thread count.
 
     python scripts/probe_conv_nhwc.py [--threads N] [--only dx|dw] [--dtype fp32|bf16|fp16] [--nchw] [CONFIG ...]
@@ -31,7 +31,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from graphmem.model.types import TensorType
 from graphmem.training.saved import OpView
-from graphmem.training.halfconv import backward_temporaries
+from graphmem.training.kernels.halfconv import backward_temporaries
 
 DEFAULT = [
     (1, 96, 192, 56, 56, 2, 2, 0, 1), (4, 96, 192, 56, 56, 2, 2, 0, 1),  # ConvNeXt-T downsamples
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     configs = [tuple(int(v) for v in c.split(",")) for c in args.configs] or DEFAULT
-    from graphmem.training.workspace import torch_threads
+    from graphmem.training.kernels.workspace import torch_threads
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads (graphmem assumes {torch_threads()}); "
           f"{args.dtype}, {'nchw' if args.nchw else 'nhwc'}; bytes held beyond the returned gradients")

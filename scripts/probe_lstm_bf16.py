@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""oneDNN's bf16 LSTM buffers: PyTorch measured vs ``graphmem.training.onednn_rnn``.
+"""oneDNN's bf16 LSTM buffers: PyTorch measured vs ``graphmem.training.kernels.onednn_rnn``.
 
 For each shape (steps, batch, input size, hidden) one ``nn.LSTM`` layer runs a forward and a
 backward under ``torch.autocast('cpu', dtype=torch.bfloat16)`` with
@@ -25,7 +25,7 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from graphmem.training.onednn_rnn import lstm_bf16_scratchpad, lstm_bf16_weights
+from graphmem.training.kernels.onednn_rnn import lstm_bf16_scratchpad, lstm_bf16_weights
 
 DEFAULT = [(64, 1, 128, 256), (64, 4, 128, 256), (64, 1, 256, 512), (64, 4, 256, 512), (64, 1, 512, 512),
            (64, 4, 512, 512), (7, 3, 33, 20), (5, 3, 8, 16), (3, 130, 64, 64)]

@@ -31,7 +31,7 @@ from graphmem.model.types import TensorType
 from graphmem.ort.order import file_order
 from graphmem.training import casts, classify, patterns
 from graphmem.training.autocast import HALF, autocast_ops, is_cast
-from graphmem.training.halfconv import backward_temporaries, unmodelled
+from graphmem.training.kernels.halfconv import backward_temporaries, unmodelled
 from graphmem.training.optimizer import (
     GRAD_MODES,
     OPTIMIZERS,
@@ -41,7 +41,7 @@ from graphmem.training.optimizer import (
 )
 from graphmem.training.phases import GRAD_VIEW_OPS, Pass, run_backward, run_forward
 from graphmem.training.saved import OpView, saved_by
-from graphmem.training.workspace import forward_temporaries
+from graphmem.training.kernels.workspace import forward_temporaries
 
 __all__ = [
     "TrainingConfig",

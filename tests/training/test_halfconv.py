@@ -1,4 +1,4 @@
-"""Autocast (bf16/f16) convolution backward temporaries: graphmem.training.halfconv, on the
+"""Autocast (bf16/f16) convolution backward temporaries: graphmem.training.kernels.halfconv, on the
 oneDNN v3.12 kernels of an AMX-BF16 + AVX512-FP16 CPU (the flags are set here, so the
 figures do not depend on the machine running the tests)."""
 
@@ -8,8 +8,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from graphmem.model.types import TensorType
-from graphmem.training import halfconv
-from graphmem.training.halfconv import backward_temporaries
+from graphmem.training.kernels import halfconv
+from graphmem.training.kernels.halfconv import backward_temporaries
 from graphmem.training.saved import OpView
 
 BF16, F16 = TensorProto.BFLOAT16, TensorProto.FLOAT16

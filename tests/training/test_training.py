@@ -657,7 +657,7 @@ def _nhwc_conv(w_shape, group, x_shape=(1, 100, 20, 20), y_shape=None, grads=("x
 
 
 def test_channels_last_conv_weight_gradient_padding(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphmem.training.workspace import backward_temporaries, forward_temporaries
+    from graphmem.training.kernels.workspace import backward_temporaries, forward_temporaries
 
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     view = _nhwc_conv
@@ -682,7 +682,7 @@ def test_channels_last_conv_weight_gradient_padding(monkeypatch: pytest.MonkeyPa
 def test_half_conv_weight_gradient_reduction_buffer() -> None:
     from graphmem.model.types import TensorType
     from graphmem.training.saved import OpView
-    from graphmem.training.workspace import _half_weight_grad_reduction
+    from graphmem.training.kernels.workspace import _half_weight_grad_reduction
 
     def view(w_shape, dtype, group=1):  # type: ignore[no-untyped-def]
         node = helper.make_node("Conv", ["x", "Wc"], ["y"], group=group)
@@ -703,7 +703,7 @@ def test_half_conv_weight_gradient_reduction_buffer() -> None:
 
 
 def test_channels_last_dense_conv_input_gradient_scratchpad(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphmem.training.workspace import backward_temporaries, brgemm_bwd_data_scratchpad
+    from graphmem.training.kernels.workspace import backward_temporaries, brgemm_bwd_data_scratchpad
 
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     # ConvNeXt-T's first downsample: x [4,96,56,56] nhwc, W 192x96x2x2 (294912 B), stride 2,
@@ -731,7 +731,7 @@ def test_channels_last_dense_conv_input_gradient_scratchpad(monkeypatch: pytest.
     # an output row per thread, rnd_up(33, 2) x 2 x 64 = 4352 -> 8192: 2 x 8192 x 4 + 4096 = 69632
     odd = _nhwc_conv((128, 64, 2, 2), 1, (4, 64, 33, 33), (4, 128, 16, 16), grads=("x",), **down)
     assert brgemm_bwd_data_scratchpad(odd) == 331776 + 12288 + 12336 + 69632  # measured 426032
-    from graphmem.training.workspace import unmodelled
+    from graphmem.training.kernels.workspace import unmodelled
 
     # 96 input channels: a multiple of 32, so no input-channel block pads the reordered weight
     assert "input-channel block" not in (unmodelled(op) or "")
@@ -747,7 +747,7 @@ def test_channels_last_dense_conv_input_gradient_scratchpad(monkeypatch: pytest.
 
 
 def test_channels_last_3x3_depthwise_weight_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphmem.training.workspace import backward_temporaries, jit_dw_threads, unmodelled
+    from graphmem.training.kernels.workspace import backward_temporaries, jit_dw_threads, unmodelled
 
     # x [4,24,56,56] nhwc, depthwise 3x3 pad 1: W 24x1x3x3 = 864 B, B 96 B; jit_uni_dw computes
     # dW in Abcde16a, the groups padded to 32: 1152 B. Its scratchpad, one reduction buffer per
@@ -776,7 +776,7 @@ def test_channels_last_3x3_depthwise_weight_gradient(monkeypatch: pytest.MonkeyP
 
 
 def test_torch_threads_follow_pytorch_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphmem.training.workspace import _physical_cores, torch_threads
+    from graphmem.training.kernels.workspace import _physical_cores, torch_threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
@@ -846,7 +846,7 @@ def gru_view(x_shape, hidden, kept, **attrs):  # type: ignore[no-untyped-def]
 
 
 def test_gru_backward_temporaries_by_hand() -> None:
-    from graphmem.training.workspace import backward_temporaries
+    from graphmem.training.kernels.workspace import backward_temporaries
 
     # T=3, B=2, I=4, H=5, no bias: W_ih grad 15x4x4 = 240, W_hh grad 15x5x4 = 300, dX 3x2x4x4 = 96,
     # input-gate grads [3,2,15] = 360, per-step saved 3x2x30x4 + 2x2x5x4 = 800.
@@ -865,7 +865,7 @@ def test_gru_backward_temporaries_by_hand() -> None:
 
 
 def test_bidirectional_gru_by_hand() -> None:
-    from graphmem.training.workspace import backward_temporaries, forward_temporaries
+    from graphmem.training.kernels.workspace import backward_temporaries, forward_temporaries
 
     # forward, at the cat of FullBidirectionalLayer: both stacks [3,2,5] (2 x 120), the reverse
     # direction's input gates [3,2,15] (360) and both last hidden states (2 x 40): 680
@@ -946,7 +946,7 @@ def test_lstm_shared_zero_state_is_two_storages() -> None:
 
 
 def test_lstm_scratchpad_by_hand() -> None:
-    from graphmem.training.workspace import lstm_scratchpad_bytes
+    from graphmem.training.kernels.workspace import lstm_scratchpad_bytes
 
     # T=5, B=2, H=6: key_rnn_space, each part at a page-aligned offset: the gates of every step
     # 5 x 2 x good_ld(24)=32 x 4 = 1280 at 0; h scratch 2 x good_ld(6)=16 x 4 = 128 at 4096;
@@ -968,7 +968,7 @@ def test_lstm_scratchpad_by_hand() -> None:
 
 def test_lstm_backward_temporaries_by_hand() -> None:
     from graphmem.training.saved import OpView
-    from graphmem.training.workspace import backward_temporaries
+    from graphmem.training.kernels.workspace import backward_temporaries
 
     # I=4, H=6, T=5, B=2: good_ld(24) = 32; weight gradients in oneDNN's layout [good_ld(n), 24]
     # (good_ld(4) = good_ld(6) = 16) and PyTorch's [n, 32]: (16*24 + 4*32 + 16*24 + 6*32) x 4 = 4352;
@@ -1002,7 +1002,7 @@ def test_lstm_backward_temporaries_by_hand() -> None:
 def test_lstm_forward_temporaries_by_hand(direction: str, orders: dict, expected: int) -> None:
     from graphmem.model.types import TensorType
     from graphmem.training.saved import OpView
-    from graphmem.training.workspace import forward_temporaries
+    from graphmem.training.kernels.workspace import forward_temporaries
 
     dirs = 2 if direction == "bidirectional" else 1
     node = helper.make_node("LSTM", ["x", "W", "R"], ["Y", "Yh", "Yc"], hidden_size=6, direction=direction)

@@ -16,8 +16,11 @@ __all__ = ["register", "host_command"]
 
 @handled
 def host_command(as_json: JsonOption = False, host: HostOption = None) -> None:
-    """This machine's profile (CPU flags, caches, threads) as graphmem's rules read it; --json
-    prints the profile --host reads back (with --host FILE: that profile, checked)."""
+    """This machine's profile (CPU flags, caches, threads), as graphmem's rules read it.
+
+    --json prints the document that --host FILE reads back; with --host FILE, that file's
+    profile, checked.
+    """
     from graphmem.host import host_table
 
     profile = host_of(host)

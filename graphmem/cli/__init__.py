@@ -37,6 +37,7 @@ from graphmem.cli.gate import (
     OutputOption,
     RequireExactOption,
 )
+from graphmem.cli.helptext import MARKUP_MODE, Command, Group
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, UsageError
 
 __all__ = ["app", "main", "run"]
@@ -48,6 +49,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=MARKUP_MODE,
+    cls=Group,
 )
 
 
@@ -220,9 +223,14 @@ def _register_commands() -> None:
     import importlib
     import importlib.util
 
+    from typer.core import TyperCommand
+
     for name in COMMAND_MODULES:
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name).register(app)
+    for info in app.registered_commands:  # every command's --help reads the same (cli/helptext.py)
+        if info.cls in (None, TyperCommand):
+            info.cls = Command
 
 
 _register_commands()

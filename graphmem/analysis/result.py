@@ -99,6 +99,9 @@ class ActivationsInfo:
     live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
     provider: str = "cpu"  # the execution provider whose allocator is emulated
     approximations: tuple[Approximation, ...] = ()  # empty: every buffer planned exactly
+    # the peaks of the execution orders a session may pick (order_assumed), ascending; peak_bytes
+    # is the largest; () when the order is known or the orders could not be enumerated
+    order_peaks: tuple[int, ...] = ()
 
     @property
     def exact(self) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from graphmem.analysis.causes import unresolved_causes
 from graphmem.analysis.dims import resolve_inputs
 from graphmem.analysis.exactness import approximations
 from graphmem.analysis.result import (
@@ -282,6 +283,9 @@ def analyze_model(
         unmodelled = tuple(dict.fromkeys((*unmodelled, *flow.scratch_unmodelled)))
         produced = produced + list(flow.tensors)
     assumed = {c.node: c.assumed for c in flow.choices} if flow is not None else {}
+    causes = unresolved_causes(  # the nodes that cannot take their inputs, and the dims' ranges that work
+        g, order, runtime.types, runtime.values, dims=dims or {}, shapes=shapes, input_values=values
+    ) if top_unresolved else ()
     flop_report, bodies = flops_with_bodies(g, runtime, order, assumed=assumed)
     activations = ActivationsInfo(
         peak_bytes=peak_bytes,
@@ -303,6 +307,7 @@ def analyze_model(
         approximations=approximations(
             g, order, unresolved=top_unresolved, scratch_unmodelled=unmodelled, provider=provider,
             planned=frozenset(runtime.bodies) if flow is not None else frozenset(),
+            causes={t: c.detail for c in causes for t in c.tensors},
         ) + _missing_bodies(model, missing) + tuple(flow_approximations)
         + (_duplicated_dq_in_bodies(model) if execution_order == "ort" else ())
         + _cuda_inlined(session) + host,
@@ -316,7 +321,8 @@ def analyze_model(
         activations=activations,
         io=IOInfo(inputs_bytes=inputs_bytes, outputs_bytes=outputs_bytes),
         shapes=ShapesInfo(
-            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved
+            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved,
+            causes=causes,
         ),
         total_bytes=weights.bytes + activations.peak_bytes + inputs_bytes,
         graph=g,

@@ -15,7 +15,7 @@ from graphmem.planner.program import Program
 
 __all__ = [
     "Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo", "Approximation",
-    "APPROXIMATION_KINDS", "StepMemory",
+    "APPROXIMATION_KINDS", "StepMemory", "UnresolvedCause",
 ]
 
 
@@ -116,9 +116,48 @@ class IOInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UnresolvedCause:
+    """A node whose outputs have no static size although every input's shape is known."""
+
+    node: str  # its name (or ``OpType_id`` when unnamed)
+    op_type: str
+    tensors: tuple[str, ...]  # its unresolved outputs
+    inputs: str  # its inputs' shapes (and small values), as shown
+    dim: str | None = None  # the bound dim whose value the node cannot take (None: none found)
+    value: int | None = None  # that dim's bound value
+    low: int | None = None  # the range of that dim its shapes resolve in: low ≤ dim ≤ high (None: open)
+    high: int | None = None
+
+    @property
+    def resolves_for(self) -> str:
+        """The range of ``dim`` the node's shapes resolve in, as ``seq ≤ 512`` ('' when none was found)."""
+        if self.dim is None:
+            return ""
+        if self.low is not None and self.low > 1 and self.high is not None:
+            return f"{self.low} ≤ {self.dim} ≤ {self.high}"
+        return f"{self.dim} ≤ {self.high}" if self.high is not None else f"{self.dim} ≥ {self.low}"
+
+    @property
+    def detail(self) -> str:
+        """One line: the node, what it cannot take, the range its shapes resolve in."""
+        if self.dim is None:
+            return f"node '{self.node}' ({self.op_type}) gives no shape for its inputs ({self.inputs})"
+        return (f"node '{self.node}' ({self.op_type}) cannot take {self.dim}={self.value} (its inputs: {self.inputs}); "
+                f"its shapes resolve for {self.resolves_for}")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "node": self.node, "op_type": self.op_type, "tensors": list(self.tensors), "inputs": self.inputs,
+            "dim": self.dim, "value": self.value, "resolves_for": self.resolves_for or None, "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ShapesInfo:
     tensors: int
     unresolved: tuple[str, ...]
+    # the nodes that cannot take their inputs (graphmem.analysis.causes), in execution order
+    causes: tuple[UnresolvedCause, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

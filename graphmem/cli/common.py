@@ -22,6 +22,7 @@ import typer
 
 from graphmem.analysis.dims import parse_dims, parse_inputs
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_line
+from graphmem.model.validate import ExternalDataWarning
 from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
@@ -76,9 +77,10 @@ PlotOption = Annotated[
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
-    """graphmem's own warnings (an onnxruntime version the emulation is not proven against) as
-    one ``graphmem: warning:`` line on stderr; others as Python shows them."""
-    if issubclass(category, RuntimeVersionWarning):
+    """graphmem's own warnings (an onnxruntime version the emulation is not proven against, an
+    absent external-data file) as one ``graphmem: warning:`` line on stderr; others as Python
+    shows them."""
+    if issubclass(category, (RuntimeVersionWarning, ExternalDataWarning)):
         typer.echo(f"graphmem: warning: {message}", err=True)
     else:
         _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)

@@ -60,3 +60,33 @@ def test_packed_int4_weights_are_sized_in_half_bytes() -> None:
     assert tensor_bytes(onnx.TensorProto.FLOAT4E2M1, 16) == 8
     assert tensor_bytes(onnx.TensorProto.BOOL, 3) == 3
     assert tensor_bytes(onnx.TensorProto.STRING, 3) is None
+
+
+def test_a_missing_external_data_file_is_one_warning_line(tmp_path: Path) -> None:
+    # w [256, 256] float in m.data (256 * 256 * 4 = 262,144 B), and a 16-element bias kept inline
+    import os
+
+    import numpy as np
+    from builders import init, invoke, model, tensor
+    from onnx import helper
+
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])]
+    m = model(nodes, [tensor("x", [1, 256])], [tensor("y", [1, 256])],
+              [init("w", np.ones((256, 256), np.float32)), init("b", np.ones((256,), np.float32))])
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path), save_as_external_data=True, location="m.data", size_threshold=4096)
+    with_data = invoke("peak", str(path), "--json")
+    assert with_data.exit_code == 0 and with_data.stderr == ""
+    os.remove(tmp_path / "m.data")
+    result = invoke("peak", str(path), "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"graphmem: warning: {path}: external-data 'm.data' is missing (262,144 bytes of weights): the figures do "
+        "not need the weight bytes, but onnxruntime cannot load this model without them"
+    ]
+    assert result.stdout == with_data.stdout  # the same figures: 262,144 + 1,024 B of weights
+    import json
+
+    assert json.loads(result.stdout)["weights"]["bytes"] == 262_144 + 256 * 4
+    with pytest.warns(graphmem.model.validate.ExternalDataWarning, match="'m.data' is missing"):
+        load_model(path)

@@ -33,7 +33,7 @@ from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import ModelLoadError, ShapeInferenceError, TensorSizeError, UnsupportedOpError, UsageError
 from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
-from graphmem.model.loading import Model, load_model
+from graphmem.model.loading import MAX_TENSOR_BYTES, Model, load_model
 from graphmem.model.program import build_program, tensor_size, value_size
 from graphmem.ort.functions import inline_functions
 from graphmem.model.subgraphs import all_weights
@@ -56,9 +56,6 @@ from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
 from graphmem.model.types import TensorType, is_concrete
 
 __all__ = ["analyze", "analyze_model", "analyze_graph_opt"]
-
-#: Tensors larger than this (1 EiB) mean absurd dims, not a model.
-MAX_TENSOR_BYTES = 1 << 60
 
 KNOWN_DOMAINS = frozenset(
     {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}

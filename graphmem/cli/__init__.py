@@ -144,13 +144,17 @@ def peak(
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
     result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype)
+    plotted = None
     if plot is not None:
-        from graphmem.views.plot import peak_plot, write_plot
+        from graphmem.views.plot import peak_plot, write_plot, wrote
 
-        write_plot(peak_plot(result), plot, inputs=[model])
+        plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
     inputs = [model, *([devices_file] if devices_file else [])]
-    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs))
+    code = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
+    if plotted is not None:
+        typer.echo(plotted, err=True)
+    raise typer.Exit(code)
 
 
 def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:

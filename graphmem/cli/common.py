@@ -70,7 +70,7 @@ PlotOption = Annotated[
     typer.Option(
         "--plot",
         help="Also draw the memory timeline into FILE (.png or .svg, written atomically; needs "
-        "matplotlib: pip install 'graphmem[plot]').",
+        "matplotlib: pip install 'graphmem[plot]'); says where it wrote on stderr.",
         show_default=False,
     ),
 ]

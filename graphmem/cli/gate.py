@@ -219,12 +219,16 @@ def diff(
     inputs = parse_inputs(dim, shape, value)
     before = analyze(old, **inputs, provider=provider)
     after = analyze(new, **inputs, provider=provider)
+    plotted = None
     if plot is not None:
-        from graphmem.views.plot import diff_plot, write_plot
+        from graphmem.views.plot import diff_plot, write_plot, wrote
 
-        write_plot(diff_plot(before, after), plot, inputs=[old, new])
+        plotted = wrote("diff", plot, write_plot(diff_plot(before, after), plot, inputs=[old, new]))
     doc = compare(before, after, thresholds=thresholds, top=top, require_exact=require_exact)
     for warning in diff_warnings(doc):
         typer.echo(f"graphmem: warning: {one_line(warning)}", err=True)
     failures = [f["message"] for f in doc["gate"]["failures"]]
-    raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new]))
+    code = deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new])
+    if plotted is not None:
+        typer.echo(plotted, err=True)
+    raise typer.Exit(code)

@@ -1,14 +1,15 @@
 """Why a tensor has no static size, when that is knowable: the node that cannot take its inputs.
 
-A tensor is unresolved either because a node upstream of it is, or because its own node's shape
-inference refused inputs whose shapes are all known. The second kind is a *root*: e.g. BERT's
-``Expand`` of a slice of its 512-entry token-type table to ``[batch, seq]``: at ``seq=600`` the
-slice is ``[1, 512]`` and the target ``[1, 600]`` do not broadcast, onnx refuses them and
-onnxruntime fails at run time ("invalid expand shape"). Each root is named with its inputs'
-shapes, and, for each ``--dim`` the user bound, the values at which the node does resolve: the
-shape inference of the root's ancestors is rerun at other values of that one dim (bisection,
-assuming the values that work are a range: ``seq ≤ 512``, or ``seq ≥ K``). Nothing is guessed:
-when no value of one dim alone makes the node resolve, no range is given.
+A tensor is unresolved either because a node upstream of it is, or because its own node gives no
+size for inputs whose shapes are all known: a *root*. Either a dim of its output depends on
+values not known before the run (NonZero; a shape computed from data), or shape inference refuses
+the inputs: e.g. BERT's ``Expand`` of a slice of its 512-entry token-type table to
+``[batch, seq]``: at ``seq=600`` the slice is ``[1, 512]`` and the target ``[1, 600]`` do not
+broadcast, onnx refuses them and onnxruntime fails at run time ("invalid expand shape"). Each
+root is named with its inputs' shapes; for the first refusal, the values of a ``--dim`` at which
+the node does resolve: the shape inference of its ancestors is rerun at other values of that one
+dim (bisection, assuming the values that work are a range: ``seq ≤ 512``, or ``seq ≥ K``).
+Nothing is guessed: when no value of one dim alone makes the node resolve, no range is given.
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ def unresolved_causes(
         if not missing or g.implicit.get(nid) or any(value_size(types.get(x)) is None for x in inputs):
             continue
         label = node.name or f"{node.op_type}_{nid}"
-        cause = UnresolvedCause(node=label, op_type=node.op_type, tensors=missing, inputs=_inputs(inputs, types, values))
-        if not out:  # the first root: the ones after it usually follow from it, and probing costs inferences
+        ranked = all(types.get(o) is not None and types[o].shape is not None for o in missing)
+        cause = UnresolvedCause(node=label, op_type=node.op_type, tensors=missing, inputs=_inputs(inputs, types, values),
+                                kind="value_dependent" if ranked else "refused")
+        if not out and not ranked:  # the first refusal: the ones after it usually follow from it, and probing costs inferences
             upstream = nx.ancestors(g.dag, nid) | {nid}
             sub = tuple(n for n in order if n in upstream)
 

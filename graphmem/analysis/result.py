@@ -123,6 +123,9 @@ class UnresolvedCause:
     op_type: str
     tensors: tuple[str, ...]  # its unresolved outputs
     inputs: str  # its inputs' shapes (and small values), as shown
+    # "refused": shape inference gives no shape for these inputs; "value_dependent": it gives a
+    # rank, but a dim depends on values graphmem does not know (NonZero, a Reshape by a computed shape)
+    kind: str = "refused"
     dim: str | None = None  # the bound dim whose value the node cannot take (None: none found)
     value: int | None = None  # that dim's bound value
     low: int | None = None  # the range of that dim its shapes resolve in: low ≤ dim ≤ high (None: open)
@@ -140,6 +143,9 @@ class UnresolvedCause:
     @property
     def detail(self) -> str:
         """One line: the node, what it cannot take, the range its shapes resolve in."""
+        if self.kind == "value_dependent":
+            return (f"node '{self.node}' ({self.op_type}): the size of its output depends on values not known "
+                    f"before the run (its inputs: {self.inputs})")
         if self.dim is None:
             return f"node '{self.node}' ({self.op_type}) gives no shape for its inputs ({self.inputs})"
         return (f"node '{self.node}' ({self.op_type}) cannot take {self.dim}={self.value} (its inputs: {self.inputs}); "
@@ -148,6 +154,7 @@ class UnresolvedCause:
     def to_json(self) -> dict[str, object]:
         return {
             "node": self.node, "op_type": self.op_type, "tensors": list(self.tensors), "inputs": self.inputs,
+            "kind": self.kind,
             "dim": self.dim, "value": self.value, "resolves_for": self.resolves_for or None, "detail": self.detail,
         }
 

@@ -39,7 +39,9 @@ DimOption = Annotated[
     typer.Option(
         "--dim",
         "-d",
-        help="Bind a symbolic dim: NAME=VALUE (repeatable), e.g. --dim batch=8.",
+        help="Bind a symbolic dim: NAME=VALUE (repeatable), e.g. --dim batch=8. A value of 0 is an empty "
+        "tensor (an empty KV-cache past), sized as onnxruntime runs it (0 bytes); a node that cannot "
+        "take it is named as the cause of the tensors left without a size.",
         show_default=False,
     ),
 ]

@@ -459,12 +459,25 @@ def _shape(shape: Sequence[Any] | None, *, csv: bool = False) -> str:
     return "x".join("?" if d is None else str(d) for d in shape)
 
 
+def rows_line(doc: Mapping[str, Any]) -> str:
+    """Which rows a cut ``layers`` table shows ('' when it shows them all): the first N in graph
+    order, or the N largest by the --sort key."""
+    rows = doc.get("rows")
+    if not rows or rows["shown"] >= rows["of"]:
+        return ""
+    if rows["sort"] == "order":
+        return (f"first {rows['shown']} of {rows['of']} layers, in graph order (the order onnxruntime runs them; "
+                "--sort flops|params|memory for the largest)")
+    return f"top {rows['shown']} of {rows['of']} layers by {rows['sort']}"
+
+
 def _layers_table(doc: Mapping[str, Any]) -> list[str]:
     """The aligned text table ``graphmem layers`` prints (three significant digits)."""
     from graphmem.units import format_bytes, format_count
 
     totals, act = doc["totals"], doc["activations"]
-    lines = [
+    lines = [rows_line(doc)] if rows_line(doc) else []
+    lines += [
         f"{'layer':<44} {'op':<18} {'output shape':<20} {'params':>10} {'FLOPs':>10} "
         f"{'share':>6} {'output':>11} peak"
     ]
@@ -507,6 +520,7 @@ def _layers_markdown(doc: Mapping[str, Any]) -> list[str]:
         f"· {short_count(totals['flops'])} FLOPs ({short_count(totals['macs'])} MACs) "
         f"· activations peak {peak}",
         "",
+        *([rows_line(doc), ""] if rows_line(doc) else []),
     ]
     if n > _LAYERS_MD_OPEN:
         lines += [f"<details><summary>{n} layers</summary>", "", *table, "", "</details>"]

@@ -74,3 +74,41 @@ def test_working_range_by_bisection() -> None:
     # the budget of inferences runs out: no range (1 and the first bisection step only)
     budget = [2]
     assert _working_range(lambda v: v <= 512, 600, budget) == (None, None) and budget == [0]
+
+
+def test_a_value_dependent_size_is_named_as_such(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # x [4] -> NonZero -> y [1, ?]: the count of non-zeros is known only when it runs; no dim to search
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("NonZero", ["x"], ["y"])], "nz",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    path = tmp_path / "nonzero.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8), str(path))
+    (cause,) = analyze(path).shapes.causes
+    assert (cause.kind, cause.dim, cause.tensors) == ("value_dependent", None, ("y",))
+    assert cause.detail == "node 'NonZero_0' (NonZero): the size of its output depends on values not known before the run (its inputs: [4])"
+
+
+def test_dim_zero_is_an_empty_tensor_as_onnxruntime_runs_it() -> None:
+    # --dim batch=0: tiny_cnn's tensors are all empty (0 bytes), and a real session measures 0 too
+    from builders import CNN
+
+    result = invoke("verify", str(CNN), "-d", "batch=0", "--json", "--tolerance", "0%")
+    assert result.exit_code == 0, result.output
+    v = json.loads(result.stdout)["verify"]
+    assert (v["predicted_bytes"], v["measured_bytes"], v["passed"]) == (0, 0, True)
+    # tiny_bert cannot take batch=0: the attention's Reshape infers a -1 from no elements, and
+    # onnxruntime fails at that node too
+    a = analyze(BERT, dims={"batch": 0, "seq": 8})
+    first = a.shapes.causes[0]
+    reshape = "/model/encoder/layer.0/attention/self/Reshape_1"
+    assert (first.node, first.inputs, first.resolves_for) == (reshape, "[0, 8, 64], [4] = [0, 8, -1, 16]", "batch ≥ 1")
+    session = ort.InferenceSession(str(BERT), providers=["CPUExecutionProvider"])
+    try:
+        session.run(None, {"input_ids": np.zeros((0, 8), np.int64), "attention_mask": np.ones((0, 8), np.int64)})
+        raised = ""
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types
+        raised = str(exc)
+    assert f"Reshape node. Name:'{reshape}'" in raised

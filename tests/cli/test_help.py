@@ -4,7 +4,8 @@ The criterion for a broken line is greedy filling, what a text wrapper does: wit
 (a block of the command's description, or one option's help cell in a panel), a line is broken
 too early when the next line's first word would have fit on it. A docstring's hard line break in
 the middle of a paragraph shows up exactly so (a line of 60 characters, then ``errors.`` alone).
-Each region's width is the longest line it has (every region here has lines that reach it).
+A region's width is the terminal's (less rich's margins) for the description, and the longest
+line of the panel's help column for an option's or a command's help.
 """
 
 from __future__ import annotations
@@ -23,39 +24,50 @@ WIDTHS = (80, 120)
 _ITEMS = re.compile(r"^\[(default|required)")
 
 
-def help_text(command: str | None, width: int) -> str:
-    result = invoke(*([command] if command else []), "--help", env={"COLUMNS": str(width), "TERMINAL_WIDTH": str(width)})
+def help_text(command: str | None, width: int, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``--help`` on a terminal ``width`` columns wide. typer reads TERMINAL_WIDTH once, when its
+    rich module is imported (``MAX_WIDTH``), and rich reads COLUMNS when typer makes its console:
+    both are set, so that the width holds whatever ran first."""
+    from typer import rich_utils
+
+    monkeypatch.setattr(rich_utils, "MAX_WIDTH", width)
+    result = invoke(*([command] if command else []), "--help", env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
     return result.stdout
 
 
-def paragraphs(text: str) -> list[list[str]]:
-    """The help's paragraphs as lists of lines (text only, no box drawing): the description's
-    blocks outside panels, and each option's or command's help cell inside them."""
-    out: list[list[str]] = []
+def paragraphs(text: str) -> list[tuple[int, list[str]]]:
+    """The help's paragraphs as (width, lines), text only, no box drawing: the description's
+    blocks outside panels (their width: the terminal's, less rich's margin of one column each
+    side) and each option's or command's help cell inside them (the width of the panel's help
+    column: its longest line)."""
+    out: list[tuple[int, list[str]]] = []
     lines = text.splitlines()
+    width = max((len(line) for line in lines), default=0) - 2
     i = 0
     block: list[str] = []
     while i < len(lines):
         line = lines[i]
         if line.startswith("╭"):
             if block:
-                out.append(block)
+                out.append((width, block))
                 block = []
             panel = []
             i += 1
             while i < len(lines) and not lines[i].startswith("╰"):
                 panel.append(lines[i][1:-1])
                 i += 1
-            out.extend(_cells(panel))
+            cells = _cells(panel)
+            column = max((len(line) for cell in cells for line in cell), default=0)
+            out.extend((column, cell) for cell in cells)
         elif line.strip() and not line.lstrip().startswith("Usage:"):
             block.append(line.strip())
         elif block:
-            out.append(block)
+            out.append((width, block))
             block = []
         i += 1
     if block:
-        out.append(block)
+        out.append((width, block))
     return out
 
 
@@ -79,8 +91,7 @@ def _cells(panel: list[str]) -> list[list[str]]:
 def early_breaks(text: str) -> list[str]:
     """Lines after which the next line's first word would still have fit (see module doc)."""
     found = []
-    for block in paragraphs(text):
-        width = max(len(line) for line in block)
+    for width, block in paragraphs(text):
         for line, nxt in zip(block, block[1:]):
             if len(line) + 1 + len(nxt.split()[0]) <= width:
                 found.append(f"{line!r} then {nxt!r}")
@@ -89,11 +100,11 @@ def early_breaks(text: str) -> list[str]:
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("command", [None, *COMMANDS])
-def test_help_has_no_bool_and_no_early_breaks(command: str | None, width: int) -> None:
-    text = help_text(command, width)
+def test_help_has_no_bool_and_no_early_breaks(command: str | None, width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = help_text(command, width, monkeypatch)
     assert "<bool>" not in text
     assert early_breaks(text) == []
-    assert max(len(line) for line in text.splitlines()) <= width
+    assert max(len(line) for line in text.splitlines()) == width  # the panels span the terminal
 
 
 def test_criterion_finds_a_hard_break() -> None:
@@ -118,5 +129,5 @@ def test_criterion_reads_help_cells() -> None:
         "│ --seed        <int>  Seed of the random inputs.        │\n"
         "╰────────────────────────────────────────────────────────╯\n"
     )
-    assert paragraphs(panel) == [["Allowed |predicted/measured - 1|,", "e.g.", "5%."], ["Seed of the random inputs."]]
+    assert paragraphs(panel) == [(33, ["Allowed |predicted/measured - 1|,", "e.g.", "5%."]), (33, ["Seed of the random inputs."])]
     assert early_breaks(panel) == ["'e.g.' then '5%.'"]

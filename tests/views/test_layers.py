@@ -82,5 +82,6 @@ def test_top_says_which_rows_it_shows(models_dir: Path) -> None:
     assert "first 3 of 14 layers, in graph order" in md
     # every row shown: no such line
     assert invoke("layers", cnn, "--dim", "batch=1").stdout.splitlines()[0].startswith("layer ")
-    help_text = invoke("layers", "--help", env={"COLUMNS": "200"}).stdout
-    assert "in graph order unless --sort ranks them" in help_text
+    help_text = " ".join(invoke("layers", "--help").stdout.replace("│", " ").split())  # the words, as wrapped
+    assert "Show only the first N rows: in graph order unless --sort ranks them (then the N largest)." in help_text
+    assert "Rows are in graph order (the order onnxruntime runs the nodes) unless --sort ranks them" in help_text

@@ -22,6 +22,7 @@ __all__ = [
     "InvalidModelError",
     "TensorSizeError",
     "ConfigError",
+    "HostProfileError",
     "UnknownDeviceError",
     "FlopsUnavailableError",
     "MissingExtraError",
@@ -118,6 +119,11 @@ class TensorSizeError(GraphmemError):
 
 class ConfigError(UsageError):
     """The ``check`` configuration is missing, not TOML, or has a bad key or value."""
+
+
+class HostProfileError(UsageError):
+    """A host profile file (``--host``, ``GRAPHMEM_HOST``) is missing, not JSON/TOML, or has a bad
+    key or value; the message names the file and the problem."""
 
 
 class UnknownDeviceError(UsageError):

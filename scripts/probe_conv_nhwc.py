@@ -6,8 +6,9 @@ tensor viewed as NCHW (``permute(0, 3, 1, 2)``, as ConvNeXt's LayerNorm leaves i
 backward runs twice — the input gradient alone, then the weight (and bias) gradients alone —
 under ``torch.profiler(profile_memory=True)`` (the second of two runs, so no first-call caches
 count). Measured: the highest live bytes inside ``torch.autograd.grad`` above its start, minus the
-gradients it returns. Predicted: ``graphmem.training.halfconv.backward_temporaries`` of the same
-Conv (what the kernel holds beyond the gradients it returns), with torch's thread count.
+gradients it returns. Predicted: ``graphmem.training.kernels.backward_temporaries`` of the same
+Conv (what the kernel holds beyond the gradients it returns) on this machine's host profile
+(``graphmem host``) with torch's thread count.
 
     python scripts/probe_conv_nhwc.py [--threads N] [--only dx|dw] [--dtype fp32|bf16|fp16] [--nchw] [CONFIG ...]
 
@@ -30,8 +31,9 @@ from onnx import TensorProto, helper
 from torch.profiler import ProfilerActivity, profile
 
 from graphmem.model.types import TensorType
+from graphmem.host import HostProfile
+from graphmem.training.kernels import backward_temporaries
 from graphmem.training.saved import OpView
-from graphmem.training.halfconv import backward_temporaries
 
 DEFAULT = [
     (1, 96, 192, 56, 56, 2, 2, 0, 1), (4, 96, 192, 56, 56, 2, 2, 0, 1),  # ConvNeXt-T downsamples
@@ -76,7 +78,7 @@ def measure(cfg: tuple[int, ...], phase: str, dtype: str = "fp32", nhwc: bool = 
     return peak - sum(t.numel() * t.element_size() for t in grads), tuple(y.shape)
 
 
-def predicted(cfg: tuple[int, ...], phase: str, y_shape: tuple[int, ...], dtype: str = "fp32",
+def predicted(cfg: tuple[int, ...], phase: str, y_shape: tuple[int, ...], host: HostProfile, dtype: str = "fp32",
               nhwc: bool = True) -> int:
     b, cin, cout, h, w, k, s, p, g = cfg
     node = helper.make_node("Conv", ["x", "W", "B"], ["y"], group=g, kernel_shape=[k, k], strides=[s, s], pads=[p] * 4)
@@ -85,13 +87,13 @@ def predicted(cfg: tuple[int, ...], phase: str, y_shape: tuple[int, ...], dtype:
     op = OpView(op_type="Conv", node=node, inputs=("x", "W", "B"), outputs=("y",), types=types,
                 needs_grad=frozenset({"x"} if phase == "dx" else {"W", "B"}), weights=frozenset({"W", "B"}),
                 orders={"x": (0, 2, 3, 1)} if nhwc else {})
-    return backward_temporaries(op)
+    return backward_temporaries(op, host)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("configs", nargs="*", metavar="CONFIG")
-    ap.add_argument("--threads", type=int, help="torch.set_num_threads (graphmem reads OMP_NUM_THREADS: set both)")
+    ap.add_argument("--threads", type=int, help="torch.set_num_threads (graphmem's host profile follows it)")
     ap.add_argument("--only", choices=("dx", "dw"))
     ap.add_argument("--dtype", choices=list(DTYPES), default="fp32")
     ap.add_argument("--nchw", action="store_true", help="a contiguous (NCHW) input")
@@ -99,15 +101,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     configs = [tuple(int(v) for v in c.split(",")) for c in args.configs] or DEFAULT
-    from graphmem.training.workspace import torch_threads
+    from dataclasses import replace
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads (graphmem assumes {torch_threads()}); "
+    from graphmem.host import this_host
+
+    host = replace(this_host(), torch_threads=torch.get_num_threads())
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads (graphmem assumes {host.torch_threads}); "
           f"{args.dtype}, {'nchw' if args.nchw else 'nhwc'}; bytes held beyond the returned gradients")
     bad = 0
     for cfg in configs:
         for phase in ("dx", "dw") if args.only is None else (args.only,):
             meas, y_shape = measure(cfg, phase, args.dtype, not args.nchw)
-            pred = predicted(cfg, phase, y_shape, args.dtype, not args.nchw)
+            pred = predicted(cfg, phase, y_shape, host, args.dtype, not args.nchw)
             ok = "ok" if pred == meas else "DIFF"
             bad += pred != meas
             print(f"{'x'.join(map(str, cfg)):<28} {phase}  measured {meas:>11,}  predicted {pred:>11,}  "

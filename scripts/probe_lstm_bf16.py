@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""oneDNN's bf16 LSTM buffers: PyTorch measured vs ``graphmem.training.onednn_rnn``.
+"""oneDNN's bf16 LSTM buffers: PyTorch measured vs ``graphmem.training.kernels.onednn_rnn``.
 
 For each shape (steps, batch, input size, hidden) one ``nn.LSTM`` layer runs a forward and a
 backward under ``torch.autocast('cpu', dtype=torch.bfloat16)`` with
@@ -25,7 +25,8 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from graphmem.training.onednn_rnn import lstm_bf16_scratchpad, lstm_bf16_weights
+from graphmem.host import this_host
+from graphmem.training.kernels.onednn_rnn import lstm_bf16_scratchpad, lstm_bf16_weights
 
 DEFAULT = [(64, 1, 128, 256), (64, 4, 128, 256), (64, 1, 256, 512), (64, 4, 256, 512), (64, 1, 512, 512),
            (64, 4, 512, 512), (7, 3, 33, 20), (5, 3, 8, 16), (3, 130, 64, 64)]
@@ -63,16 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shapes] or DEFAULT
+    host = this_host()  # the measurement is on this machine: its CPU flags and per-core L2
+    cpu = {"flags": host.cpu_flags, "l2": host.l2_per_core_bytes}
     print(f"torch {torch.__version__}, {args.threads} threads; bytes measured / predicted")
     print(f"{'T,B,I,H':>16}  {'fwd scratchpad':>17}  {'fwd weights':>17}  {'bwd scratchpad':>17}  {'bwd weights':>17}")
     bad = 0
     for shape in shapes:
         t, b, i, h = shape
         measured = measure(t, b, i, h)
-        predicted = (lstm_bf16_scratchpad(t, b, i, h, forward=True, threads=args.threads),
-                     lstm_bf16_weights(i, h, forward=True),
-                     lstm_bf16_scratchpad(t, b, i, h, forward=False, threads=args.threads),
-                     lstm_bf16_weights(i, h, forward=False))
+        predicted = (lstm_bf16_scratchpad(t, b, i, h, forward=True, threads=args.threads, **cpu),
+                     lstm_bf16_weights(i, h, forward=True, flags=host.cpu_flags),
+                     lstm_bf16_scratchpad(t, b, i, h, forward=False, threads=args.threads, **cpu),
+                     lstm_bf16_weights(i, h, forward=False, flags=host.cpu_flags))
         cells = []
         for m, p in zip(measured, predicted):
             cells.append(f"{m:>8}/{p:<8}" + (" " if m == p else "!"))

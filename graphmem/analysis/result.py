@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphmem.flops import FlopReport
+from graphmem.host import HostProfile
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 from graphmem.ort.allocation import OrtPlan
@@ -193,6 +194,7 @@ class Analysis:
     order: tuple[int, ...]
     types: dict[str, TensorType]
     flops: FlopReport
+    host: HostProfile  # the machine the figures are for (graphmem.host)
     values: dict[str, Any] = field(default_factory=dict)  # tensor -> value (numpy) shape inference computed
     placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
     steps: StepMemory | None = None  # per-step planner results, for the pictures

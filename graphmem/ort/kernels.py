@@ -23,7 +23,6 @@ Matching follows ``core/framework/kernel_registry.cc``:
 from __future__ import annotations
 
 import functools
-import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,16 +48,17 @@ _OPEN = None  # LAST of an open-ended kernel
 TABLE_MACHINES = frozenset({"x86_64", "amd64", "x64"})
 
 
-def host_problem(machine: str | None = None) -> str | None:
-    """Why onnxruntime on this host (``machine``: ``platform.machine()`` when None) may pick other
-    CPU kernels than graphmem's table, or None on x86-64. ARM64 builds register float16 kernels
-    x86-64 has not (``MLAS_F16VEC_INTRINSICS_SUPPORTED`` blocks of cpu_execution_provider.cc:
-    Relu, Conv, Gemm, MaxPool, …) and other MLAS quantized kernels (``ConvSymS8S8Dispatch``)."""
-    name = (platform.machine() if machine is None else machine).lower()
+def host_problem(machine: str) -> str | None:
+    """Why onnxruntime on a host of architecture ``machine`` (``platform.machine()``'s name:
+    :attr:`graphmem.host.HostProfile.machine`) may pick other CPU kernels than graphmem's table,
+    or None on x86-64. ARM64 builds register float16 kernels x86-64 has not
+    (``MLAS_F16VEC_INTRINSICS_SUPPORTED`` blocks of cpu_execution_provider.cc: Relu, Conv, Gemm,
+    MaxPool, …) and other MLAS quantized kernels (``ConvSymS8S8Dispatch``)."""
+    name = machine.lower()
     if name in TABLE_MACHINES:
         return None
     return (
-        f"this host is {name or 'of unknown architecture'}: graphmem's CPU kernel table and MLAS rules are "
+        f"the host is {name or 'of unknown architecture'}: graphmem's CPU kernel table and MLAS rules are "
         "onnxruntime's x86-64 build (ARM64 has float16 Relu, Conv, Gemm, MaxPool, … kernels and other "
         "quantized kernels): the Casts around float16 nodes and the quantized kernels' buffers may differ here"
     )

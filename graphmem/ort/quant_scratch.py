@@ -94,7 +94,7 @@ def _qconv_plan(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: Sc
         if site.is_constant(2) and site.is_constant(5) and (x_zp is None or w_zp is None):
             return None  # constant zero points too large to be kept: the path is unknown
         if site.is_constant(2) and site.is_constant(5) and x_zp is not None and x_zp.size == 1 and not w_zp.any():
-            size = _conv_sym_pack_size(group, gi, go, ks, act_signed)
+            size = _conv_sym_pack_size(group, gi, go, ks, act_signed, site.host.cpu_flags)
             if size:
                 return _QConvPlan(packed="sym", prepack=((size, True),))
             # MlasSymmQgemmPackBSize is 0 off ARM64: no symmetric GEMM packing either
@@ -103,9 +103,9 @@ def _qconv_plan(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: Sc
     return _QConvPlan(packed="reordered", prepack=())  # reserved
 
 
-def _conv_sym_pack_size(group: int, gi: int, go: int, ks: int, act_signed: bool) -> int:
-    """``MlasConvSymPackWSize`` (``core/mlas/lib/convsym.cpp``) on x86-64."""
-    alignment = conv_sym_output_alignment()
+def _conv_sym_pack_size(group: int, gi: int, go: int, ks: int, act_signed: bool, flags: frozenset[str]) -> int:
+    """``MlasConvSymPackWSize`` (``core/mlas/lib/convsym.cpp``) on an x86-64 CPU with ``flags``."""
+    alignment = conv_sym_output_alignment(flags)
     if act_signed or alignment is None:
         return 0
     if group > 1:

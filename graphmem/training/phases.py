@@ -7,7 +7,7 @@ with sizes, steps that read and write them, ``alias`` for views) and measured wi
 Forward (PyTorch eager, the file's order): an op's output lives until its last reader; a storage
 autograd saves — and each graph output, which the loss holds — lives to the end of the pass.
 Buffers an op makes for backward (masks, indices, statistics) are extra outputs of its step;
-so are its kernel's temporaries (:mod:`graphmem.training.workspace`), which nothing reads.
+so are its kernel's temporaries (:mod:`graphmem.training.kernels.workspace`), which nothing reads.
 
 Backward (the reverse order, as the autograd engine runs a single-threaded CPU graph):
 

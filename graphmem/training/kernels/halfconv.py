@@ -27,8 +27,9 @@ torch 2.13, and the sources cited below):
   in ``gOIhw16i16o`` (16x16 per group), with the scratchpad of :func:`jit_bf16_weights_scratchpad`.
 
 What the kernels' own scratchpads hold beyond these is named by :func:`unmodelled_note`.
-:func:`backward_temporaries` and :func:`unmodelled` are :mod:`workspace`'s, with these rules
-first (this module builds on that one).
+:func:`conv_backward` is :mod:`workspace`'s with these rules first (this module builds on that
+one). Which kernels run, their thread split and their blocking follow the host profile
+(:mod:`graphmem.host`: CPU flags, threads, physical cores, per-core L2).
 """
 
 from __future__ import annotations
@@ -38,43 +39,38 @@ import math
 import numpy as np
 from onnx import TensorProto
 
-from graphmem.ort.mlas import cpu_flags
-from graphmem.training import workspace
-from graphmem.training.onednn_rnn import l2_per_core
+from graphmem.host import HostProfile
+from graphmem.training.kernels import workspace
 from graphmem.training.saved import OpView
-from graphmem.training.workspace import (
+from graphmem.training.kernels.workspace import (
     BATCH_ELEMENT,
     P4K,
     SIMD_W,
     _booked,
     _channels_last_weight_copy,
     _depthwise,
-    _physical_cores,
     _rnd_up,
     _shape,
     _size,
     brgemm_bwd_data_scratchpad,
-    torch_threads,
 )
 
 __all__ = [
-    "backward_temporaries",
     "brgemm_bwd_w_scratchpad",
+    "conv_backward",
     "half_conv_backward",
     "half_kernels_known",
     "jit_bf16_weights_scratchpad",
-    "unmodelled",
     "unmodelled_note",
 ]
 
 HALF = (TensorProto.BFLOAT16, TensorProto.FLOAT16)
 
 
-def half_kernels_known(dtype: int) -> bool:
-    """Whether the kernels of the module doc are the ones oneDNN picks here: bf16 convolutions on
-    ``avx512_core_amx`` (AMX tiles with bf16), f16 on ``avx512_core_fp16``."""
+def half_kernels_known(dtype: int, flags: frozenset[str]) -> bool:
+    """Whether the kernels of the module doc are the ones oneDNN picks on a CPU with ``flags``:
+    bf16 convolutions on ``avx512_core_amx`` (AMX tiles with bf16), f16 on ``avx512_core_fp16``."""
     # oneDNN v3.12 src/cpu/x64/cpu_isa_traits.hpp, mayiuse: avx512_core_amx = amx_tile + amx_int8 + amx_bf16; avx512_core_fp16 = avx512_fp16
-    flags = cpu_flags()
     if dtype == TensorProto.BFLOAT16:
         return {"amx_tile", "amx_int8", "amx_bf16"} <= flags
     return dtype == TensorProto.FLOAT16 and "avx512_fp16" in flags
@@ -85,26 +81,27 @@ def _half(op: OpView) -> int | None:
     return t.dtype if t is not None and t.dtype in HALF else None
 
 
-def _covered(op: OpView) -> int | None:
-    """The half dtype when :func:`half_conv_backward` models this conv, else None."""
+def _covered(op: OpView, host: HostProfile) -> int | None:
+    """The half dtype when :func:`half_conv_backward` models this conv on ``host``, else None."""
     dtype = _half(op)
     w = _shape(op, op.input(1)) if dtype is not None else None
     if (dtype is None or op.op_type != "Conv" or w is None or len(w) != 4 or _shape(op, op.input(0)) is None
-            or _shape(op, op.outputs[0]) is None or not half_kernels_known(dtype)):
+            or _shape(op, op.outputs[0]) is None or not half_kernels_known(dtype, host.cpu_flags)):
         return None
     if dtype == TensorProto.BFLOAT16 and _depthwise(op) and w[-1] <= 3:
         return None  # jit_uni_dw in blocked layouts: workspace's rules
     if w[1] * op.attr("group", 1) == 1:
         return None  # one input channel: its NCHW is channels-last too (mkldnn_conv_use_channels_last): unmodelled_note
     if dtype == TensorProto.BFLOAT16 and op.channels_last(op.input(0)) and op.grad(1) and (
-            brgemm_bwd_w_scratchpad(op) is None if not _depthwise(op) else jit_bf16_weights_scratchpad(op) is None):
+            brgemm_bwd_w_scratchpad(op, host) is None if not _depthwise(op)
+            else jit_bf16_weights_scratchpad(op, host.torch_threads) is None):
         return None
     if op.channels_last(op.input(0)) and not _depthwise(op) and any(d != 1 for d in op.attr("dilations", ())):
         return None  # brgemm refuses dilation: workspace's rules and note
     return dtype
 
 
-def jit_bf16_weights_scratchpad(op: OpView, threads: int | None = None) -> int | None:
+def jit_bf16_weights_scratchpad(op: OpView, threads: int) -> int | None:
     """The scratchpad of ``jit_avx512_core_bf16_convolution_bwd_weights`` for a grouped conv on an
     nhwc input with at least as many groups as threads (``balance``: then ``nthr_g = nthr``,
     ``nthr_mb = 1``); None when the kernel refuses the conv or the threads exceed the groups.
@@ -119,7 +116,6 @@ def jit_bf16_weights_scratchpad(op: OpView, threads: int | None = None) -> int |
     # oneDNN v3.12 src/cpu/x64/jit_avx512_core_bf16_conv_kernel.cpp, jit_avx512_core_bf16_conv_bwd_weights_kernel_f32_t::init_conf and init_scratchpad
     x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
     groups = op.attr("group", 1)
-    threads = threads or torch_threads()
     if x is None or w is None or y is None or len(w) != 4 or groups < threads:
         return None
     (kh, kw), (ih, iw), (oh, ow) = w[2:], x[2:], y[2:]
@@ -149,7 +145,7 @@ def _div_up(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _bwd_w_balance(jcp: dict, nthr: int) -> tuple[int, int, int, int] | None:
+def _bwd_w_balance(jcp: dict, nthr: int, physical_cores: int) -> tuple[int, int, int, int] | None:
     """``balance_bwd_w``: the threads over minibatch·rows, groups, output- and input-channel
     chunks (``nthr_mb, nthr_g, nthr_oc_b, nthr_ic_b``): the lowest ``calc_mem_cost`` (float32, as
     the C++), then the AMX heuristic for a minibatch of at most half the threads (``cubic``
@@ -200,7 +196,7 @@ def _bwd_w_balance(jcp: dict, nthr: int) -> tuple[int, int, int, int] | None:
     neat_1x1 = jcp["kh"] == jcp["kw"] == g == jcp["sh"] == 1
     if (neat_1x1 and nthr >= 28 and mb >= nthr) or (g == 1 and (oc > 2048 or ic > 2048)) or jcp["kw"] > 100:
         return None
-    if nthr <= _physical_cores() and mb <= nthr // 2 and oc >= 64 and ic >= 64 and g == 1:
+    if nthr <= physical_cores and mb <= nthr // 2 and oc >= 64 and ic >= 64 and g == 1:
         return _bwd_w_cubic(jcp, nthr)
     return best
 
@@ -292,10 +288,10 @@ def _bwd_w_cubic(jcp: dict, nthr: int) -> tuple[int, int, int, int]:
     return got["sp"], got["g"], got["oc"], got["ic"]
 
 
-def brgemm_bwd_w_scratchpad(op: OpView, threads: int | None = None) -> int | None:
+def brgemm_bwd_w_scratchpad(op: OpView, host: HostProfile) -> int | None:
     """The scratchpad of ``brgconv_bwd_w`` (``avx512_core_amx``, bf16 nhwc source and output
-    gradient) for a 2-D undilated ungrouped conv; None where :func:`_bwd_w_balance` does not
-    follow the source.
+    gradient) for a 2-D undilated ungrouped conv on ``host`` (its threads, physical cores and
+    per-core L2); None where :func:`_bwd_w_balance` does not follow the source.
 
     ``init_conf_bwd_w`` transposes the source in rows of ``tr_iw = rnd_up(⌈(iw + l + r) /
     stride_w⌉, 32)·stride_w`` and the output gradient in rows of ``tr_ow`` (``ow`` rounded to the
@@ -312,7 +308,7 @@ def brgemm_bwd_w_scratchpad(op: OpView, threads: int | None = None) -> int | Non
         return None
     if any(d != 1 for d in op.attr("dilations", ())):
         return None
-    threads = threads or torch_threads()
+    threads = host.torch_threads
     (kh, kw), (ih, iw), (oh, ow) = w[2:], x[2:], y[2:]
     sh, sw = op.attr("strides", [1, 1])
     t, l = op.attr("pads", [0, 0, 0, 0])[:2]
@@ -339,14 +335,14 @@ def brgemm_bwd_w_scratchpad(op: OpView, threads: int | None = None) -> int | Non
     jcp = {"mb": mb, "ngroups": 1, "ic": ic, "oc": oc, "ih": ih, "oh": oh, "ow": ow, "kh": kh, "kw": kw,
            "sh": sh, "sw": sw, "tr_iw": tr_iw, "tr_ow": tr_ow, "nb_ic": nb_ic, "nb_oc": nb_oc,
            "nb_ic_blocking": 2 if nb_ic > 1 else 1, "nb_oc_blocking": 2 if nb_oc > 1 else 1, "nthr_mb_work": mb * oh}
-    balance = _bwd_w_balance(jcp, threads)
+    balance = _bwd_w_balance(jcp, threads, host.physical_cores)
     if balance is None:
         return None
     nthr_mb, _, nthr_oc_b, nthr_ic_b = balance
     nthr = nthr_mb * nthr_oc_b * nthr_ic_b
     irow = 2 * tr_iw * SIMD_W * _div_up(nb_ic, nthr_ic_b) * 2
     orow = 2 * tr_ow * SIMD_W * _div_up(nb_oc, nthr_oc_b) * 2
-    l2 = l2_per_core() * 3 // 4  # init_jcp: brg_blocking_t::L2 = 3/4 of the per-core L2
+    l2 = host.l2_per_core_bytes * 3 // 4  # init_jcp: brg_blocking_t::L2 = 3/4 of the per-core L2
     limit = int(max(np.float32(1), max(np.float32(0), np.float32(0.8) * np.float32(l2) - np.float32(kh * irow))
                     / np.float32(irow + orow)))
     limit = _div_up(oh, _div_up(oh, limit))
@@ -378,7 +374,7 @@ def _depthwise_weight_blocks(op: OpView, dtype: int) -> int:
     return _size(op, op.input(1)) * SIMD_W * (2 if dtype == TensorProto.BFLOAT16 else 1)
 
 
-def _dense_nhwc(op: OpView, dtype: int, gw: int, gb: int) -> int:
+def _dense_nhwc(op: OpView, dtype: int, gw: int, gb: int, host: HostProfile) -> int:
     """A dense conv on a channels-last input, beside ATen's channels-last weight copy for both
     phases: the input gradient as in fp32 (the reordered weight and
     :func:`brgemm_bwd_data_scratchpad`; the reduced-precision kernels' accumulation and AMX tile
@@ -388,20 +384,20 @@ def _dense_nhwc(op: OpView, dtype: int, gw: int, gb: int) -> int:
     w = _shape(op, op.input(1))
     assert w is not None
     copy = _channels_last_weight_copy(op)
-    data = copy + _size(op, op.input(1)) + brgemm_bwd_data_scratchpad(op) if op.grad(0) else 0
+    data = copy + _size(op, op.input(1)) + brgemm_bwd_data_scratchpad(op, host.torch_threads) if op.grad(0) else 0
     if not (gw or gb):
         return data
     if dtype == TensorProto.BFLOAT16:
         blocked = _rnd_up(w[0], SIMD_W) * _rnd_up(w[1], 2 * SIMD_W) * math.prod(w[2:]) * 2
-        scratch = brgemm_bwd_w_scratchpad(op) or 0
+        scratch = brgemm_bwd_w_scratchpad(op, host) or 0
         return max(data, copy + blocked + scratch - gw, copy + blocked + gw + gb)
     return max(data, copy + 2 * gw + gb)
 
 
-def half_conv_backward(op: OpView) -> int | None:
-    """Bytes the backward holds beyond the gradients it returns (see the module doc); None when
-    the conv is not one of the cases modelled here (``workspace``'s rules apply)."""
-    dtype = _covered(op)
+def half_conv_backward(op: OpView, host: HostProfile) -> int | None:
+    """Bytes the backward holds beyond the gradients it returns on ``host`` (see the module doc);
+    None when the conv is not one of the cases modelled here (``workspace``'s rules apply)."""
+    dtype = _covered(op, host)
     if dtype is None:
         return None
     bf16 = dtype == TensorProto.BFLOAT16
@@ -410,19 +406,19 @@ def half_conv_backward(op: OpView) -> int | None:
     gw = weight if op.grad(1) else 0
     gb = _size(op, op.input(2)) if op.grad(2) and len(op.inputs) > 2 and op.input(2) else 0
     if op.channels_last(op.input(0)) and not _depthwise(op):
-        return _dense_nhwc(op, dtype, gw, gb)
+        return _dense_nhwc(op, dtype, gw, gb, host)
     if op.channels_last(op.input(0)):  # depthwise
         w = _shape(op, op.input(1))
         assert w is not None
         if bf16:  # jit_uni_dw's input gradient: the weight in Abcde16a, groups padded to 16
             data = _rnd_up(w[0], SIMD_W) * math.prod(w[1:]) * 2 if gi else 0
         else:  # brg_conv_bwd on nhwc: the padded weight and the brgemm scratchpad
-            data = _depthwise_weight_blocks(op, dtype) + brgemm_bwd_data_scratchpad(op) if gi else 0
+            data = _depthwise_weight_blocks(op, dtype) + brgemm_bwd_data_scratchpad(op, host.torch_threads) if gi else 0
         if not (gw or gb):
             return data
         if bf16:
             padded = w[0] * SIMD_W * SIMD_W * math.prod(w[2:]) * 2  # gOIhw16i16o, ideep's gradient
-            scratch = jit_bf16_weights_scratchpad(op) or 0
+            scratch = jit_bf16_weights_scratchpad(op, host.torch_threads) or 0
             # running: ideep's gradient, the scratchpad, ideep's bias; then the dense copies
             # (bias, weight) and the channels-last copy of the weight
             return max(data, padded + scratch + gb - gw - gb, padded + gw + gb)
@@ -431,7 +427,7 @@ def half_conv_backward(op: OpView) -> int | None:
     # contiguous input: the input gradient in nhwc, copied out and made contiguous
     dy = _size(op, op.outputs[0])
     w_blocks = _depthwise_weight_blocks(op, dtype) if _depthwise(op) else weight
-    scratch = 0 if bf16 else brgemm_bwd_data_scratchpad(op)  # bf16 AMX: unmodelled_note
+    scratch = 0 if bf16 else brgemm_bwd_data_scratchpad(op, host.torch_threads)  # bf16 AMX: unmodelled_note
     data = max(dy + w_blocks + gi + scratch, 3 * gi) if gi else 0
     if not bf16 or _depthwise(op):
         # f16: ref:any in the given layouts; bf16 depthwise (kw > 3): gemm in plain layouts,
@@ -444,26 +440,26 @@ def half_conv_backward(op: OpView) -> int | None:
         blocked = _rnd_up(w[0], SIMD_W) * _rnd_up(w[1], 2 * SIMD_W) * math.prod(w[2:]) * 2  # OIhw16i16o2i
         # nhwc copies of the output gradient and the source beside ideep's gradient and bias;
         # then the gradient's dense copy and the bias's
-        scratch = brgemm_bwd_w_scratchpad(op) or 0  # None: unmodelled_note
+        scratch = brgemm_bwd_w_scratchpad(op, host) or 0  # None: unmodelled_note
         filt = max(dy + x + blocked + scratch + gb, blocked + gw + 2 * gb) if gw or gb else 0
     return max(data, gi + filt, gi + gw + gb) - gi - gw - gb
 
 
-def unmodelled_note(op: OpView) -> str | None:
-    """What :func:`half_conv_backward` leaves out for this conv, as a warning line."""
+def unmodelled_note(op: OpView, host: HostProfile) -> str | None:
+    """What :func:`half_conv_backward` leaves out for this conv on ``host``, as a warning line."""
     dtype = _half(op)
     if dtype is None or op.op_type not in ("Conv", "ConvTranspose") or not (op.grad(0) or op.grad(1)):
         return None
     name = op.node.name or op.op_type
     kind = "bfloat16" if dtype == TensorProto.BFLOAT16 else "float16"
-    if not half_kernels_known(dtype):
+    if not half_kernels_known(dtype, host.cpu_flags):
         return (f"{op.op_type} '{name}' in {kind} (autocast): this CPU lacks "
                 f"{'AMX-BF16' if kind == 'bfloat16' else 'AVX512-FP16'}, so oneDNN picks other kernels than "
                 "the modelled ones; its backward temporaries follow the fp32 layouts")
     if op.op_type == "ConvTranspose":
         return (f"ConvTranspose '{name}' in {kind} (autocast): its backward's reorders and scratchpads "
                 "are not modelled (counted as the fp32 kernels')")
-    if _covered(op) is None:
+    if _covered(op, host) is None:
         w = _shape(op, op.input(1))
         if w is not None and len(w) == 4 and w[1] * op.attr("group", 1) == 1 and op.grad(1):
             return (f"Conv '{name}' in {kind} (autocast): a one-channel input is channels-last as well, "
@@ -483,7 +479,7 @@ def unmodelled_note(op: OpView) -> str | None:
         if op.grad(1) and _depthwise(op):
             notes.append("the gemm weight gradient's im2col and f32 accumulation scratchpad (measured: "
                          "98 kB for a 5x5 depthwise conv of 144 channels at 56x56)")
-        elif op.grad(1) and brgemm_bwd_w_scratchpad(op) is None:
+        elif op.grad(1) and brgemm_bwd_w_scratchpad(op, host) is None:
             notes.append("the brgconv_bwd_w weight-gradient scratchpad (its thread balance is not followed "
                          "for this shape)")
     if not notes:
@@ -491,13 +487,8 @@ def unmodelled_note(op: OpView) -> str | None:
     return f"Conv '{name}' in {kind} (autocast): not modelled: " + "; ".join(notes)
 
 
-def backward_temporaries(op: OpView, domain: str = "") -> int:
-    """:func:`workspace.backward_temporaries`, an autocast Conv by :func:`half_conv_backward`."""
-    half = None if domain else half_conv_backward(op)
-    return workspace.backward_temporaries(op, domain) if half is None else half
-
-
-def unmodelled(op: OpView, domain: str = "") -> str | None:
-    """:func:`workspace.unmodelled` and :func:`unmodelled_note` in one warning line."""
-    notes = [n for n in (workspace.unmodelled(op, domain), None if domain else unmodelled_note(op)) if n]
-    return "; ".join(notes) or None
+def conv_backward(op: OpView, host: HostProfile) -> int:
+    """A Conv/ConvTranspose backward on ``host``: an autocast Conv by :func:`half_conv_backward`,
+    else :func:`workspace.conv_backward`."""
+    half = half_conv_backward(op, host)
+    return workspace.conv_backward(op, host) if half is None else half

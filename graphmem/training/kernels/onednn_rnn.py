@@ -21,21 +21,17 @@ one the fp32 LSTM runs. Its scratchpad (``pd_t::init_scratchpad``) holds:
 
 Every entry is booked with its alignment added (``memory_tracking.hpp``, ``registry_t::book``).
 The blocks follow ``configure_brgemm`` (forward and backward) and its ``brgemm_calc_*``
-heuristics, which read the thread count (:func:`~graphmem.training.workspace.torch_threads`),
-this CPU's AMX and the per-core L2 size: the estimate assumes the step runs on this machine.
+heuristics, which read the thread count, the CPU's AMX and the per-core L2 size: the host
+profile's ``torch_threads``, ``cpu_flags`` and ``l2_per_core_bytes`` (:mod:`graphmem.host`).
 """
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import numpy as np
 
-from graphmem.ort.mlas import cpu_flags
 from graphmem.training.saved import good_ld
 
-__all__ = ["has_brgemm_bf16", "lstm_bf16_scratchpad", "lstm_bf16_weights", "l2_per_core"]
+__all__ = ["has_brgemm_bf16", "lstm_bf16_scratchpad", "lstm_bf16_weights"]
 
 P4K = 4096  # register_space's page_size
 BATCH_ELEMENT = 40  # sizeof(brgemm_batch_element_t) on x86-64
@@ -51,40 +47,15 @@ def _rnd_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def has_brgemm_bf16(flags: frozenset[str] | None = None) -> bool:
+def has_brgemm_bf16(flags: frozenset[str]) -> bool:
     """``init_brgemm`` accepts a bf16 LSTM only with ``avx512_core_bf16`` (``ref_rnn.cpp``:
-    ``isa_dt_not_ok``); without it the reference RNN runs (not modelled)."""
-    flags = cpu_flags() if flags is None else flags
+    ``isa_dt_not_ok``) among the CPU's ``flags``; without it the reference RNN runs (not modelled)."""
     return "avx512_bf16" in flags
 
 
 def _has_amx(flags: frozenset[str]) -> bool:
     # rnn_brgemm_utils.cpp has_amx_support: bf16 -> mayiuse(avx512_core_amx)
     return {"amx_tile", "amx_bf16"} <= flags
-
-
-@functools.cache
-def l2_per_core() -> int:
-    """``platform::get_per_core_cache_size(2)``: the L2 data cache over the CPUs sharing it
-    (Linux ``/sys/devices/system/cpu/cpu0/cache``), oneDNN's guess of 512 KiB when unreadable."""
-    # oneDNN v3.12 src/cpu/platform.cpp, get_per_core_cache_size: getDataCacheSize(l) / getCoresSharingDataCache(l)
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            if level != "2" or kind not in ("Data", "Unified"):
-                continue
-            size = (index / "size").read_text().strip()
-            shared = (index / "shared_cpu_list").read_text().strip()
-        except OSError:
-            continue
-        nbytes = int(size[:-1]) * 1024 if size.endswith("K") else int(size)
-        cpus = 0
-        for part in shared.split(","):
-            lo, _, hi = part.partition("-")
-            cpus += int(hi) - int(lo) + 1 if hi else 1
-        return nbytes // max(cpus, 1)
-    return 512 * 1024
 
 
 def _amx_k_block(k1: int, k2: int) -> int:
@@ -201,20 +172,18 @@ def _backward(steps: int, batch: int, size: int, hidden: int, threads: int, amx_
 
 
 def lstm_bf16_scratchpad(steps: int, batch: int, size: int, hidden: int, *, forward: bool, threads: int,
-                         flags: frozenset[str] | None = None, l2: int | None = None) -> int:
+                         flags: frozenset[str], l2: int) -> int:
     """Bytes of the brgemm scratchpad ideep allocates for one bf16 ``mkldnn_rnn_layer`` call
-    (``forward``) or its backward: one layer, one direction, training (see module doc)."""
-    flags = cpu_flags() if flags is None else flags
-    l2 = l2_per_core() if l2 is None else l2
+    (``forward``) or its backward: one layer, one direction, training (see module doc), on a CPU
+    with ``flags`` and ``l2`` bytes of L2 per core (``platform::get_per_core_cache_size(2)``)."""
     run = _forward if forward else _backward
     return run(steps, batch, size, hidden, threads, _has_amx(flags), l2)
 
 
-def lstm_bf16_weights(size: int, hidden: int, *, forward: bool, flags: frozenset[str] | None = None) -> int:
+def lstm_bf16_weights(size: int, hidden: int, *, forward: bool, flags: frozenset[str]) -> int:
     """Bytes of both weights reordered into the brgemm kernel's bf16 layout (``set_expected_desc``,
     ``rnn_utils.cpp``): forward ``ldgOI{n_block}o2i`` (each gate's outputs padded to ``n_block``,
     the inputs to a pair), backward ``ldgIO32i2o`` (inputs padded to 32, outputs to a pair)."""
-    flags = cpu_flags() if flags is None else flags
     amx = _has_amx(flags)
     total = 0
     for rows in (size, hidden):  # weights_layer [slc, 4, dhc], weights_iter [sic, 4, dhc]

@@ -19,7 +19,7 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
   reordered, beside ATen's channels-last copy of a dense weight; the weight gradient is computed
   in oneDNN's ``gOIhw16i16o`` layout, each group padded to 16x16 (256x the weight of a depthwise
   conv whose ``kw > 3``: ``jit_uni_dw`` refuses those). The dense input gradient's brgemm
-  scratchpad (:func:`brgemm_bwd_data_scratchpad`) is per thread: :func:`torch_threads`. Sources in
+  scratchpad (:func:`brgemm_bwd_data_scratchpad`) is per thread: the host's ``torch_threads``. Sources in
   :func:`_nhwc_backward`; a 3x3 depthwise weight gradient (``jit_uni_dw``) books per-thread
   reduction buffers, :func:`jit_dw_weights_scratchpad`.
 * **Mul/Div** backward: a broadcast operand's gradient at the output's size, before the engine
@@ -34,40 +34,45 @@ These follow PyTorch 2.13 on CPU with oneDNN, more than one thread, fp32, as tra
   leading dimension, oneDNN's scratchpad (the gates of every step, page-aligned,
   :func:`lstm_scratchpad_bytes`) and the summed bias; backward: each weight gradient in oneDNN's
   layout and in PyTorch's, the scratchpad. In bf16 (autocast) oneDNN runs its brgemm RNN instead:
-  blocked bf16 weights and its own scratchpads (:mod:`graphmem.training.onednn_rnn`), and the
+  blocked bf16 weights and its own scratchpads (:mod:`graphmem.training.kernels.onednn_rnn`), and the
   backward makes every gradient in f32 first.
 * **GRU** (op by op, ``RNN.cpp``): the input gates of every step, computed at once; backward:
   the engine's buffer summing the recurrent weight's per-step gradients (the second added out of
   place), then the input gates' gradients stacked. Under autocast the gates are half and every step's output
   waits for the stack (no full-precision state is saved).
 
-What is known and not modelled is named by :func:`unmodelled` (the estimate's ``warnings``).
+What is known and not modelled is named by the notes (:func:`rnn_note`, :func:`conv_note`,
+:func:`ic_padding_note`: the estimate's ``warnings``). Every rule takes the op and the host
+profile (:mod:`graphmem.host`: threads, cores, CPU flags, L2) and reads the machine only through
+it; the table that maps ops to these rules is :data:`graphmem.training.kernels.KERNELS`.
 """
 
 from __future__ import annotations
 
-import functools
-import glob
 import math
-import os
 from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 from onnx import TensorProto
 
+from graphmem.host import HostProfile
 from graphmem.model.program import tensor_size
 from graphmem.training.autocast import CAST_MARK, is_cast
-from graphmem.training.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
+from graphmem.training.kernels.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
 
 __all__ = [
-    "forward_temporaries", "backward_temporaries", "brgemm_bwd_data_scratchpad", "conv_uses_onednn", "jit_dw_threads",
-    "jit_dw_weights_scratchpad", "lstm_scratchpad_bytes", "torch_threads",
-    "unmodelled", "TEMPORARIES",
+    "brgemm_bwd_data_scratchpad", "conv_uses_onednn", "jit_dw_threads", "jit_dw_weights_scratchpad",
+    "lstm_scratchpad_bytes", "conv_forward", "conv_backward", "conv_transpose_forward", "lstm_forward",
+    "lstm_backward", "gru_forward", "gru_backward", "broadcast_grads", "layer_norm_copy", "half_mean_copies",
+    "no_temporaries", "rnn_note", "conv_note", "ic_padding_note", "Temp", "Note",
 ]
 
-Temp = Callable[[OpView], int]
+#: A kernel rule: bytes beyond the op's outputs (or returned gradients) on a host.
+Temp = Callable[[OpView, HostProfile], int]
+#: What a kernel's figures leave out on a host, as a warning line (None: nothing known).
+Note = Callable[[OpView, HostProfile], "str | None"]
 
 #: channels an input must be a multiple of for ATen to reorder it into oneDNN's blocked layout
 #: (measured on AVX-512; fewer channels go to oneDNN's first-convolution kernels in plain layout).
@@ -171,35 +176,6 @@ def _padded_weight_grad(op: OpView) -> int:
             * _elem(op))
 
 
-@functools.cache
-def _physical_cores() -> int:
-    """Physical cores of this machine, as cpuinfo counts them (``cpuinfo_get_cores_count``): the
-    distinct (package, core) pairs of Linux's CPU topology; ``os.cpu_count()`` where there is none."""
-    cores = set()
-    for topology in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"):
-        try:
-            with open(f"{topology}/physical_package_id") as pkg, open(f"{topology}/core_id") as core:
-                cores.add((pkg.read().strip(), core.read().strip()))
-        except OSError:
-            continue
-    return len(cores) or os.cpu_count() or 1
-
-
-def torch_threads() -> int:
-    """The intra-op threads PyTorch starts with, which oneDNN sizes its per-thread scratchpads for
-    (``jcp.nthr = dnnl_get_max_threads()``, OpenMP's ``omp_get_max_threads``, which torch sets):
-    ``OMP_NUM_THREADS``, overridden by ``MKL_NUM_THREADS``, else the physical cores
-    (``aten/src/ATen/ParallelCommon.cpp`` ``intraop_default_num_threads``,
-    ``c10/core/thread_pool.cpp`` ``defaultNumThreads``). The estimate assumes the step runs on
-    this machine with PyTorch's default; ``torch.set_num_threads`` in the training script is not
-    visible in the graph."""
-    threads = 0
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        value = os.environ.get(var, "")
-        if value.strip().isdigit() and int(value) > 0:
-            threads = int(value)
-    return threads or _physical_cores()
-
 
 #: oneDNN's page (``P4K``): the alignment of every brgemm scratchpad entry and the rounding of its
 #: per-thread buffers
@@ -226,10 +202,10 @@ def _dilated(op: OpView) -> bool:
     return any(d != 1 for d in op.attr("dilations", ()))
 
 
-def brgemm_bwd_data_scratchpad(op: OpView, threads: int | None = None) -> int:
+def brgemm_bwd_data_scratchpad(op: OpView, threads: int) -> int:
     """oneDNN's scratchpad for a dense (not depthwise) convolution's input gradient on nhwc
     tensors, fp32 on avx512_core (AVX-512 without AMX for fp32), which ideep allocates as a tensor
-    for the call (``attr-scratchpad:user``); ``threads``: :func:`torch_threads`.
+    for the call (``attr-scratchpad:user``); ``threads``: PyTorch's (the host's ``torch_threads``).
 
     * **stride 1**: ``brg_conv_bwd`` runs the forward brgemm conv on the inverted problem
       (``jit_brgemm_conv_bwd.cpp``) and books its registry nested (+128); that forward, in
@@ -244,14 +220,13 @@ def brgemm_bwd_data_scratchpad(op: OpView, threads: int | None = None) -> int:
 
     The minibatch does not enter: the buffers are per thread. None for a dilated conv (brgemm
     refuses dilation; another kernel runs) or a ConvTranspose (its input gradient is a forward
-    conv): both named by :func:`unmodelled`."""
+    conv): both named by :func:`conv_note`."""
     x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
     if op.op_type != "Conv" or x is None or w is None or y is None or len(x) < 3 or len(x) != len(y):
         return 0
     spatial = len(x) - 2
     if _dilated(op):
         return 0
-    threads = threads or torch_threads()
     strides = list(op.attr("strides", [1] * spatial))
     pads = list(op.attr("pads", [0] * 2 * spatial))
     kernel = w[2:]
@@ -294,14 +269,13 @@ def _jit_dw_weights(op: OpView) -> bool:
             and y[2] == (x[2] + t + b - kh) // sh + 1 and y[3] == (x[3] + l + r - kw) // sw + 1)
 
 
-def jit_dw_threads(op: OpView, threads: int | None = None) -> int:
+def jit_dw_threads(op: OpView, threads: int) -> int:
     """The threads ``jit_uni_dw``'s nhwc weight gradient splits its work over (``nthr_g · nthr_mb
     · nthr_oh``), searched as ``partition_nthr_nxc`` does (prioritize_threading): the most threads
     used, then the least imbalance, over channel blocks of 16 (4 per kernel call), minibatch and
     output-row blocks; in float32 like the C++."""
     # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::partition_nthr_nxc
     x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
-    threads = threads or torch_threads()
     if x is None or w is None or y is None:
         return threads
     f32 = np.float32
@@ -328,7 +302,7 @@ def jit_dw_threads(op: OpView, threads: int | None = None) -> int:
     return best
 
 
-def jit_dw_weights_scratchpad(op: OpView, threads: int | None = None) -> int:
+def jit_dw_weights_scratchpad(op: OpView, threads: int) -> int:
     """``jit_uni_dw``'s nhwc weight-gradient scratchpad: fp32 reduction buffers, one per thread
     but the first (every thread's for a bfloat16 gradient), of the weight with its groups padded
     to 16 and of the bias (an fp32 gradient on one thread: none)."""
@@ -351,7 +325,7 @@ def _nhwc_forward(op: OpView) -> int:
     return _size(op, op.input(1)) + _channels_last_weight_copy(op)
 
 
-def _nhwc_backward(op: OpView) -> int:
+def _nhwc_backward(op: OpView, threads: int) -> int:
     """oneDNN backward on a channels-last input (``Conv.cpp`` ``mkldnn_convolution_backward``),
     beside ATen's channels-last weight copy for both phases:
 
@@ -362,7 +336,7 @@ def _nhwc_backward(op: OpView) -> int:
       ``jit:avx512_core`` runs with the gradient in ``gOIhw16i16o`` — 16x16 per group, 256x the
       weight — beside its dense copy (``mkldnn_to_dense``) and the bias gradient; its minibatch
       reduction buffers exist only with at least as many threads as groups (``balance``; see
-      :func:`unmodelled`);
+      :func:`conv_note`);
     * weight gradient of a dense conv: the padded gradient and its dense copy, as above;
     * weight gradient of a depthwise conv that ``jit_uni_dw`` takes (``kw <= 3``,
       :func:`_jit_dw_weights`): ideep's gradient in ``Abcde16a`` (groups padded to 16) beside,
@@ -375,7 +349,7 @@ def _nhwc_backward(op: OpView) -> int:
     if _depthwise(op) and shape is not None:  # jit_dw's Abcde16a: the groups padded to SIMD_W
         reordered = _rnd_up(shape[0], SIMD_W) * math.prod(shape[1:]) * _elem(op)
     else:  # the reordered weight and the brgemm kernel's scratchpad
-        reordered = weight + brgemm_bwd_data_scratchpad(op)
+        reordered = weight + brgemm_bwd_data_scratchpad(op, threads)
     data = copy + reordered if op.grad(0) else 0
     if not op.grad(1):
         return data
@@ -384,7 +358,7 @@ def _nhwc_backward(op: OpView) -> int:
         # the returned weight and bias gradients are counted by the caller: while the kernel
         # runs, the blocked gradient, the scratchpad and ideep's bias gradient stand for them
         blocked = _rnd_up(shape[0], SIMD_W) * math.prod(shape[1:]) * _elem(op)
-        running = blocked + jit_dw_weights_scratchpad(op) - weight
+        running = blocked + jit_dw_weights_scratchpad(op, threads) - weight
         return max(data, running, blocked + weight + bias)
     return max(data, copy + _padded_weight_grad(op) + weight + bias)
 
@@ -403,7 +377,7 @@ def _half_weight_grad_reduction(op: OpView) -> int:
     return _rnd_up(w[0], SIMD_W) * _rnd_up(w[1], SIMD_W) * math.prod(w[2:]) * 4
 
 
-def conv_forward(op: OpView) -> int:
+def conv_forward(op: OpView, host: HostProfile) -> int:
     if op.channels_last(op.input(0)):
         return _nhwc_forward(op)
     if not conv_uses_onednn(op):
@@ -412,9 +386,9 @@ def conv_forward(op: OpView) -> int:
     return max(_reordered(op, op.input(0)) + _size(op, op.input(1)) + blocked, blocked + out) - out
 
 
-def conv_backward(op: OpView) -> int:
+def conv_backward(op: OpView, host: HostProfile) -> int:
     if op.channels_last(op.input(0)):
-        return _nhwc_backward(op)
+        return _nhwc_backward(op, host.torch_threads)
     if not conv_uses_onednn(op):
         return _columns(op)
     grad_out, x, weight = _reordered(op, op.outputs[0]), _reordered(op, op.input(0)), _size(op, op.input(1))
@@ -429,7 +403,7 @@ def conv_backward(op: OpView) -> int:
     return max(data, filt, gi + gw) - gi - gw
 
 
-def conv_transpose_forward(op: OpView) -> int:
+def conv_transpose_forward(op: OpView, host: HostProfile) -> int:
     return 2 * _size(op, op.outputs[0])
 
 
@@ -457,7 +431,7 @@ def lstm_scratchpad_bytes(steps: int, batch: int, hidden: int, *, forward: bool)
     return _booked(offset) + 3 * _booked(8, 128) + _booked(4 * 8, 128)
 
 
-def lstm_forward(op: OpView) -> int:
+def lstm_forward(op: OpView, host: HostProfile) -> int:
     """One direction's ``mkldnn_rnn_layer`` at a time: both weights re-laid, the gates of every
     step and the summed bias, freed when it returns. Only then does ``mkldnn_impl``
     (``aten/src/ATen/native/mkldnn/RNN.cpp``) ``at::cat`` the two directions' outputs into the
@@ -473,9 +447,10 @@ def lstm_forward(op: OpView) -> int:
     if elem < 4:
         # bf16 (autocast): oneDNN's brgemm RNN, not ref: both weights reordered into its blocked
         # bf16 layout, the summed bias in the layer's type and the brgemm scratchpad
-        # (graphmem.training.onednn_rnn; ideep allocates them in this order after the outputs)
-        temps = (lstm_bf16_weights(size, hidden, forward=True) + 4 * hidden * elem
-                 + lstm_bf16_scratchpad(steps, batch, size, hidden, forward=True, threads=torch_threads()))
+        # (graphmem.training.kernels.onednn_rnn; ideep allocates them in this order after the outputs)
+        temps = (lstm_bf16_weights(size, hidden, forward=True, flags=host.cpu_flags) + 4 * hidden * elem
+                 + lstm_bf16_scratchpad(steps, batch, size, hidden, forward=True, threads=host.torch_threads,
+                                        flags=host.cpu_flags, l2=host.l2_per_core_bytes))
     else:
         ld = good_ld(4 * hidden)
         weights = (size + hidden) * ld * 4
@@ -492,7 +467,7 @@ def lstm_forward(op: OpView) -> int:
     return copy + max(temps, after) - after
 
 
-def lstm_backward(op: OpView) -> int:
+def lstm_backward(op: OpView, host: HostProfile) -> int:
     """``mkldnn_rnn_layer_backward`` (``aten/src/ATen/native/mkldnn/RNN.cpp``), one direction at a
     time: oneDNN computes each weight gradient in its own layout (``[good_ld(in), 4H]``) and
     reorders it into PyTorch's (``[in, good_ld(4H)]``) before copying it out, for the input and
@@ -506,7 +481,7 @@ def lstm_backward(op: OpView) -> int:
     ld = good_ld(4 * hidden)
     grads = (steps * batch * hidden + batch * hidden) * elem
     if elem < 4:
-        temps = grads + _lstm_bf16_backward(op, steps, batch, size, hidden, elem)
+        temps = grads + _lstm_bf16_backward(op, steps, batch, size, hidden, elem, host)
     else:
         # a layout equal to PyTorch's (no padding) needs no buffer of its own
         weights = sum((good_ld(n) * 4 * hidden if good_ld(n) != n else 0) + (n * ld if ld != 4 * hidden else 0)
@@ -529,7 +504,8 @@ def lstm_backward(op: OpView) -> int:
     return temps
 
 
-def _lstm_bf16_backward(op: OpView, steps: int, batch: int, size: int, hidden: int, elem: int) -> int:
+def _lstm_bf16_backward(op: OpView, steps: int, batch: int, size: int, hidden: int, elem: int,
+                        host: HostProfile) -> int:
     """One direction of a bf16 ``mkldnn_rnn_layer_backward`` beyond the output and state gradients
     it copies and the gradients it returns (``aten/src/ATen/native/mkldnn/RNN.cpp``): the summed
     bias in the layer's type; every gradient it returns made in f32 (``diff_x_`` .. ``diff_cx_``,
@@ -538,17 +514,19 @@ def _lstm_bf16_backward(op: OpView, steps: int, batch: int, size: int, hidden: i
     output and final-state gradients converted to f32 (``grad_y_``, ``grad_hy_``, ``grad_cy_``);
     then ideep's buffers: both weights reordered into the backward brgemm layout, both weight
     gradients and the bias gradient in oneDNN's f32 layout (``[in, good_ld(4H)]``, allocated
-    whatever its padding) and the brgemm scratchpad (:mod:`graphmem.training.onednn_rnn`)."""
+    whatever its padding) and the brgemm scratchpad (:mod:`graphmem.training.kernels.onednn_rnn`)."""
     dirs = 2 if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional") else 1
     f32 = {0: steps * batch * size, 1: 4 * hidden * size, 2: 4 * hidden * hidden, 5: batch * hidden, 6: batch * hidden}
     made = sum(4 * n - (_size(op, op.input(k)) // dirs if op.grad(k) else 0) for k, n in f32.items())
     converted = (steps * batch * hidden + 2 * batch * hidden) * 4
-    onednn = (lstm_bf16_weights(size, hidden, forward=False) + (size + hidden) * good_ld(4 * hidden) * 4
-              + 4 * hidden * 4 + lstm_bf16_scratchpad(steps, batch, size, hidden, forward=False, threads=torch_threads()))
+    onednn = (lstm_bf16_weights(size, hidden, forward=False, flags=host.cpu_flags)
+              + (size + hidden) * good_ld(4 * hidden) * 4 + 4 * hidden * 4
+              + lstm_bf16_scratchpad(steps, batch, size, hidden, forward=False, threads=host.torch_threads,
+                                     flags=host.cpu_flags, l2=host.l2_per_core_bytes))
     return 4 * hidden * elem + made + converted + onednn
 
 
-def gru_forward(op: OpView) -> int:
+def gru_forward(op: OpView, host: HostProfile) -> int:
     """``FullLayer`` on CPU computes ``linear_ih`` of every step at once (``[T, B, 3H]``, alive
     through the layer, saved by nothing) and the last step's hidden state, which only the
     stacked output copies (``aten/src/ATen/native/RNN.cpp``). ``FullBidirectionalLayer`` runs the
@@ -600,7 +578,7 @@ def _gru_autocast_forward(op: OpView) -> int:
     return h0 + max(gates + states, gates + cast)
 
 
-def gru_backward(op: OpView) -> int:
+def gru_backward(op: OpView, host: HostProfile) -> int:
     """The GRU's backward is the autograd engine running ``GRUCell``'s ops step by step, one
     direction after the other (``aten/src/ATen/native/RNN.cpp``; the reverse direction's ops were
     recorded last, so they run first). Per direction, three moments:
@@ -675,11 +653,12 @@ def gru_backward(op: OpView) -> int:
     return max(peak - counted, 0)
 
 
-def _none(op: OpView) -> int:
+def no_temporaries(op: OpView, host: HostProfile) -> int:
+    """Kernels that write straight into their outputs."""
     return 0
 
 
-def broadcast_grads(op: OpView) -> int:
+def broadcast_grads(op: OpView, host: HostProfile) -> int:
     """Mul/Div: the gradient of a broadcast operand is first computed at the output's size
     (derivatives.yaml ``mul.Tensor: other: mul_tensor_backward(grad, self)``) and only then
     summed down to the operand's shape by the engine (``torch/csrc/autograd/engine.cpp``,
@@ -695,13 +674,13 @@ def broadcast_grads(op: OpView) -> int:
     )
 
 
-def layer_norm_copy(op: OpView) -> int:
+def layer_norm_copy(op: OpView, host: HostProfile) -> int:
     """``layer_norm_cpu`` and its backward make a non-contiguous input contiguous first
     (``aten/src/ATen/native/layer_norm.cpp``: ``input.expect_contiguous()``): a copy of it."""
     return 0 if op.contiguous(op.input(0)) else _size(op, op.input(0))
 
 
-def half_mean_copies(op: OpView) -> int:
+def half_mean_copies(op: OpView, host: HostProfile) -> int:
     """ReduceMean of a float16/bfloat16 tensor on CPU sums in fp32: an fp32 result and an fp32
     copy of the input, both alive while the sum runs (measured: ``aten::mean`` of a bf16
     [1, 64, 10000] allocates 128, 256 and 2,560,000 B). An fp32 input makes neither."""
@@ -712,39 +691,8 @@ def half_mean_copies(op: OpView) -> int:
     return sum(tensor_size(replace(t, dtype=TensorProto.FLOAT)) or 0 for t in (x, y))
 
 
-#: ``(domain, op_type) -> (forward temporaries, backward temporaries)``.
-TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
-    ("", "Conv"): (conv_forward, conv_backward),
-    ("", "ConvTranspose"): (conv_transpose_forward, conv_backward),
-    ("", "LSTM"): (lstm_forward, lstm_backward),
-    ("", "GRU"): (gru_forward, gru_backward),
-    ("", "Mul"): (_none, broadcast_grads),
-    ("", "Div"): (_none, broadcast_grads),
-    ("", "LayerNormalization"): (layer_norm_copy, layer_norm_copy),
-    ("", "ReduceMean"): (half_mean_copies, _none),
-}
 
-
-def forward_temporaries(op: OpView, domain: str = "") -> int:
-    """Bytes the op's forward kernel holds beyond its outputs at its busiest moment."""
-    entry = TEMPORARIES.get((domain, op.op_type))
-    return entry[0](op) if entry else 0
-
-
-def backward_temporaries(op: OpView, domain: str = "") -> int:
-    """Bytes the op's backward kernel holds beyond the gradients it returns."""
-    entry = TEMPORARIES.get((domain, op.op_type))
-    return entry[1](op) if entry else 0
-
-
-def unmodelled(op: OpView, domain: str = "") -> str | None:
-    """What the temporaries of this op leave out, as a warning line; None when nothing known.
-    (:func:`_kernel_note`, and :func:`_ic_padding_note` for a channels-last dense Conv.)"""
-    notes = [note for note in (_kernel_note(op, domain), None if domain else _ic_padding_note(op)) if note]
-    return "; ".join(notes) or None
-
-
-def _ic_padding_note(op: OpView) -> str | None:
+def ic_padding_note(op: OpView, host: HostProfile) -> str | None:
     """The dense nhwc input gradient's weight is reordered into ``Bcda{ic_block}b``, and its input
     channels padded to that block: the block is 16·(1..4), 64 only when ``rnd_up(ic, 16)`` is a
     multiple of 64 below 192, 48 only for a multiple of 48 up to 384 on a large output
@@ -795,7 +743,7 @@ def _rnn_hold_note(op: OpView) -> str | None:
             "-2.3 % of the forward activation peak, LSTM and GRU 2x512)")
 
 
-def _rnn_half_note(op: OpView) -> str | None:
+def _rnn_half_note(op: OpView, host: HostProfile) -> str | None:
     """What the 2-byte LSTM's figures leave out: a float16 LSTM cannot run on this CPU; a bf16 one
     runs oneDNN's reference RNN without ``avx512_bf16`` (not modelled)."""
     x_type = op.type(op.input(0))
@@ -806,7 +754,7 @@ def _rnn_half_note(op: OpView) -> str | None:
         return (f"LSTM '{name}' in float16 (autocast): torch 2.13 on CPU cannot run "
                 "it (oneDNN creates no f16 LSTM primitive: 'could not create a primitive descriptor'); "
                 "its figures are those of the bf16 kernel")
-    if not has_brgemm_bf16():
+    if not has_brgemm_bf16(host.cpu_flags):
         # oneDNN v3.12 src/cpu/rnn/ref_rnn.cpp, init_brgemm: a bf16 conf needs avx512_core_bf16, else init_ref
         return (f"LSTM '{name}' in bfloat16 (autocast): this CPU has no avx512_bf16, so oneDNN runs its "
                 "reference RNN, whose scratchpad and weight layouts are not modelled (counted as the "
@@ -814,20 +762,21 @@ def _rnn_half_note(op: OpView) -> str | None:
     return None
 
 
-def _kernel_note(op: OpView, domain: str = "") -> str | None:
-    """The known gaps of one op's kernels (see :func:`unmodelled`).
+def rnn_note(op: OpView, host: HostProfile) -> str | None:
+    """The known gaps of an LSTM/GRU's kernels: :func:`_rnn_hold_note` and :func:`_rnn_half_note`."""
+    if not op.input(0):
+        return None
+    notes = [note for note in (_rnn_hold_note(op), _rnn_half_note(op, host)) if note]
+    return "; ".join(notes) or None
 
-    An LSTM/GRU: :func:`_rnn_hold_note` and :func:`_rnn_half_note`.
+
+def conv_note(op: OpView, host: HostProfile) -> str | None:
+    """The known gaps of a Conv/ConvTranspose's fp32 kernels on ``host``.
 
     oneDNN's weight-gradient scratchpad of a dense convolution with a kernel larger than 7x7 on
     a contiguous input depends on the primitive it picks (measured on torch 2.13: none for some
     sizes, up to 8x the weight for others, e.g. 4.3x for ViT-B/16's 16x16 patch embedding).
     """
-    if not domain and op.op_type in ("LSTM", "GRU") and op.input(0):
-        notes = [note for note in (_rnn_hold_note(op), _rnn_half_note(op)) if note]
-        return "; ".join(notes) or None
-    if domain or op.op_type not in ("Conv", "ConvTranspose"):
-        return None
     w = _shape(op, op.input(1))
     if (op.grad(0) and op.channels_last(op.input(0)) and not _depthwise(op)
             and (op.op_type == "ConvTranspose" or _dilated(op))):
@@ -845,7 +794,7 @@ def _kernel_note(op: OpView, domain: str = "") -> str | None:
                     "refuses its weight gradient (padding, stride or dilation), and the kernel oneDNN "
                     "falls back to is not modelled (measured: jit:avx2 in aBCde8c8b, 64x the weight, "
                     "for a 3x3 with pad 2); counted as the generic kernel's 16x16-padded gradient")
-        if not _depthwise(op) or (w[-1] > 3 and groups <= torch_threads()):
+        if not _depthwise(op) or (w[-1] > 3 and groups <= host.torch_threads):
             # jit_avx512_common_conv_bwd_weights_kernel_f32_t::balance splits the minibatch only
             # with at least as many threads as groups; then init_scratchpad books nthr_mb - 1
             # more padded weight gradients (key_conv_wei_bia_reduction)

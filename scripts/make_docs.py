@@ -223,7 +223,7 @@ def accuracy_block() -> str:
     lines = []
     for name in README_ACCURACY:
         record = read_record(name)
-        item = f"- **{ACCURACY[name].label}**: {record['headline']} ({record['short']})"
+        item = f"- **{ACCURACY[name].label}**: {record['headline']} — {record['short']}"
         lines.append(textwrap.fill(item, width=100, subsequent_indent="  ", break_on_hyphens=False))
     return "\n".join(lines) + "\n"
 
@@ -367,6 +367,27 @@ def _opt_headline(text: str) -> str:
 TAIL_12 = tail(12)
 
 
+def from_line(prefix: str) -> Callable[[str], str]:
+    """The output from its last line starting with ``prefix`` (a summary table's header) to the end."""
+
+    def keep(text: str) -> str:
+        lines = _lines(text)
+        starts = [i for i, line in enumerate(lines) if line.startswith(prefix)]
+        return "\n".join(lines[starts[-1] if starts else 0:]).strip("\n")
+
+    return keep
+
+
+def _function_headline(text: str) -> str:
+    """function_check.py: its ``all`` row (cases, identical, …, not emulated)."""
+    row = re.search(r"^all\s+" + r"\s+".join([r"(\d+)"] * 8) + r"\s*$", text, re.MULTILINE)
+    if row is None:
+        return last_line(text)
+    cases, same, same_no_peak, different, unbuilt, *not_emulated = map(int, row.groups())
+    return (f"{cases} cases: {same + same_no_peak} identical, {different} different, {unbuilt} onnxruntime "
+            f"cannot build, {sum(not_emulated)} not emulated")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Accuracy:
     """An accuracy script: how make_docs runs it and what of its output it files."""
@@ -398,14 +419,15 @@ ACCURACY: dict[str, Accuracy] = {
     "accuracy_types": Accuracy(label="float16 and quantized models", script="accuracy_types.py", summary=tail(6)),
     "realworld": Accuracy(label="real-world corpus (models we did not make)", script="realworld.py", summary=tail(16)),
     "train_check": Accuracy(label="training memory vs PyTorch steps", script="train_check.py", summary=tail(60)),
-    "function_check": Accuracy(label="ops onnxruntime runs as function bodies", script="function_check.py", summary=tail(16)),
+    "function_check": Accuracy(label="ops onnxruntime runs as function bodies", script="function_check.py",
+                               headline=_function_headline, summary=from_line("op (runs as function)")),
     "probe_kernels": Accuracy(label="the CPU kernel table vs one-node sessions", script="probe_kernels.py", summary=tail(6)),
     "probe_inplace": Accuracy(label="in-place unary kernels", script="probe_inplace.py", summary=tail(4)),
     "op_coverage": Accuracy(label="FLOP rule for every default-domain op", script="op_coverage.py", summary=tail(10)),
     "llm23_check": Accuracy(label="opset-23/24 decoders", script="llm23_check.py", summary=tail(16)),
     "flops_report": Accuracy(label="FLOP/MAC counts vs run-time shapes and onnx-tool", script="flops_report.py",
                              summary=tail(30)),
-    "sweep_demo": Accuracy(label="sweep/fit vs peak", script="sweep_demo.py", summary=tail(20)),
+    "sweep_demo": Accuracy(label="sweep/fit vs peak", script="sweep_demo.py", summary=without_timings),
     "bench_check": Accuracy(label="check --jobs 2 vs --jobs 1", script="bench_check.py", summary=tail(6)),
     "bench_peak": Accuracy(label="speed of graphmem peak vs onnx.load and onnx-tool", script="bench_peak.py",
                            summary=tail(24)),
@@ -448,9 +470,21 @@ def _commit(script: str) -> str:
     return sha + (" with uncommitted changes" if dirty else "")
 
 
+def neutral_paths(text: str) -> str:
+    """``text`` with the paths of this machine's checkout and corpora as a reader names them."""
+    corpus = Path(os.environ.get("GRAPHMEM_CORPUS", ROOT / ".cache" / "corpus"))
+    for path, shown in ((corpus.resolve(), ".cache/corpus"), (corpus, ".cache/corpus"), (_light(), "$LIGHT"),
+                        (ROOT, ".")):
+        text = text.replace(str(path) + os.sep, shown + "/").replace(str(path), shown)
+    if os.environ.get("GRAPHMEM_REALWORLD"):
+        text = text.replace(os.environ["GRAPHMEM_REALWORLD"], "$GRAPHMEM_REALWORLD")
+    return text
+
+
 def record_text(name: str, output: str, *, commit: str, date: str, args: tuple[str, ...]) -> str:
     """The record file of one accuracy run."""
     spec = ACCURACY[name]
+    output = neutral_paths(output)
     command = " ".join(["python", f"scripts/{spec.script}", *map(shlex.quote, args)])
     headline = spec.headline(output)
     short = f"`{command}`, commit {commit.split()[0]}, {date}"

@@ -62,10 +62,11 @@ def test_readme_is_a_readme() -> None:
     assert not long, f"README.md prose lines over 120 characters: {long}"
 
 
-def test_readme_names_no_machine_specific_path() -> None:
-    text = README.read_text()
-    found = re.findall(r"(/work/|/home/|/Users/|/tmp/|/root/|site-packages|[A-Z]:\\)", text)
-    assert not found, f"README.md names machine-specific paths: {sorted(set(found))}"
+def test_no_machine_specific_path() -> None:
+    """The README and the pages (generated outputs included) name paths a reader has."""
+    for path in [README, *PAGES.rglob("*.md"), *PAGES.rglob("*.txt")]:
+        found = re.findall(r"(/work/|/home/|/Users/|/tmp/|/root/|site-packages|[A-Z]:\\)", path.read_text())
+        assert not found, f"{path.relative_to(ROOT)} names machine-specific paths: {sorted(set(found))}"
 
 
 def test_readme_setup_commands_are_the_ones_ci_runs() -> None:

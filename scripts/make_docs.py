@@ -397,6 +397,42 @@ def _nodes_headline(text: str) -> str:
             f"{unloadable} accepted that onnxruntime cannot load")
 
 
+def _kernels_headline(text: str) -> str:
+    """probe_kernels.py: probes, agreements, disagreements, rows confirmed."""
+    probes = re.search(r"([\d,]+) probes in \d+ s: ([\d,]+) agree", text)
+    rows = re.search(r"rows probed: (\d+), partly: \d+, of (\d+)", text)
+    if probes is None or rows is None:
+        return last_line(text)
+    disagree = len(re.findall(r"^\s+DISAGREE", text, re.MULTILINE))
+    return (f"{int(probes.group(1)):,} probes: {int(probes.group(2)):,} agree, {disagree} disagree; "
+            f"{rows.group(1)} of {rows.group(2)} rows confirmed")
+
+
+def _kernels_summary(text: str) -> str:
+    """probe_kernels.py's closing lines, without the seconds it took."""
+    return re.sub(r" in \d+ s:", ":", tail(6)(text))
+
+
+def _coverage_headline(text: str) -> str:
+    """op_coverage.py: ops at the opset, outcomes, and the two lists it checks are empty."""
+    ops = re.search(r"at opset (\d+): (\d+) ops", text)
+    outcomes = dict((k, int(v)) for k, v in re.findall(r"(counted|unsupported|zero) (\d+)", text))
+    gaps = re.findall(r"^ops .*: (.*)$", text, re.MULTILINE)
+    if ops is None or not outcomes:
+        return last_line(text)
+    complete = "nothing missing from the FLOP table or RUNS_AS_FUNCTION" if gaps and set(gaps) == {"none"} else "GAPS LISTED"
+    return (f"{ops.group(2)} ops at opset {ops.group(1)}: {outcomes.get('counted', 0)} counted, "
+            f"{outcomes.get('zero', 0)} zero, {outcomes.get('unsupported', 0)} unsupported; {complete}")
+
+
+def _llm_headline(text: str) -> str:
+    """llm23_check.py: rows ``model dims predicted measured exact ops``."""
+    rows = re.findall(r"^\S+\s+\S+\s+([\d,]+)\s+([\d,]+)\s+(yes|no)\b", text, re.MULTILINE)
+    same = sum(p == m for p, m, _ in rows)
+    called = sum(e == "yes" for _, _, e in rows)
+    return f"{same} of {len(rows)} measurements byte-exact ({called} called exact by graphmem)"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Accuracy:
     """An accuracy script: how make_docs runs it and what of its output it files."""
@@ -431,10 +467,13 @@ ACCURACY: dict[str, Accuracy] = {
     "train_check": Accuracy(label="training memory vs PyTorch steps", script="train_check.py", summary=tail(60)),
     "function_check": Accuracy(label="ops onnxruntime runs as function bodies", script="function_check.py",
                                headline=_function_headline, summary=from_line("op (runs as function)")),
-    "probe_kernels": Accuracy(label="the CPU kernel table vs one-node sessions", script="probe_kernels.py", summary=tail(6)),
+    "probe_kernels": Accuracy(label="the CPU kernel table vs one-node sessions", script="probe_kernels.py",
+                              headline=_kernels_headline, summary=_kernels_summary),
     "probe_inplace": Accuracy(label="in-place unary kernels", script="probe_inplace.py", summary=tail(4)),
-    "op_coverage": Accuracy(label="FLOP rule for every default-domain op", script="op_coverage.py", summary=tail(10)),
-    "llm23_check": Accuracy(label="opset-23/24 decoders", script="llm23_check.py", summary=tail(16)),
+    "op_coverage": Accuracy(label="FLOP rule for every default-domain op", script="op_coverage.py",
+                            headline=_coverage_headline, summary=without_timings),
+    "llm23_check": Accuracy(label="opset-23/24 decoders", script="llm23_check.py", headline=_llm_headline,
+                            summary=from_line("model ")),
     "flops_report": Accuracy(label="FLOP/MAC counts vs run-time shapes and onnx-tool", script="flops_report.py",
                              summary=tail(30)),
     "sweep_demo": Accuracy(label="sweep/fit vs peak", script="sweep_demo.py", summary=without_timings),

@@ -142,6 +142,7 @@ OUTPUTS: tuple[Output, ...] = (
     Output(id="ops-tiny-cnn", args=("ops", "models/tiny_cnn.onnx"), head=4, tail=19),
     # inputs
     Output(id="peak-unbound", args=("peak", "models/tiny_bert.onnx")),
+    Output(id="peak-unresolved-cause", args=("peak", "models/tiny_bert.onnx", "--dim", "batch=1", "--dim", "seq=600")),
     Output(id="peak-symbolic-gpt2", args=("peak", "models/tiny_gpt2.onnx", "--symbolic", "--dim", "batch=2")),
     Output(id="shape-fixed-dim", args=("peak", "models/tiny_cnn.onnx", "--shape", "input=2x3x32x32")),
     # verify

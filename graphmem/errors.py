@@ -35,7 +35,7 @@ __all__ = [
     "EXIT_INPUT_ERROR",
 ]
 
-#: Exit codes, documented in the README: 0 success, 1 a gate failed, 2 usage or input error.
+#: Exit codes, documented in docs/pages/exit-codes.md: 0 success, 1 a gate failed, 2 usage or input error.
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_INPUT_ERROR = 2

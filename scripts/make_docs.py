@@ -177,6 +177,8 @@ def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GRAPHMEM_DEBUG", "FORCE_COLOR")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env.update(NO_COLOR="1", TERM="dumb", COLUMNS="100", PYTHONIOENCODING="utf-8")
+    # the outputs are for one example machine, whatever machine regenerates them (docs/pages/host.md)
+    env["GRAPHMEM_HOST"] = str(ROOT / "docs" / "pages" / "example-host.json")
     return env
 
 

@@ -24,12 +24,17 @@ __all__ = [
     "OpRule",
     "OpTable",
     "DEFAULT_DOMAIN",
+    "DEFAULT_DOMAIN_NAME",
     "MS_DOMAIN",
     "NCHWC_DOMAIN",
+    "KNOWN_DOMAINS",
     "VIEW_OPS",
     "normalize_domain",
+    "domain_name",
+    "normalize_opsets",
     "op_key",
     "is_default_domain",
+    "domain_ops",
     "default_domain_ops",
 ]
 
@@ -38,8 +43,15 @@ V = TypeVar("V")
 R = TypeVar("R", bound=Callable[..., Any])
 
 DEFAULT_DOMAIN = ""
+#: How a file may spell the default domain, and how JSON output names it.
+DEFAULT_DOMAIN_NAME = "ai.onnx"
 MS_DOMAIN = "com.microsoft"
 NCHWC_DOMAIN = "com.microsoft.nchwc"
+
+#: The domains whose ops onnx or onnxruntime define, however a file spells the default one.
+KNOWN_DOMAINS = frozenset(
+    {DEFAULT_DOMAIN, DEFAULT_DOMAIN_NAME, "ai.onnx.ml", "ai.onnx.preview.training", MS_DOMAIN, NCHWC_DOMAIN}
+)
 
 #: The ONNX ops whose output is a view of their input 0 (same bytes, another shape): no buffer of
 #: their own in onnxruntime (``KernelDefBuilder::Alias``) nor in PyTorch (views share storage).
@@ -48,7 +60,21 @@ VIEW_OPS: tuple[str, ...] = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Iden
 
 def normalize_domain(domain: str) -> str:
     """``"ai.onnx"`` and ``""`` are the same (default) domain."""
-    return DEFAULT_DOMAIN if domain == "ai.onnx" else domain
+    return DEFAULT_DOMAIN if domain == DEFAULT_DOMAIN_NAME else domain
+
+
+def domain_name(domain: str) -> str:
+    """The domain as output names it: ``"ai.onnx"`` for the default one, however it was spelled."""
+    return normalize_domain(domain) or DEFAULT_DOMAIN_NAME
+
+
+def normalize_opsets(opsets: Mapping[str, int]) -> dict[str, int]:
+    """``opsets`` (domain -> version, as a file lists them) with the default domain's version
+    also under ``""`` when the file spells it ``"ai.onnx"`` only; an explicit ``""`` wins."""
+    out = dict(opsets)
+    if DEFAULT_DOMAIN_NAME in out and DEFAULT_DOMAIN not in out:
+        out[DEFAULT_DOMAIN] = out[DEFAULT_DOMAIN_NAME]
+    return out
 
 
 def is_default_domain(domain: str) -> bool:
@@ -61,9 +87,14 @@ def op_key(node: Any) -> OpKey:
     return normalize_domain(node.domain), node.op_type
 
 
+def domain_ops(domain: str, ops: Iterable[str], value: V) -> dict[OpKey, V]:
+    """``{(domain, op): value for op in ops}``: a family of ops of one domain sharing a value."""
+    return {(normalize_domain(domain), op): value for op in ops}
+
+
 def default_domain_ops(ops: Iterable[str], value: V) -> dict[OpKey, V]:
     """``{("", op): value for op in ops}``: the usual way to list a family of default-domain ops."""
-    return {(DEFAULT_DOMAIN, op): value for op in ops}
+    return domain_ops(DEFAULT_DOMAIN, ops, value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

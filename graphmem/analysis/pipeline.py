@@ -34,6 +34,7 @@ from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.program import build_program, tensor_size, value_size
+from graphmem.optable import DEFAULT_DOMAIN, KNOWN_DOMAINS, MS_DOMAIN, normalize_domain
 from graphmem.ort.functions import inline_functions
 from graphmem.model.subgraphs import all_weights
 from graphmem.analysis.bodyflops import flops_with_bodies
@@ -58,11 +59,6 @@ __all__ = ["analyze", "analyze_model", "analyze_graph_opt"]
 
 #: Tensors larger than this (1 EiB) mean absurd dims, not a model.
 MAX_TENSOR_BYTES = 1 << 60
-
-KNOWN_DOMAINS = frozenset(
-    {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
-)
-
 
 def analyze(
     path: str | os.PathLike[str],
@@ -416,7 +412,7 @@ def _duplicated_dq_in_bodies(model: Model) -> tuple[Approximation, ...]:
                 readers[x] = readers.get(x, 0) + 1
         outputs = {o.name for o in graph.output}
         for n in graph.node:
-            if n.op_type == "DequantizeLinear" and n.domain in ("", "ai.onnx", "com.microsoft") and n.output:
+            if n.op_type == "DequantizeLinear" and normalize_domain(n.domain) in (DEFAULT_DOMAIN, MS_DOMAIN) and n.output:
                 copies = readers.get(n.output[0], 0) - (n.output[0] not in outputs)
                 if copies > 0:
                     out.append(Approximation(

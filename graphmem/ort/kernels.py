@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from onnx import TensorProto
 
+from graphmem.optable import normalize_domain
+
 __all__ = [
     "KernelRow",
     "Formals",
@@ -91,10 +93,6 @@ class Formals:
     outputs: tuple[tuple[str | None, str], ...]
 
 
-def _domain(domain: str) -> str:
-    return "" if domain in ("", "ai.onnx") else domain
-
-
 _CODES = {name.lower(): code for name, code in TensorProto.DataType.items()}
 
 
@@ -117,7 +115,7 @@ def _table() -> tuple[dict[tuple[str, str], tuple[KernelRow, ...]], dict[tuple[s
     for line in _ROWS.strip().splitlines():
         if line.startswith("["):
             head, _, source = line.partition(" ")
-            domain = _domain(head[1:-1])
+            domain = normalize_domain(head[1:-1])
             continue
         fields = line.split()
         probed = fields.pop() if fields[-1] in ("probed", "partly") else ""
@@ -145,18 +143,18 @@ def _table() -> tuple[dict[tuple[str, str], tuple[KernelRow, ...]], dict[tuple[s
                 out.append((None if name == "-" else name, option))
             return tuple(out)
 
-        schemas.setdefault((_domain(d), op), {})[int(since)] = Formals(inputs=parse(ins), outputs=parse(outs))
+        schemas.setdefault((normalize_domain(d), op), {})[int(since)] = Formals(inputs=parse(ins), outputs=parse(outs))
     return {k: tuple(v) for k, v in rows.items()}, schemas
 
 
 def cpu_kernel_rows(domain: str, op: str) -> tuple[KernelRow, ...]:
     """Every CPU kernel row of ``(domain, op)`` (empty: the CPU provider has no such kernel)."""
-    return _table()[0].get((_domain(domain), op), ())
+    return _table()[0].get((normalize_domain(domain), op), ())
 
 
 def formals(domain: str, op: str, since_version: int) -> Formals | None:
     """The formal parameters of the newest schema of ``op`` not newer than ``since_version``."""
-    versions = _table()[1].get((_domain(domain), op), {})
+    versions = _table()[1].get((normalize_domain(domain), op), {})
     known = [v for v in versions if v <= since_version]
     return versions[max(known)] if known else None
 
@@ -164,7 +162,7 @@ def formals(domain: str, op: str, since_version: int) -> Formals | None:
 def since_version(domain: str, op: str, opset: int) -> int | None:
     """The since-version of ``op``'s schema at ``opset`` among onnxruntime's schemas of ops that
     have a CPU kernel (None: none of them, so no CPU kernel either)."""
-    versions = _table()[1].get((_domain(domain), op), {})
+    versions = _table()[1].get((normalize_domain(domain), op), {})
     known = [v for v in versions if v <= opset]
     return max(known) if known else None
 

@@ -34,7 +34,7 @@ from onnx import helper
 from graphmem.errors import InvalidModelError
 from graphmem.model.loading import Model
 from graphmem.model.walk import all_nodes
-from graphmem.optable import normalize_domain
+from graphmem.optable import domain_name, normalize_domain, op_key
 
 __all__ = [
     "CPU_KERNEL_ATTRIBUTES",
@@ -69,7 +69,7 @@ def check_domains(path: str, nodes: Iterable[onnx.NodeProto], functions: Iterabl
     attribute onnxruntime's schema of the op lacks at the model's opset (:data:`ORT_SCHEMA_GAPS`)."""
     local = {(f.domain, f.name) for f in functions}
     for node in all_nodes(nodes):
-        domain = "" if node.domain == "ai.onnx" else node.domain
+        domain = normalize_domain(node.domain)
         gap = ORT_SCHEMA_GAPS.get((domain, node.op_type))
         if gap is not None and opsets is not None and opsets.get(domain, 0) >= gap[0]:
             extra = sorted({a.name for a in node.attribute} & gap[1])
@@ -95,7 +95,7 @@ def check_opsets(path: str, opsets: Mapping[str, int], ir_version: int = 0) -> N
     for domain, version in opsets.items():
         top = MAX_OPSETS.get(domain)
         if top is not None and not 1 <= version <= top:
-            name = domain or "ai.onnx"
+            name = domain_name(domain)
             raise InvalidModelError(
                 f"{path}: onnxruntime would refuse to load it: {name} opset {version} "
                 f"(onnxruntime 1.31 loads {name} opsets 1 to {top})"
@@ -244,7 +244,7 @@ def check_cpu_kernel_attributes(path: str, nodes: Iterable[onnx.NodeProto]) -> N
     """Raise :class:`InvalidModelError` for a node whose CPU kernel refuses its attributes
     (:data:`CPU_KERNEL_ATTRIBUTES`), naming the node and the attribute."""
     for node in all_nodes(nodes):
-        key = ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
+        key = op_key(node)
         checks = CPU_KERNEL_ATTRIBUTES.get(key, ())
         if not checks and key not in CPU_KERNEL_NODE_CHECKS:
             continue

@@ -25,7 +25,7 @@ Contrib kernels (``onnxruntime/contrib_ops/cpu/``), which onnxruntime's optimize
 
 from __future__ import annotations
 
-from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, VIEW_OPS, OpTable, default_domain_ops
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, VIEW_OPS, OpTable, default_domain_ops, normalize_domain
 
 __all__ = [
     "RUNTIME_NAME",
@@ -154,7 +154,7 @@ _FLOAT = 1  # onnx.TensorProto.FLOAT
 
 def prepacks(domain: str, op_type: str, position: int, dtype: int, rank: int) -> bool:
     """Whether the CPU kernel packs its input ``position`` when it is a constant of that type."""
-    key = ("" if domain == "ai.onnx" else domain, op_type)
+    key = (normalize_domain(domain), op_type)
     if position not in PREPACKED.get(key, ()) or dtype != _FLOAT:
         return False
     if op_type in ("MatMul", "Gemm", "FusedMatMul", "FusedGemm"):

@@ -169,7 +169,7 @@ def infer_types(
             new = inferred.get(out)
             if have is not None:
                 have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
-                if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and node.domain in ("", "ai.onnx"):
+                if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and is_default_domain(node.domain):
                     conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
             types[out] = _merge(new, have, prefer_inferred_rank=run)
             if not run and types[out].kind == "sequence_type" and types[out].shape is not None:

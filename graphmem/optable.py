@@ -36,6 +36,8 @@ __all__ = [
     "is_default_domain",
     "domain_ops",
     "default_domain_ops",
+    "domain_table",
+    "with_outcome",
 ]
 
 OpKey = tuple[str, str]
@@ -97,12 +99,23 @@ def default_domain_ops(ops: Iterable[str], value: V) -> dict[OpKey, V]:
     return domain_ops(DEFAULT_DOMAIN, ops, value)
 
 
+def domain_table(domain: str, entries: Mapping[str, V]) -> dict[OpKey, V]:
+    """``{(domain, op): value for op, value in entries.items()}``: one domain's entries by op type."""
+    d = normalize_domain(domain)
+    return {(d, op): value for op, value in entries.items()}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpRule(Generic[R]):
     """A rule and the outcome it has for the op in general (e.g. "counted", "zero", "none")."""
 
     rule: R
     outcome: str
+
+
+def with_outcome(outcome: str, rules: Mapping[OpKey, R]) -> dict[OpKey, OpRule[R]]:
+    """The entries of a family of rules that share an outcome."""
+    return {key: OpRule(rule=fn, outcome=outcome) for key, fn in rules.items()}
 
 
 class OpTable(Mapping[OpKey, V]):

@@ -34,7 +34,7 @@ from onnx import helper
 from graphmem.errors import InvalidModelError
 from graphmem.model.loading import Model
 from graphmem.model.walk import all_nodes
-from graphmem.optable import domain_name, normalize_domain, op_key
+from graphmem.optable import OpTable, domain_name, normalize_domain, op_key
 
 __all__ = [
     "CPU_KERNEL_ATTRIBUTES",
@@ -194,16 +194,16 @@ def _positive_or_nan(value: object) -> bool:
 
 #: (domain, op) -> a check of all its attributes at once (name -> value): the phrase of the
 #: problem, or None.
-CPU_KERNEL_NODE_CHECKS: dict[tuple[str, str], Callable[[Mapping[str, object]], str | None]] = {
+CPU_KERNEL_NODE_CHECKS: OpTable[Callable[[Mapping[str, object]], str | None]] = OpTable({
     ("", "Clip"): _clip_bounds,
     ("", "Cast"): _cast_saturate,
     ("", "ConstantOfShape"): _constant_of_shape_value,
-}
+})
 
 #: (domain, op) -> (attribute, test of its value (None when absent), what the kernel needs): the
 #: attribute checks of the CPU kernels' constructors (measured with onnxruntime 1.31.1: the
 #: session fails with "... was false"; onnx's checker accepts these models).
-CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object], bool], str], ...]] = {
+CPU_KERNEL_ATTRIBUTES: OpTable[tuple[tuple[str, Callable[[object], bool], str], ...]] = OpTable({
     # rnn/deep_cpu_gru.h DeepCpuGruOp: hidden_size > 0, layout_ == 0
     ("", "GRU"): (("hidden_size", _positive, "a positive hidden_size"), ("layout", _zero, "layout 0")),
     # rnn/lstm_base.h LSTMBase: hidden_size > 0, layout_ == 0
@@ -228,16 +228,16 @@ CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object],
     ),
     # llm/tensorscatter.cc TensorScatter: mode == "linear" || mode == "circular"
     ("", "TensorScatter"): (("mode", _one_of("linear", "circular"), "mode linear or circular"),),
-}
+})
 
 #: (domain, op) -> (first opset, attributes): attributes of onnx 1.23's newer schema that
 #: onnxruntime 1.31's own schema of the op lacks (it has Attention only up to version 24, which it
 #: uses at opsets 25 and 26: "Unrecognized attribute: left_window_size for operator Attention").
 #: The whole difference between the two schema sets at the opsets onnxruntime loads, printed by
 #: ``scripts/ort_schema_gap.py``.
-ORT_SCHEMA_GAPS: dict[tuple[str, str], tuple[int, frozenset[str]]] = {
+ORT_SCHEMA_GAPS: OpTable[tuple[int, frozenset[str]]] = OpTable({
     ("", "Attention"): (25, frozenset({"left_window_size", "right_window_size"})),
-}
+})
 
 
 def check_cpu_kernel_attributes(path: str, nodes: Iterable[onnx.NodeProto]) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 import onnx
 
 from graphmem.model.dtypes import element_bits, tensor_bytes
-from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key, with_outcome
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.ort.order import node_key
 from graphmem.model.types import TensorType
@@ -414,7 +414,8 @@ def _none(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch()
 
 
-_MODELLED = {
+#: The kernels whose scratch a rule computes.
+_MODELLED = with_outcome("modelled", {
     ("", "BatchNormalization"): _batch_norm,
     ("", "Conv"): _mlas_conv,
     (MS, "FusedConv"): _mlas_conv,
@@ -435,7 +436,7 @@ _MODELLED = {
     (MS, "QGemm"): quant.qgemm,
     (MS, "DynamicQuantizeMatMul"): quant.dynamic_quantize_matmul,
     (MS, "NhwcMaxPool"): quant.nhwc_max_pool,
-}
+})
 
 #: Kernels that take no scratch on the CPU EP (read in their sources and confirmed by running each
 #: node of the corpus alone: in-use high-water = outputs). NCHWc kernels run MLAS on the caller's
@@ -483,10 +484,7 @@ _NONE = (
 
 #: Every kernel whose scratch is known: ``modelled`` (a rule computes it) or ``none`` (checked to
 #: take none). Any other op is unmodelled: counted 0 and listed, never silently assumed free.
-SCRATCH_RULES: OpTable[OpRule[ScratchRule]] = OpTable(
-    {key: OpRule(rule=fn, outcome="modelled") for key, fn in _MODELLED.items()},
-    {key: OpRule(rule=_none, outcome="none") for key in _NONE},
-)
+SCRATCH_RULES: OpTable[OpRule[ScratchRule]] = OpTable(_MODELLED, with_outcome("none", dict.fromkeys(_NONE, _none)))
 
 
 def kernel_scratch(
@@ -553,7 +551,7 @@ def prepacked_in_arena(
     requests: list[tuple[int, bool]] = []
     for nid in prepack_order(graph):
         node = graph.node(nid)
-        if op_key(node) in quant.PREPACK_KEYS:
+        if op_key(node) in quant.PREPACK_RULES:
             ins = [types.get(x) if x else None for x in node.input]
             site = _site(len(ins), model.opset, [known.get(x) if x else None for x in node.input],
                          [bool(x) and x in model.weights for x in node.input])

@@ -57,6 +57,7 @@ import numpy as np
 from onnx import TensorProto
 
 from graphmem.model.program import tensor_size
+from graphmem.optable import OpTable
 from graphmem.training.autocast import CAST_MARK, is_cast
 from graphmem.training.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
@@ -713,7 +714,7 @@ def half_mean_copies(op: OpView) -> int:
 
 
 #: ``(domain, op_type) -> (forward temporaries, backward temporaries)``.
-TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
+TEMPORARIES: OpTable[tuple[Temp, Temp]] = OpTable({
     ("", "Conv"): (conv_forward, conv_backward),
     ("", "ConvTranspose"): (conv_transpose_forward, conv_backward),
     ("", "LSTM"): (lstm_forward, lstm_backward),
@@ -722,7 +723,7 @@ TEMPORARIES: dict[tuple[str, str], tuple[Temp, Temp]] = {
     ("", "Div"): (_none, broadcast_grads),
     ("", "LayerNormalization"): (layer_norm_copy, layer_norm_copy),
     ("", "ReduceMean"): (half_mean_copies, _none),
-}
+})
 
 
 def forward_temporaries(op: OpView, domain: str = "") -> int:

@@ -34,7 +34,9 @@ from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.program import build_program, tensor_size, value_size
-from graphmem.optable import DEFAULT_DOMAIN, KNOWN_DOMAINS, MS_DOMAIN, normalize_domain
+from graphmem.optable import (
+    DEFAULT_DOMAIN, KNOWN_DOMAINS, MS_DOMAIN, OpTable, default_domain_ops, domain_ops, normalize_domain, op_key,
+)
 from graphmem.ort.functions import inline_functions
 from graphmem.model.subgraphs import all_weights
 from graphmem.analysis.bodyflops import flops_with_bodies
@@ -361,8 +363,10 @@ def _as_onnxruntime_writes_it(model: Model, as_dtype: str | None, **inputs) -> A
 
 
 #: Ops whose CPU kernel (and so its buffers) MLAS picks by CPU architecture (graphmem/ort/mlas.py).
-_MLAS_QUANTIZED = frozenset({"QLinearConv", "ConvInteger", "QGemm", "QLinearMatMul", "MatMulInteger",
-                             "DynamicQuantizeMatMul", "MatMulIntegerToFloat"})
+_MLAS_QUANTIZED: OpTable[bool] = OpTable(
+    default_domain_ops(("QLinearConv", "ConvInteger", "QLinearMatMul", "MatMulInteger"), True),
+    domain_ops(MS_DOMAIN, ("QLinearConv", "QGemm", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"), True),
+)
 
 
 def _host_kernels(g: OpGraph, types: Mapping[str, TensorType]) -> tuple[Approximation, ...]:
@@ -376,7 +380,7 @@ def _host_kernels(g: OpGraph, types: Mapping[str, TensorType]) -> tuple[Approxim
         return ()
     half = {TensorProto.FLOAT16, TensorProto.BFLOAT16}
     relies = any(t is not None and t.dtype in half for t in types.values()) or any(
-        g.node(nid).op_type in _MLAS_QUANTIZED for nid in g.dag.nodes
+        op_key(g.node(nid)) in _MLAS_QUANTIZED for nid in g.dag.nodes
     )
     return (Approximation(kind="unknown_kernel", node="", detail=problem),) if relies else ()
 

@@ -15,7 +15,7 @@ tries to create the CUDA provider and crashes where CUDA's libraries are missing
 runs in an interpreter with the plain CPU wheel of the same version (``python -m venv
 /work/venvs/ortcpu && /work/venvs/ortcpu/bin/pip install onnxruntime==1.31.1``); the CPU
 provider's registrations are the same source files in both wheels, which
-``scripts/probe_kernels.py`` checks on the installed onnxruntime-gpu.
+``scripts/probes/probe_kernels.py`` checks on the installed onnxruntime-gpu.
 
 Only ``CPUExecutionProvider`` rows are kept. Registrations of one op and version range that
 differ in a single constraint (one per element type, as the typed kernel macros make them) are
@@ -125,8 +125,8 @@ def kernels_text(dump: dict, probed: dict[str, str]) -> str:
     names = groups(rows)
     out = [
         f"# Every CPU kernel definition onnxruntime {dump['version']} registers (CPU wheel), written by",
-        "# scripts/make_kernel_table.py; do not edit. Rows scripts/probe_kernels.py --write confirmed with",
-        "# one-node sessions end in 'probed' (every type of the row tried) or 'partly'.",
+        "# scripts/make_kernel_table.py; do not edit. Rows scripts/probes/probe_kernels.py --write confirmed",
+        "# with one-node sessions end in 'probed' (every type of the row tried) or 'partly'.",
         "#",
         "# $NAME TYPES: a type list many rows share.",
         "# [DOMAIN] SOURCE: the rows registered in SOURCE follow.",

@@ -52,7 +52,7 @@ PREFIX = "InsertedPrecisionFreeCast_"
 FP16 = TensorProto.FLOAT16
 #: Ops -> the since-versions of their schema that onnxruntime 1.31 runs as their function body when
 #: the CPU provider has no kernel for a node's float16/bfloat16 types, before any Cast is inserted
-#: (measured by ``scripts/probe_kernels.py --inlining``; every other op without a float16 kernel,
+#: (measured by ``scripts/probes/probe_kernels.py --inlining``; every other op without a float16 kernel,
 #: Relu-14 included, runs in float32 behind Casts).
 INLINED_WITHOUT_KERNEL: OpTable[frozenset[int]] = OpTable(domain_table(DEFAULT_DOMAIN, {
     "Gelu": frozenset({20}), "LayerNormalization": frozenset({1}), "LogSoftmax": frozenset({13}),

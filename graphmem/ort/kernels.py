@@ -6,7 +6,7 @@ schemas' formal parameters in :data:`FORMALS_FILE`): every CPU kernel definition
 registrations are in the files named by each ``[domain]`` line:
 ``core/providers/cpu/cpu_execution_provider.cc`` for ai.onnx and ai.onnx.ml,
 ``contrib_ops/cpu/cpu_contrib_kernels.cc`` for com.microsoft and NCHWc); rows that
-``scripts/probe_kernels.py`` confirmed with one-node sessions on the installed onnxruntime end in
+``scripts/probes/probe_kernels.py`` confirmed with one-node sessions on the installed onnxruntime end in
 ``probed`` (every type of the row tried) or ``partly``. The build is x86-64: the float16 kernels
 behind ``MLAS_F16VEC_INTRINSICS_SUPPORTED`` (Relu, Gemm, MaxPool, … on ARM64) are not there.
 

@@ -234,7 +234,7 @@ CPU_KERNEL_ATTRIBUTES: OpTable[tuple[tuple[str, Callable[[object], bool], str], 
 #: onnxruntime 1.31's own schema of the op lacks (it has Attention only up to version 24, which it
 #: uses at opsets 25 and 26: "Unrecognized attribute: left_window_size for operator Attention").
 #: The whole difference between the two schema sets at the opsets onnxruntime loads, printed by
-#: ``scripts/ort_schema_gap.py``.
+#: ``scripts/probes/ort_schema_gap.py``.
 ORT_SCHEMA_GAPS: OpTable[tuple[int, frozenset[str]]] = OpTable({
     ("", "Attention"): (25, frozenset({"left_window_size", "right_window_size"})),
 })

@@ -61,7 +61,7 @@ class _QConvPlan:
     """How ``QLinearConv<ActType>`` holds its filter: ``packed`` is "sym" (MlasConvSymPackW),
     "gemm" (MlasGemmPackB per group), "reordered" (the filter reordered at PrePack) or ""
     (not prepacked: ``Compute`` reorders it into scratch); ``prepack``: (bytes, kept) arena
-    requests of ``PrePack``. Measured on onnxruntime 1.31.1 (``scripts/probe_scratch.py
+    requests of ``PrePack``. Measured on onnxruntime 1.31.1 (``scripts/probes/probe_scratch.py
     --check``, one-node sessions): only the symmetric filter is an arena chunk; the GEMM-packed
     and reordered filters, and the GEMM path's one-group reordering buffer, stay out of the
     arena's regions (the in-use baseline counts the packed and reordered filters, unrounded:

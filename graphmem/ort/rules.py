@@ -64,7 +64,7 @@ _INPLACE_OPS = (
     "LogSoftmax",
     "Trilu",
     "ScatterElements",
-    "Shrink",  # providers/cpu/nn/shrink.cc; found by scripts/probe_inplace.py
+    "Shrink",  # providers/cpu/nn/shrink.cc; found by scripts/probes/probe_inplace.py
     "BitCast",  # providers/cpu/tensor/bitcast_op.cc (.MayInplace(0, 0), opset 26)
     "TensorScatter",  # providers/cpu/llm/tensorscatter.cc (.MayInplace(0, 0): the KV cache updated in place)
     "ParametricSoftplus",  # contrib_ops/cpu/activations.cc (ONNX-domain contrib kernels)

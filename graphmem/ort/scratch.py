@@ -449,7 +449,7 @@ _NONE = (
     # QuickGelu (contrib_ops/cpu/activations.h) runs MlasComputeLogistic into its output
     + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "QuickGelu", "SkipLayerNormalization",
                            "SkipSimplifiedLayerNormalization")]
-    # Confirmed by scripts/probe_scratch.py on the float16/quantized corpus (every distinct node
+    # Confirmed by scripts/probes/probe_scratch.py on the float16/quantized corpus (every distinct node
     # run alone: in-use high-water = graphmem's arena replay without scratch).
     # StringConcat (providers/cpu/text/string_concat.cc) broadcasts into its output; the characters
     # of long strings live on the heap, outside the arena (measured: tests/analysis/test_strings.py)
@@ -461,7 +461,7 @@ _NONE = (
     # If, Loop and Scan take no scratch of their own: their temporaries (Loop's scalars, Scan's
     # transposed inputs and loop-state buffers) are requests graphmem.ort.controlflow replays
     + [("", op) for op in ("If", "Loop", "Scan")]
-    # Confirmed by scripts/probe_scratch_controlflow.py (every distinct node of the control-flow
+    # Confirmed by scripts/probes/probe_scratch_controlflow.py (every distinct node of the control-flow
     # corpus, bodies included, run alone). DFT's work vectors are heap vectors, not arena chunks
     # (``signal/dft.cc``).
     + [("", op) for op in ("DFT", "Log", "Mod", "ReduceMean", "ReduceSumSquare")]

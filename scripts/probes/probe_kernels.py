@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Check graphmem's CPU kernel table (graphmem/ort/data/cpu_kernels.txt) against the installed onnxruntime.
 
-    python scripts/probe_kernels.py [--only OP ...] [--write]
+    python scripts/probes/probe_kernels.py [--only OP ...] [--write]
 
 For every row of the table and each of the common element types (float, double, float16,
 bfloat16, int8, uint8, int32, int64, bool), a one-node model gives that type to every input
@@ -38,7 +38,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from graphmem.optable import normalize_domain  # noqa: E402

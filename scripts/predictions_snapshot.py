@@ -3,7 +3,7 @@
 Run it on two checkouts and ``diff`` the outputs: a refactoring that changes no behaviour
 gives an empty diff.
 
-    python scripts/predictions_snapshot.py OUT.txt [--provider cpu,cuda] [--only NAME ...]
+    python scripts/predictions_snapshot.py OUT.txt [--provider cpu,cuda] [--only NAME ...] [--train]
 
 Models: the onnx wheel's ``backend/test/data/light`` and ``pytorch-converted`` folders, the
 committed ``models/*.onnx`` and, when present, the exported corpus (``$GRAPHMEM_CORPUS`` or
@@ -11,8 +11,10 @@ committed ``models/*.onnx`` and, when present, the exported corpus (``$GRAPHMEM_
 (``models/``) or 128 (``scripts/corpus.py``'s ``bindings``). Each line is
 ``MODEL PROVIDER DIMS KEY = VALUE`` with KEY the JSON path of one leaf (``model.path`` and
 ``activations.runtime`` left out: they name the checkout and the installed runtime); a model
-graphmem rejects gives one ``exit=N`` line with the error. Needs onnx and onnxruntime only;
-about 5 minutes for both providers on a quiet machine.
+graphmem rejects gives one ``exit=N`` line with the error. ``--train`` adds ``graphmem train
+--json``'s figures (adam, ``fp32`` and ``mixed-bf16``, batch 1) of ``models/`` and the exported
+corpus, with PROVIDER ``train-PRECISION``. Needs onnx and onnxruntime only; about 5 minutes for
+both providers on a quiet machine, as long again with ``--train``.
 """
 
 from __future__ import annotations
@@ -50,17 +52,19 @@ def leaves(value: object, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix[:-1], json.dumps(value, sort_keys=True))]
 
 
-def snapshot(path: Path, provider: str) -> list[str]:
-    """The lines of one model at each binding."""
+def snapshot(path: Path, provider: str, batches: tuple[int, ...] = (1, 8)) -> list[str]:
+    """The lines of one model at each binding (``provider`` ``train-PRECISION``: ``graphmem train``)."""
     seq = 64 if path.parent == corpus.MODELS else 128
     name = f"{path.parent.name}/{path.name}"
+    command = (["train", "--precision", provider.removeprefix("train-")] if provider.startswith("train-")
+               else ["peak", "--provider", provider])
     out = []
-    for dims in corpus.bindings(path, (1, 8), seq=seq):
+    for dims in corpus.bindings(path, batches, seq=seq):
         dim_args = [a for k, v in dims.items() for a in ("--dim", f"{k}={v}")]
         dim_text = ",".join(f"{k}={v}" for k, v in dims.items()) or "static"
         stdout, stderr = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            code = graphmem_main(["peak", str(path), "--json", "--provider", provider, *dim_args])
+            code = graphmem_main([command[0], str(path), "--json", *command[1:], *dim_args])
         head = f"{name} {provider} {dim_text}"
         if code != 0:
             out.append(f"{head} exit={code} {stderr.getvalue().strip()}")
@@ -74,9 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--provider", default="cpu,cuda")
     ap.add_argument("--only", nargs="*", default=None, help="substrings of model paths to keep")
+    ap.add_argument("--train", action="store_true", help="also graphmem train's figures (models/ and the corpus)")
     args = ap.parse_args(argv)
     paths = [p for p in models() if not args.only or any(s in str(p) for s in args.only)]
     lines = [line for p in paths for provider in args.provider.split(",") for line in snapshot(p, provider)]
+    if args.train:
+        trained = [p for p in paths if p.parent == corpus.MODELS or p.parent.name == "corpus"]
+        lines += [line for p in trained for precision in ("fp32", "mixed-bf16")
+                  for line in snapshot(p, f"train-{precision}", batches=(1,))]
     args.out.write_text("\n".join(sorted(lines)) + "\n")
     print(f"{len(paths)} models, {len(lines)} lines -> {args.out}")
     return 0

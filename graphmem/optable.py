@@ -3,9 +3,13 @@
 Every rule table of graphmem is an :class:`OpTable` — FLOP rules, what autograd saves, kernel
 scratch, contrib-op shapes, onnxruntime's buffer-sharing and function-body tables, the CUDA
 provider's kernels. A table is built once from its entries (a duplicate key is an error, nothing
-is added later) and looked up with the domain normalised by :func:`op_key`, the one place where
-``"ai.onnx"`` becomes ``""``. Tables of rules hold :class:`OpRule` values: the rule and the
-outcome it has for the op in general (what coverage listings report).
+is added later) and looked up with the domain normalised by :func:`normalize_domain`, the one
+place where ``"ai.onnx"`` becomes ``""`` (:func:`domain_name` writes it back for output). Tables
+of rules hold :class:`OpRule` values: the rule and the outcome it has for the op in general (what
+coverage listings report). Families of entries come from :func:`domain_ops`,
+:func:`domain_table` and :func:`with_outcome`; a set of ops is an ``OpTable[bool]`` of True
+values, asked with ``op_key(node) in table``. Every module-level table is annotated with its
+value type, which ``tests/meta/test_tables.py`` (it finds the tables itself) checks.
 
 >>> t = OpTable({("", "Relu"): 1})
 >>> t.lookup("ai.onnx", "Relu"), t.lookup("", "Gelu"), ("ai.onnx", "Relu") in t

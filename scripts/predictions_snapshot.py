@@ -8,7 +8,7 @@ same code give the same file, and a diff of two versions shows only what moved.
 
 Corpus: ``models/*.onnx``, the onnx wheel's ``backend/test/data`` models (``light``,
 ``pytorch-converted``, ``pytorch-operator``, ``simple``, and ``node`` where the wheel has it),
-``/work/cache/corpus/*.onnx`` when present (or the folders given with ``--corpus``), and two
+the exported corpus (``scripts/corpus.py``'s ``EXPORTED``: ``$GRAPHMEM_CORPUS`` or ``.cache/corpus``) when present (or the folders given with ``--corpus``), and two
 one-node models whose figures depend on the host (:func:`host_models`: a GroupQueryAttention
 whose flash tiles follow the L2 size, a QLinearConv whose filter MLAS packs only on AVX-512).
 
@@ -46,7 +46,8 @@ def corpus(extra: list[Path], quick: bool) -> list[Path]:
     if not quick:
         for folder in ("pytorch-converted", "pytorch-operator", "simple", "node"):
             paths += sorted((data / folder).glob("*/model.onnx"))
-    for folder in extra or ([Path("/work/cache/corpus")] if Path("/work/cache/corpus").is_dir() else []):
+    exported = Path(os.environ.get("GRAPHMEM_CORPUS", ROOT / ".cache" / "corpus"))  # as scripts/corpus.py
+    for folder in extra or ([exported] if exported.is_dir() else []):
         paths += sorted(folder.glob("*.onnx"))
     return paths
 

@@ -36,6 +36,9 @@ from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import MAX_TENSOR_BYTES, Model, load_model
 from graphmem.model.program import build_program, tensor_size, value_size
+from graphmem.optable import (
+    DEFAULT_DOMAIN, KNOWN_DOMAINS, MS_DOMAIN, OpTable, default_domain_ops, domain_ops, normalize_domain, op_key,
+)
 from graphmem.ort.functions import inline_functions
 from graphmem.model.subgraphs import all_weights
 from graphmem.analysis.bodyflops import flops_with_bodies
@@ -57,10 +60,6 @@ from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
 from graphmem.model.types import TensorType, is_concrete
 
 __all__ = ["analyze", "analyze_model", "analyze_graph_opt"]
-
-KNOWN_DOMAINS = frozenset(
-    {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
-)
 
 
 def analyze(
@@ -374,8 +373,10 @@ def _as_onnxruntime_writes_it(model: Model, as_dtype: str | None, **inputs) -> A
 
 
 #: Ops whose CPU kernel (and so its buffers) MLAS picks by CPU architecture (graphmem/ort/mlas.py).
-_MLAS_QUANTIZED = frozenset({"QLinearConv", "ConvInteger", "QGemm", "QLinearMatMul", "MatMulInteger",
-                             "DynamicQuantizeMatMul", "MatMulIntegerToFloat"})
+_MLAS_QUANTIZED: OpTable[bool] = OpTable(
+    default_domain_ops(("QLinearConv", "ConvInteger", "QLinearMatMul", "MatMulInteger"), True),
+    domain_ops(MS_DOMAIN, ("QLinearConv", "QGemm", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"), True),
+)
 
 
 def _host_kernels(g: OpGraph, types: Mapping[str, TensorType], host: HostProfile) -> tuple[Approximation, ...]:
@@ -389,7 +390,7 @@ def _host_kernels(g: OpGraph, types: Mapping[str, TensorType], host: HostProfile
         return ()
     half = {TensorProto.FLOAT16, TensorProto.BFLOAT16}
     relies = any(t is not None and t.dtype in half for t in types.values()) or any(
-        g.node(nid).op_type in _MLAS_QUANTIZED for nid in g.dag.nodes
+        op_key(g.node(nid)) in _MLAS_QUANTIZED for nid in g.dag.nodes
     )
     return (Approximation(kind="unknown_kernel", node="", detail=problem),) if relies else ()
 
@@ -425,7 +426,7 @@ def _duplicated_dq_in_bodies(model: Model) -> tuple[Approximation, ...]:
                 readers[x] = readers.get(x, 0) + 1
         outputs = {o.name for o in graph.output}
         for n in graph.node:
-            if n.op_type == "DequantizeLinear" and n.domain in ("", "ai.onnx", "com.microsoft") and n.output:
+            if n.op_type == "DequantizeLinear" and normalize_domain(n.domain) in (DEFAULT_DOMAIN, MS_DOMAIN) and n.output:
                 copies = readers.get(n.output[0], 0) - (n.output[0] not in outputs)
                 if copies > 0:
                     out.append(Approximation(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from graphmem.analysis.dims import shape_json
-from graphmem.optable import op_key
+from graphmem.optable import domain_name, op_key
 from graphmem.cli.common import (
     DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs,
 )
@@ -128,7 +128,7 @@ def ops_command(
             "schema_version": 1,
             "opset": opset,
             "ops": [
-                {"domain": d or "ai.onnx", "op_type": o, "outcome": k, "nodes": used.get((d, o), 0)}
+                {"domain": domain_name(d), "op_type": o, "outcome": k, "nodes": used.get((d, o), 0)}
                 for d, o, k in rows
             ],
         }

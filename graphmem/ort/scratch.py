@@ -42,7 +42,7 @@ import onnx
 
 from graphmem.host import HostProfile
 from graphmem.model.dtypes import element_bits, tensor_bytes
-from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key, with_outcome
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.ort.order import node_key
 from graphmem.model.types import TensorType
@@ -406,7 +406,8 @@ def _none(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch()
 
 
-_MODELLED = {
+#: The kernels whose scratch a rule computes.
+_MODELLED = with_outcome("modelled", {
     ("", "BatchNormalization"): _batch_norm,
     ("", "Conv"): _mlas_conv,
     (MS, "FusedConv"): _mlas_conv,
@@ -427,7 +428,7 @@ _MODELLED = {
     (MS, "QGemm"): quant.qgemm,
     (MS, "DynamicQuantizeMatMul"): quant.dynamic_quantize_matmul,
     (MS, "NhwcMaxPool"): quant.nhwc_max_pool,
-}
+})
 
 #: Kernels that take no scratch on the CPU EP (read in their sources and confirmed by running each
 #: node of the corpus alone: in-use high-water = outputs). NCHWc kernels run MLAS on the caller's
@@ -440,7 +441,7 @@ _NONE = (
     # QuickGelu (contrib_ops/cpu/activations.h) runs MlasComputeLogistic into its output
     + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "QuickGelu", "SkipLayerNormalization",
                            "SkipSimplifiedLayerNormalization")]
-    # Confirmed by scripts/probe_scratch.py on the float16/quantized corpus (every distinct node
+    # Confirmed by scripts/probes/probe_scratch.py on the float16/quantized corpus (every distinct node
     # run alone: in-use high-water = graphmem's arena replay without scratch).
     # StringConcat (providers/cpu/text/string_concat.cc) broadcasts into its output; the characters
     # of long strings live on the heap, outside the arena (measured: tests/analysis/test_strings.py)
@@ -452,7 +453,7 @@ _NONE = (
     # If, Loop and Scan take no scratch of their own: their temporaries (Loop's scalars, Scan's
     # transposed inputs and loop-state buffers) are requests graphmem.ort.controlflow replays
     + [("", op) for op in ("If", "Loop", "Scan")]
-    # Confirmed by scripts/probe_scratch_controlflow.py (every distinct node of the control-flow
+    # Confirmed by scripts/probes/probe_scratch_controlflow.py (every distinct node of the control-flow
     # corpus, bodies included, run alone). DFT's work vectors are heap vectors, not arena chunks
     # (``signal/dft.cc``).
     + [("", op) for op in ("DFT", "Log", "Mod", "ReduceMean", "ReduceSumSquare")]
@@ -475,10 +476,7 @@ _NONE = (
 
 #: Every kernel whose scratch is known: ``modelled`` (a rule computes it) or ``none`` (checked to
 #: take none). Any other op is unmodelled: counted 0 and listed, never silently assumed free.
-SCRATCH_RULES: OpTable[OpRule[ScratchRule]] = OpTable(
-    {key: OpRule(rule=fn, outcome="modelled") for key, fn in _MODELLED.items()},
-    {key: OpRule(rule=_none, outcome="none") for key in _NONE},
-)
+SCRATCH_RULES: OpTable[OpRule[ScratchRule]] = OpTable(_MODELLED, with_outcome("none", dict.fromkeys(_NONE, _none)))
 
 
 def kernel_scratch(
@@ -549,7 +547,7 @@ def prepacked_in_arena(
     requests: list[tuple[int, bool]] = []
     for nid in prepack_order(graph):
         node = graph.node(nid)
-        if op_key(node) in quant.PREPACK_KEYS:
+        if op_key(node) in quant.PREPACK_RULES:
             ins = [types.get(x) if x else None for x in node.input]
             site = _site(len(ins), host, model.opset, [known.get(x) if x else None for x in node.input],
                          [bool(x) and x in model.weights for x in node.input])

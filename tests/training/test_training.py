@@ -713,7 +713,7 @@ def test_channels_last_dense_conv_input_gradient_scratchpad() -> None:
     #   mask: 2 x 4096 + 4096 = 12288
     #   batch: 2x2 kernel, 4 x 40 B -> 4096 -> 103 elements x 40 = 4120; 2 x 4120 + 4096 = 12336
     # = 1241136, whatever the batch (torch 2.13, 2 threads: ideep's scratchpad tensor 1241136 B
-    # at batch 1 and 4; scripts/probe_conv_nhwc.py)
+    # at batch 1 and 4; scripts/probes/probe_conv_nhwc.py)
     down = dict(kernel_shape=[2, 2], strides=[2, 2])
     for batch in (1, 4):
         op = _nhwc_conv((192, 96, 2, 2), 1, (batch, 96, 56, 56), (batch, 192, 28, 28), grads=("x",), **down)

@@ -58,6 +58,7 @@ from onnx import TensorProto
 
 from graphmem.host import HostProfile
 from graphmem.model.program import tensor_size
+from graphmem.optable import OpTable
 from graphmem.training.autocast import CAST_MARK, is_cast
 from graphmem.training.kernels.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes

@@ -8,7 +8,7 @@ that onnxruntime does not (and the attributes onnx's has that onnxruntime's vers
 lacks), up to the newest opset onnxruntime loads (``graphmem.ort.loadable.MAX_OPSETS``); the
 attribute gaps are ``graphmem.ort.loadable.ORT_SCHEMA_GAPS``.
 
-    python scripts/ort_schema_gap.py [--all]     (--all: opsets onnxruntime refuses too)
+    python scripts/probes/ort_schema_gap.py [--all]     (--all: opsets onnxruntime refuses too)
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import onnx  # noqa: E402
 import onnxruntime  # noqa: E402

@@ -7,7 +7,7 @@ bytes means OP wrote into its dying input ``a`` (in place), 8192 a fresh buffer.
 with onnxruntime's behaviour and graphmem's rule (``graphmem/ort/rules.py``) and exits 1 on any
 disagreement.
 
-    python scripts/probe_inplace.py [OP ...]
+    python scripts/probes/probe_inplace.py [OP ...]
 """
 
 from __future__ import annotations

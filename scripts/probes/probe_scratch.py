@@ -17,7 +17,7 @@ graphmem does not model: they never share a chunk with a tensor). The profiler's
 session's, so a PrePack temporary above the run's high counts
 (``ScratchProfile.prepack_high_bytes``). Exit status 1 when a modelled node differs.
 
-    python scripts/probe_scratch.py [--only SUBSTR ...] [--check] [--ops OP ...] [--show]
+    python scripts/probes/probe_scratch.py [--only SUBSTR ...] [--check] [--ops OP ...] [--show]
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ gradients it returns. Predicted: ``graphmem.training.kernels.backward_temporarie
 Conv (what the kernel holds beyond the gradients it returns) on this machine's host profile
 (``graphmem host``) with torch's thread count.
 
-    python scripts/probe_conv_nhwc.py [--threads N] [--only dx|dw] [--dtype fp32|bf16|fp16] [--nchw] [CONFIG ...]
+    python scripts/probes/probe_conv_nhwc.py [--threads N] [--only dx|dw] [--dtype fp32|bf16|fp16] [--nchw] [CONFIG ...]
 
 CONFIG is ``B,Cin,Cout,H,W,k,s,p,g`` (e.g. ``4,96,192,56,56,2,2,0,1``, ConvNeXt-T's first
 downsample); without any, a built-in list: ConvNeXt's downsamples, stride 1 (3x3, 7x7, 1x1),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Check graphmem's CPU kernel table (graphmem/ort/kernels.py) against the installed onnxruntime.
+"""Check graphmem's CPU kernel table (graphmem/ort/data/cpu_kernels.txt) against the installed onnxruntime.
 
-    python scripts/probe_kernels.py [--only OP ...] [--write]
+    python scripts/probes/probe_kernels.py [--only OP ...] [--write]
 
 For every row of the table and each of the common element types (float, double, float16,
 bfloat16, int8, uint8, int32, int64, bool), a one-node model gives that type to every input
@@ -18,7 +18,7 @@ type), and onnxruntime (CPU provider, ORT_DISABLE_ALL) makes a session of it:
   rejects it) is inconclusive and not counted.
 
 Each conclusive probe is compared with ``has_cpu_kernel``; disagreements are listed and make
-the exit status 1. ``--write`` marks rows in graphmem/ort/kernels.py: ``probed`` when every type
+the exit status 1. ``--write`` marks rows in graphmem/ort/data/cpu_kernels.txt: ``probed`` when every type
 of the row's probed constraint that is among the common types was probed and agreed, ``partly``
 when some were. Ops with a graph attribute (If, Loop, Scan) are not probed.
 """
@@ -38,9 +38,10 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from graphmem.optable import normalize_domain  # noqa: E402
 from graphmem.ort import kernels  # noqa: E402
 
 COMMON = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT8,
@@ -179,8 +180,9 @@ def inlining(known: dict) -> int:  # type: ignore[type-arg]
                 if not any(n.name == "probe" for n in written.graph.node):
                     inlined.add((row.domain, row.op, row.first))
     print(f"inlined without a float16/bfloat16 kernel: {sorted(inlined)}")
-    if inlined != INLINED_WITHOUT_KERNEL:
-        print(f"  DISAGREE with graphmem's INLINED_WITHOUT_KERNEL: {sorted(inlined ^ INLINED_WITHOUT_KERNEL)}")
+    table = {(d, op, v) for (d, op), versions in INLINED_WITHOUT_KERNEL.items() for v in versions}
+    if inlined != table:
+        print(f"  DISAGREE with graphmem's INLINED_WITHOUT_KERNEL: {sorted(inlined ^ table)}")
         return 1
     return 0
 
@@ -189,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=None, help="op types to probe")
     ap.add_argument("--verbose", action="store_true", help="show why probes were inconclusive")
-    ap.add_argument("--write", action="store_true", help="mark probed rows in graphmem/ort/kernels.py")
+    ap.add_argument("--write", action="store_true", help="mark probed rows in graphmem/ort/data/cpu_kernels.txt")
     ap.add_argument("--inlining", action="store_true",
                     help="only check which ops are inlined instead of cast when float16 has no kernel")
     args = ap.parse_args(argv)
@@ -252,34 +254,38 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if disagreements else 0
 
 
+def _is_row(line: str) -> bool:
+    """A kernel row of the kernels file (not a comment, a type list or a [domain] line)."""
+    return bool(line) and line[0] not in "#$["
+
+
 def write_marks(rows: list[kernels.KernelRow], marks: dict[int, str]) -> None:
-    """Rewrite the ``_ROWS`` block with the probe marks (rows are in the block's order)."""
-    path = REPO / "graphmem" / "ort" / "kernels.py"
-    text = path.read_text()
-    head, _, rest = text.partition('_ROWS = """\n')
-    block, _, tail = rest.partition('"""')
+    """Rewrite the kernels file with the probe marks (rows are in the file's order)."""
+    path = REPO / "graphmem" / "ort" / kernels.KERNELS_FILE
     by_position = iter(rows_in_file_order(rows))
     lines = []
-    for line in block.splitlines():
-        if line.startswith("["):
+    for line in path.read_text().splitlines():
+        if not _is_row(line):
             lines.append(line)
             continue
         row = next(by_position)
         bare = line.removesuffix(" probed").removesuffix(" partly")
         mark = marks.get(id(row), row.probed)
         lines.append(f"{bare} {mark}" if mark else bare)
-    path.write_text(head + '_ROWS = """\n' + "\n".join(lines) + "\n" + '"""' + tail)
+    path.write_text("\n".join(lines) + "\n")
 
 
 def rows_in_file_order(rows: list[kernels.KernelRow]) -> list[kernels.KernelRow]:
-    """The table's rows in the order of the ``_ROWS`` lines (the parse keeps that order per op)."""
+    """The table's rows in the order of the kernels file's lines (the parse keeps that order per op)."""
     order = []
     seen: dict[tuple[str, str], int] = {}
     domain = ""
     by_key = kernels._table()[0]
-    for line in kernels._ROWS.strip().splitlines():
+    for line in kernels.data_lines(kernels.KERNELS_FILE):
+        if line.startswith("$"):
+            continue
         if line.startswith("["):
-            domain = kernels._domain(line.split()[0][1:-1])
+            domain = normalize_domain(line.split()[0][1:-1])
             continue
         key = (domain, line.split()[0])
         k = seen.get(key, 0)

@@ -8,7 +8,7 @@ Every variant is analysed the way ``graphmem peak`` does (``graphmem.analyze``, 
 checker and shape inference) in a forked child; a child killed by a signal is a crash, printed with
 the variant. Errors graphmem raises are the expected outcome and are not counted.
 
-Usage: ``python scripts/crash_scan.py [--limit N] [--match SUBSTRING]`` (deterministic; about a
+Usage: ``python scripts/probes/crash_scan.py [--limit N] [--match SUBSTRING]`` (deterministic; about a
 minute per thousand variants on one core).
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import onnx
 from onnx import AttributeProto
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import graphmem  # noqa: E402  (imported once, before the children fork)

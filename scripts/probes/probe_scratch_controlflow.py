@@ -11,7 +11,7 @@ graphmem's replay of the same one-node graph through its BFC arena with that ker
 counted 0 (``graphmem.analysis.scratch.scratch_profile``): equal means the kernel took no scratch.
 One line per op type: how many distinct nodes were run, the smallest and largest difference.
 
-    python scripts/probe_scratch_controlflow.py [--only SUBSTR ...]
+    python scripts/probes/probe_scratch_controlflow.py [--only SUBSTR ...]
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts/: accuracy_controlflow
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/probes/: probe_scratch
 
 import graphmem  # noqa: E402
 from accuracy_controlflow import helper_models, realworld_models, torch_models  # noqa: E402

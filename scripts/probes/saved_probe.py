@@ -2,7 +2,7 @@
 """What autograd saves in one forward of a ``scripts/train_check.py`` model, by autograd node and
 dtype, next to what ``graphmem train`` predicts it saves, by op (a cast autocast makes marked ``cast``).
 
-    python scripts/saved_probe.py NAME [--batch B] [--precision fp32|mixed-bf16|mixed-fp16] [--layer SCOPE]
+    python scripts/probes/saved_probe.py NAME [--batch B] [--precision fp32|mixed-bf16|mixed-fp16] [--layer SCOPE]
 
 Measured: the forward (model and loss, under ``torch.autocast('cpu')`` for mixed-*) is run once;
 the autograd graph from the loss is walked and every ``_saved_*`` tensor of every node read. Each
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/: train_check
 import train_check as tc  # noqa: E402
 
 

@@ -10,7 +10,7 @@ layer's tensors) and the two reordered weights (the two allocations before it fo
 the two before oneDNN's f32 weight and bias gradients). Predicted: ``lstm_bf16_scratchpad`` and
 ``lstm_bf16_weights`` with torch's thread count and this CPU's flags.
 
-    python scripts/probe_lstm_bf16.py [--threads N] [T,B,I,H ...]
+    python scripts/probes/probe_lstm_bf16.py [--threads N] [T,B,I,H ...]
 
 Without shapes, a built-in list: the train_check LSTMs (TinyLSTM 128->256, 2x512) at batch 1
 and 4, odd sizes (AMX refused: K blocks not whole VNNI pairs; H no multiple of 64) and a large

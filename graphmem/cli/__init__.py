@@ -24,8 +24,8 @@ from graphmem.cli.batch import (
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, internal_error, parse_dims,
-    parse_inputs, terminating_signals,
+    DimOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, internal_error, parse_bindings,
+    parse_dims, terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -108,7 +108,8 @@ def peak(
     With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
     the model fits and gives a roofline latency bound.
     """
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import AnalysisRequest
     from graphmem.views.formats import resolve_format
     from graphmem.gate.budgets import parse_budgets
     from graphmem.views.output import finish
@@ -140,7 +141,8 @@ def peak(
 
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
-    result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype)
+    request = AnalysisRequest(bindings=parse_bindings(dim, shape, value), provider=provider, as_dtype=as_dtype)
+    result = analyze_graph_opt(model, graph_opt, request)
     if plot is not None:
         from graphmem.views.plot import peak_plot, write_plot
 

@@ -1,6 +1,6 @@
 """Shared pieces of the command modules: error handling (the one error → exit-code map), option
 types, and the one parser of ``--dim``, ``--shape`` and ``--value`` (:mod:`graphmem.analysis.dims`:
-:func:`parse_inputs` gives the ``dims``/``shapes``/``values`` keywords every analysis takes).
+:func:`parse_bindings` gives the :class:`~graphmem.analysis.request.Bindings` every analysis takes).
 
 Each command group lives in a small ``graphmem/cli/*.py`` module and is registered in
 ``graphmem/cli/__init__.py``; they all use :func:`handled`, the one place errors become exit codes.
@@ -20,12 +20,13 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from graphmem.analysis.dims import parse_dims, parse_inputs
+from graphmem.analysis.dims import parse_dims
+from graphmem.analysis.request import Bindings
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_line
 from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
-    "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
+    "handled", "fail", "internal_error", "parse_dims", "parse_bindings", "DimOption", "ShapeOption", "ValueOption",
     "JsonOption", "ModelArg", "PlotOption", "terminating_signals",
 ]
 
@@ -73,6 +74,11 @@ PlotOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+def parse_bindings(dim: list[str] | None, shape: list[str] | None = None, value: list[str] | None = None) -> Bindings:
+    """``--dim``, ``--shape`` and ``--value`` items as one :class:`Bindings`, checked for form."""
+    return Bindings.parse(dim, shape, value)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]

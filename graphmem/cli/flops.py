@@ -11,7 +11,7 @@ import typer
 
 from graphmem.analysis.dims import shape_json
 from graphmem.optable import op_key
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_bindings
 from graphmem.cli.gate import FormatOption, OutputOption
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def layers_command(
     from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
-    a = analyze(model, **parse_inputs(dim, shape, value))
+    a = analyze(model, bindings=parse_bindings(dim, shape, value))
     doc = layers_json(a, str(model), sort=sort, top=top, group=group)
     raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=(), inputs=[model]))
 

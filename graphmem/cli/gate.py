@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import DimOption, JsonOption, ShapeOption, ValueOption, handled, parse_bindings
 from graphmem.errors import one_line
 from graphmem.errors import EXIT_INPUT_ERROR
 
@@ -210,9 +210,9 @@ def diff(
 
         plot_format(plot)
         require()
-    inputs = parse_inputs(dim, shape, value)
-    before = analyze(old, **inputs, provider=provider)
-    after = analyze(new, **inputs, provider=provider)
+    bindings = parse_bindings(dim, shape, value)
+    before = analyze(old, bindings=bindings, provider=provider)
+    after = analyze(new, bindings=bindings, provider=provider)
     if plot is not None:
         from graphmem.views.plot import diff_plot, write_plot
 

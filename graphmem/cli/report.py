@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import DimOption, ModelArg, ShapeOption, ValueOption, handled, parse_bindings
 
 __all__ = ["register", "report"]
 
@@ -40,7 +40,7 @@ def report(
     from graphmem.views.html_report import build_report
     from graphmem.views.output import write_atomic
 
-    page = build_report(model, **parse_inputs(dim, shape, value), graph_opt=graph_opt, provider=provider, sweep=sweep)
+    page = build_report(model, bindings=parse_bindings(dim, shape, value), graph_opt=graph_opt, provider=provider, sweep=sweep)
     write_atomic(output, page, inputs=[model])
     typer.echo(f"graphmem report: wrote {output} ({len(page.encode('utf-8')):,} bytes)")
 

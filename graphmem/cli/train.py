@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_bindings
 
 __all__ = ["register", "train"]
 
@@ -65,7 +65,7 @@ def train(
         require()
     est = estimate_training(
         model,
-        **parse_inputs(dim, shape, value),
+        bindings=parse_bindings(dim, shape, value),
         optimizer=optimizer,
         grads=grads,
         precision=precision,

@@ -280,6 +280,7 @@ class Outcome:
 def check_model(spec: ModelSpec) -> Outcome:
     """Analyze one configured model and gate it; input errors become an ``error`` outcome."""
     from graphmem.analysis.pipeline import analyze_model
+    from graphmem.analysis.request import AnalysisRequest, Bindings
     from graphmem.errors import GraphmemError
     from graphmem.gate.budgets import apply_gate, evaluate
     from graphmem.model.loading import load_model
@@ -291,7 +292,9 @@ def check_model(spec: ModelSpec) -> Outcome:
         own = set(model.symbolic_dims)
         dims = {k: v for k, v in spec.default_dims.items() if k in own} | spec.dims
         doc = peak_json(
-            analyze_model(model, dims=dims, shapes=spec.shapes, values=spec.values, provider=spec.provider)
+            analyze_model(model, AnalysisRequest(
+                bindings=Bindings.of(dims=dims, shapes=spec.shapes, values=spec.values), provider=spec.provider,
+            ))
         )
         status: Literal["pass", "fail"] = "pass"
         if spec.budgets.active:

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import UsageError
+
+if TYPE_CHECKING:
+    from graphmem.analysis.request import Bindings
 
 __all__ = ["Verification", "Divergence", "verify", "parse_tolerance"]
 
@@ -84,6 +87,7 @@ def verify(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
     values: Mapping[str, Sequence[int]] | None = None,
+    bindings: Bindings | None = None,
     provider: str = "cpu",
     graph_opt: str = "none",
     tolerance: float = 0.05,
@@ -91,19 +95,21 @@ def verify(
     int_range: tuple[int, int] | None = None,
     seed: int = 0,
 ) -> Verification:
-    """Predict, run and measure ``path``; see the module doc."""
+    """Predict, run and measure ``path``; see the module doc. ``dims``, ``shapes`` and ``values``
+    (or ``bindings``) as :func:`graphmem.analyze` takes them."""
     import tempfile
 
     import onnx
 
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import AnalysisRequest, request_of
     from graphmem.model.loading import load_model
     from graphmem.verify.feeds import check_seed, make_feeds
     from graphmem.verify.measure import measure
     from graphmem.verify.weights import missing_weights, with_random_weights
 
     path = Path(path)
-    dims = dict(dims or {})
+    request = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values)
     check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
@@ -122,7 +128,7 @@ def verify(
         # the prediction is exactly `graphmem peak --graph-opt LEVEL`'s (one code path for the
         # optimized graph: onnxruntime writes it, the session's static shapes are restored); an
         # inexact one (unresolved tensors, ...) is measured all the same and says so
-        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values)
+        predicted = analyze_graph_opt(runnable, graph_opt, request)
         proto = onnx.load(str(runnable), load_external_data=False)
         run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
         feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
@@ -141,7 +147,7 @@ def verify(
         if m.providers and m.providers[0] == CUDA and graph_opt == "none":
             # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
             # inputs the session copied in before the first kernel are in the baseline, as there)
-            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda")
+            predicted = analyze_graph_opt(runnable, "none", AnalysisRequest(bindings=request.bindings, provider="cuda"))
     run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))

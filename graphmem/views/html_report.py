@@ -25,6 +25,7 @@ from graphmem.views.chart import peak_window, step_bins
 
 if TYPE_CHECKING:
     from graphmem.analysis import Analysis
+    from graphmem.analysis.request import Bindings
     from graphmem.batch import Sweep
     from graphmem.views.layers import LayerRow
 
@@ -295,6 +296,7 @@ def build_report(
     dims: dict[str, int] | None = None,
     shapes: dict[str, tuple[int, ...]] | None = None,
     values: dict[str, tuple[int, ...]] | None = None,
+    bindings: Bindings | None = None,
     graph_opt: str = "none",
     provider: str = "cpu",
     sweep: str | None = None,
@@ -302,18 +304,21 @@ def build_report(
     """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
     with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
     as given (CPU, graph-opt none); the page's own analysis binds the swept dim to its ``dims``
-    value, or else to the sweep's largest value. ``shapes`` and ``values`` are those of
-    :func:`graphmem.analyze` (the page's analysis; the sweep binds dims only).
+    value, or else to the sweep's largest value. ``dims``, ``shapes`` and ``values`` (or
+    ``bindings``) are those of :func:`graphmem.analyze` (the page's analysis; the sweep binds
+    dims only).
 
     Raises:
         UsageError: a malformed sweep, one with fewer than two values, or the dims' errors.
     """
     from graphmem.analysis.dims import split_dim_item
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import AnalysisRequest, request_of
     from graphmem.batch import SweepSpec, parse_dim_values
     from graphmem.batch import sweep as run_sweep
 
-    dims = dict(dims or {})
+    given = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values).bindings
+    dims = dict(given.dims)
     swept = None
     if sweep is not None:
         name, text = split_dim_item(sweep, example="batch=1,2,4,8")
@@ -323,5 +328,5 @@ def build_report(
         fixed = {k: v for k, v in dims.items() if k != name}
         swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points))
         dims.setdefault(name, points[-1])
-    a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider)
+    a = analyze_graph_opt(path, graph_opt, AnalysisRequest(bindings=given.bind(dims), provider=provider))
     return render_report(a, sweep=swept)

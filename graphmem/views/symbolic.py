@@ -75,6 +75,7 @@ def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ..
     import numpy as np
 
     from graphmem.analysis.pipeline import analyze_model
+    from graphmem.analysis.request import AnalysisRequest, Bindings
 
     free = tuple(d for d in model.symbolic_dims if d not in bound)
     if not free:
@@ -92,7 +93,7 @@ def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ..
     check = {d: CHECK_VALUE for d in free}
     rows = {name: [] for name in FIGURES}
     for dims in (*points, check):
-        a = analyze_model(model, dims={**bound, **dims})
+        a = analyze_model(model, AnalysisRequest(bindings=Bindings.of(dims={**bound, **dims})))
         figures = {
             "weights_bytes": a.weights.bytes,
             "peak_bytes": a.activations.peak_bytes,

@@ -27,7 +27,8 @@ from graphmem.ort.order import file_order, finalize_reorders, node_stages, sessi
 from graphmem.ort.rewrites import remove_duplicate_casts
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.ort.scratch import replay_run
-from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
+from graphmem.shapes.infer import ORT_STATIC, RUNTIME
+from graphmem.ort.inference import infer_types
 
 __all__ = ["analyze_graph_opt", "with_session_shapes"]
 

@@ -41,7 +41,8 @@ from graphmem.ort.order import file_order, ort_order
 from graphmem.ort.rewrites import ensure_unique_dq, remove_duplicate_casts
 from graphmem.ort.session import SessionGraph
 from graphmem.ort.session import session_graph as provider_graph
-from graphmem.shapes.infer import ORT_STATIC, RUNTIME, ShapeResult, infer_types
+from graphmem.shapes.infer import ORT_STATIC, RUNTIME, ShapeResult
+from graphmem.ort.inference import infer_types
 
 __all__ = [
     "ORDERINGS", "MAX_TENSOR_BYTES", "KNOWN_DOMAINS", "Loaded", "Expanded", "Typed", "CpuKernels", "Session",

@@ -284,7 +284,7 @@ def check_model(spec: ModelSpec) -> Outcome:
     from graphmem.errors import GraphmemError
     from graphmem.gate.budgets import apply_gate, evaluate
     from graphmem.model.loading import load_model
-    from graphmem.views.report import peak_json
+    from graphmem.analysis.document import peak_json
 
     start = time.perf_counter()
     try:

@@ -160,7 +160,7 @@ def compare(
     largest, ``layers_changed``: how many changed). Raises :class:`FlopsUnavailableError` for
     ``--max-increase-flops`` when either model has no FLOP count.
     """
-    from graphmem.views.report import peak_json
+    from graphmem.analysis.document import peak_json
 
     return diff_documents(
         peak_json(old),

@@ -146,7 +146,7 @@ def finish(
 
     Parameters
     ----------
-    doc: the peak document (:func:`graphmem.views.report.peak_json`).
+    doc: the peak document (:func:`graphmem.analysis.document.peak_json`).
     budgets: from :func:`parse_budgets`; without any budget there is no ``gate`` key.
     fmt: ``table`` (``table`` plus the budget lines), ``json``, ``markdown`` or ``csv``.
     output: write there atomically instead of stdout.

@@ -37,7 +37,7 @@ def report(
     """Write a self-contained HTML report: figures, exactness, the memory timeline (hover for the
     node and exact bytes), the tensors live at the peak, FLOPs by op type, the layers and, with
     --sweep, memory against a dim. No network reference, no script; matplotlib is not needed."""
-    from graphmem.views.html_report import build_report
+    from graphmem.batch.page import build_report
     from graphmem.views.output import write_atomic
 
     page = build_report(model, bindings=parse_bindings(dim, shape, value), graph_opt=graph_opt, provider=provider, sweep=sweep)

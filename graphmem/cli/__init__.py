@@ -37,7 +37,7 @@ from graphmem.cli.gate import (
     OutputOption,
     RequireExactOption,
 )
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, UsageError
+from graphmem.errors import EXIT_INPUT_ERROR, GateFailed, GraphmemError, Reported, Terminated, UsageError
 
 __all__ = ["app", "main", "run"]
 
@@ -149,7 +149,8 @@ def peak(
         write_plot(peak_plot(result), plot, inputs=[model])
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
     inputs = [model, *([devices_file] if devices_file else [])]
-    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs))
+    if finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs):
+        raise GateFailed()
 
 
 def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
@@ -192,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT_ERROR
     except GraphmemError as exc:
         return fail(str(exc), exc.exit_code)
+    except Reported as exc:  # a failed gate (1), its report written: nothing more to print
+        return exc.exit_code
     except MemoryError:
         return fail("out of memory (the model or the options need more memory than this machine lets graphmem have)")
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported in one line

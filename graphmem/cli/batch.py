@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from graphmem.cli.common import JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_bindings
-from graphmem.errors import EXIT_GATE_FAILED
+from graphmem.errors import GateFailed
 
 if TYPE_CHECKING:
     from graphmem.batch.search import TrainingFit
@@ -237,7 +237,7 @@ def fit_command(
         _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
         if not check.fits:
-            raise typer.Exit(EXIT_GATE_FAILED)
+            raise GateFailed()
         return
     if config is not None:
         found = search_largest_training(m, solve=solve, bindings=bindings, budget_bytes=dev.memory_bytes,
@@ -249,7 +249,7 @@ def fit_command(
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
           as_json)
     if found.largest == 0:
-        raise typer.Exit(EXIT_GATE_FAILED)
+        raise GateFailed()
 
 
 def _warn(training: TrainingFit | None) -> None:

@@ -22,7 +22,7 @@ import typer
 
 from graphmem.analysis.dims import parse_dims
 from graphmem.analysis.request import Bindings
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_line
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Reported, Terminated, one_line
 from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
@@ -91,7 +91,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):  #
 
 
 def handled(fn: F) -> F:
-    """Turn a GraphmemError into one line on stderr and its exit code (no traceback)."""
+    """The one map from outcomes to exit codes: a GraphmemError becomes one line on stderr and
+    its exit code (no traceback); a :class:`~graphmem.errors.Reported` outcome (a failed gate:
+    1), whose report is written already, its exit code alone."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -101,6 +103,8 @@ def handled(fn: F) -> F:
                 return fn(*args, **kwargs)
         except GraphmemError as exc:
             raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+        except Reported as exc:
+            raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
 

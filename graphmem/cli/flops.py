@@ -51,7 +51,7 @@ def layers_command(
     fmt = resolve_format(fmt, as_json=as_json)
     a = analyze(model, bindings=parse_bindings(dim, shape, value))
     doc = layers_json(a, str(model), sort=sort, top=top, group=group)
-    raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=(), inputs=[model]))
+    deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=(), inputs=[model])
 
 
 def layers_json(

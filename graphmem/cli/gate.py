@@ -15,7 +15,7 @@ import typer
 
 from graphmem.cli.common import DimOption, JsonOption, ShapeOption, ValueOption, handled, parse_bindings
 from graphmem.errors import one_line
-from graphmem.errors import EXIT_INPUT_ERROR
+from graphmem.errors import GateFailed, Reported
 
 __all__ = [
     "register",
@@ -128,11 +128,12 @@ def check(
     errors = [f"{o.spec.name}: {o.error}" for o in outcomes if o.status == "error"]
     failures = [f"{o.spec.name}: {m}" for o in outcomes for m in o.messages]
     inputs = [cfg.path, *(spec.path for spec in cfg.models)]
-    code = deliver(render_check(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=inputs)
+    failed = deliver(render_check(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=inputs)
     if errors:
         report_failures(errors, doc_on_stdout=output is None and fmt != "table", kind="error")
-        code = EXIT_INPUT_ERROR
-    raise typer.Exit(code)
+        raise Reported()  # models that could not be analysed: an input error, over any failed gate
+    if failed:
+        raise GateFailed()
 
 
 class _Progress:
@@ -219,4 +220,5 @@ def diff(
         write_plot(diff_plot(before, after), plot, inputs=[old, new])
     doc = compare(before, after, thresholds=thresholds, top=top)
     failures = [f["message"] for f in doc["gate"]["failures"]]
-    raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new]))
+    if deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new]):
+        raise GateFailed()

@@ -11,7 +11,7 @@ from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, Va
 from graphmem.cli.gate import (
     MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption, RequireExactOption,
 )
-from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from graphmem.errors import GateFailed, UsageError
 
 __all__ = ["register", "verify_command"]
 
@@ -75,7 +75,8 @@ def verify_command(
         typer.echo(verify_table(v, path=str(model), gate=gate))
     if gate is not None and not gate.passed:
         report_failures([f.message for f in gate.failures], doc_on_stdout=as_json)
-    raise typer.Exit(EXIT_OK if passed else EXIT_GATE_FAILED)
+    if not passed:
+        raise GateFailed()
 
 
 def _parse_range(text: str | None) -> tuple[int, int] | None:

@@ -20,14 +20,9 @@ import re
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from graphmem.errors import RuntimeUnavailableError, UsageError
-from graphmem.ort.options import GRAPH_OPT_LEVELS, session_options  # noqa: F401  (verify's API since 0.1)
-
-if TYPE_CHECKING:
-    import onnxruntime
-
+from graphmem.ort.options import GRAPH_OPT_LEVELS, session_options  # noqa: F401  (re-exported: verify measures with them)
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"

@@ -15,7 +15,6 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphmem.errors import UsageError
 from graphmem.model.dtypes import dtype_name
 from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count

@@ -3,8 +3,6 @@ result of one stage given the previous stage's, hand-computed figures in the com
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from builders import init, model, tensor

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from graphmem.analysis.causes import unresolved_causes
 from graphmem.analysis.controlflow import control_flow_approximations
 from graphmem.analysis.exactness import approximations
 from graphmem.analysis.plans import ControlFlowRun, Flops, Headline, Plans, Programmed
@@ -58,10 +59,14 @@ def assemble(
     unresolved = top_unresolved + (tuple(cf.flow.unresolved) if cf is not None else ())
     if cf is not None:
         produced += list(cf.flow.tensors)
+    causes = unresolved_causes(  # the nodes that cannot take their inputs, and the dims' ranges that work
+        g, order, runtime.types, runtime.values, bindings=request.bindings
+    ) if top_unresolved else ()
     notes = (
         approximations(
             g, order, unresolved=top_unresolved, scratch_unmodelled=headline.scratch_unmodelled,
             provider=request.provider, planned=frozenset(runtime.bodies) if cf is not None else frozenset(),
+            causes={t: c.detail for c in causes for t in c.tensors},
         )
         + missing_bodies(model, expanded.missing)
         + (tuple(control_flow_approximations(cf.flow)) if cf is not None else ())
@@ -102,7 +107,9 @@ def assemble(
         io=IOInfo(
             inputs_bytes=inputs_bytes, outputs_bytes=sum(tensor_size(runtime.types.get(n)) or 0 for n in model.outputs)
         ),
-        shapes=ShapesInfo(tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved),
+        shapes=ShapesInfo(
+            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved, causes=causes
+        ),
         total_bytes=weights.bytes + activations.peak_bytes + inputs_bytes,
         graph=g,
         order=order,

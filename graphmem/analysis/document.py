@@ -65,7 +65,10 @@ def peak_json(a: Analysis) -> dict[str, Any]:
         "placement": _placement_json(a.placement),
         "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
         "total_bytes": a.total_bytes,
-        "shapes": {"tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved)},
+        "shapes": {
+            "tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved),
+            "causes": [c.to_json() for c in a.shapes.causes],
+        },
         "flops": {
             "total": a.flops.flops,
             "macs": a.flops.macs,

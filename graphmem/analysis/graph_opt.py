@@ -142,7 +142,9 @@ def _analyze_session_orders(model: Model, request: AnalysisRequest) -> Analysis:
     node = f"ReorderOutput -> {reordered[0]}" if reordered else ""
     note = Approximation(kind="order_assumed", node=node, detail=detail)
     approximations = (*result.activations.approximations, note)
-    return replace(result, activations=replace(result.activations, approximations=approximations))
+    alternatives = tuple(sorted({peak for peak, _ in figures})) if figures is not None else ()
+    return replace(result, activations=replace(result.activations, approximations=approximations,
+                                               order_peaks=alternatives))
 
 
 def _order_figures(

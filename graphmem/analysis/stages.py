@@ -31,7 +31,7 @@ from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import ModelLoadError, ShapeInferenceError, TensorSizeError, UnsupportedOpError
 from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
-from graphmem.model.loading import Model
+from graphmem.model.loading import MAX_TENSOR_BYTES, Model
 from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
 from graphmem.ort.functions import inline_functions
@@ -49,9 +49,6 @@ __all__ = [
     "load", "expand_functions", "expand_for_kernels", "types_and_shapes", "cpu_kernels", "session_graph",
     "static_types",
 ]
-
-#: Tensors larger than this (1 EiB) mean absurd dims, not a model.
-MAX_TENSOR_BYTES = 1 << 60
 
 KNOWN_DOMAINS = frozenset(
     {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}

@@ -88,6 +88,9 @@ def _unknowns(a: Analysis) -> list[str]:
         shown = ", ".join(unresolved[:8]) + (" …" if len(unresolved) > 8 else "")
         out.append(f"  UNRESOLVED: {len(unresolved)} tensors have no static size ({shown});")
         out.append("  they are not in the figures above, which are therefore lower estimates.")
+        out += [f"  cause: {c.detail}" for c in a.shapes.causes[:3]]
+        if len(a.shapes.causes) > 3:
+            out.append(f"  (+{len(a.shapes.causes) - 3} more nodes that cannot take their inputs: shapes.causes in --json)")
     else:
         out.append(f"  shapes: all {a.shapes.tensors} tensors resolved")
     if a.flops.unsupported:

@@ -32,6 +32,7 @@ from graphmem.model.loading import Model
 from graphmem.model.program import tensor_size, value_size
 from graphmem.model.subgraphs import all_weights
 from graphmem.model.types import TensorType
+from graphmem.optable import DEFAULT_DOMAIN, MS_DOMAIN, normalize_domain
 from graphmem.ort.session import CUDA_RUNTIME, SessionGraph
 
 __all__ = ["assemble", "missing_bodies"]
@@ -123,6 +124,7 @@ def assemble(
             in_use=run.step_high if run is not None else None, scratch=run.per_step if run is not None else None,
         ) if cf is None else None,  # a control-flow run is many plans: drawn from its replay
         replay=cf.replay if cf is not None else None,
+        host=request.host,
     )
 
 
@@ -206,7 +208,7 @@ def _duplicated_dq_in_bodies(model: Model) -> tuple[Approximation, ...]:
                 readers[x] = readers.get(x, 0) + 1
         outputs = {o.name for o in graph.output}
         for n in graph.node:
-            if n.op_type == "DequantizeLinear" and n.domain in ("", "ai.onnx", "com.microsoft") and n.output:
+            if n.op_type == "DequantizeLinear" and normalize_domain(n.domain) in (DEFAULT_DOMAIN, MS_DOMAIN) and n.output:
                 copies = readers.get(n.output[0], 0) - (n.output[0] not in outputs)
                 if copies > 0:
                     out.append(Approximation(

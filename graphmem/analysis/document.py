@@ -77,6 +77,7 @@ def peak_json(a: Analysis) -> dict[str, Any]:
             "unsupported": dict(sorted(a.flops.unsupported.items())),
             "zero": list(a.flops.zero),
         },
+        "host": a.host.to_dict(),
     }
 
 

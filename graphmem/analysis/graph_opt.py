@@ -17,6 +17,7 @@ from graphmem.analysis.request import AnalysisRequest, request_of
 from graphmem.analysis.result import Analysis, Approximation
 from graphmem.analysis.stages import static_types
 from graphmem.errors import UnsupportedOpError, UsageError
+from graphmem.host import HostProfile, this_host
 from graphmem.model.dtypes import parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
@@ -56,7 +57,7 @@ def analyze_graph_opt(
         request = request_of(**options)
     elif options:
         raise UsageError(f"analyze_graph_opt: give a request or its fields ({', '.join(options)}), not both")
-    as_dtype = request.as_dtype
+    as_dtype, host = request.as_dtype, request.host
     if graph_opt == "none":
         with gc_paused():
             return analyze_model(load_model(path), request)
@@ -70,6 +71,7 @@ def analyze_graph_opt(
     from graphmem.analysis.whatif import write_converted
     from graphmem.ort.optimized import optimized_model, temporary_dir
 
+    _check_optimizing_host(graph_opt, host)
     original = load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with temporary_dir() as tmp:
         source = Path(path)
@@ -94,6 +96,23 @@ def analyze_graph_opt(
         note = f"{result.activations.runtime}; as {as_dtype}: the converted file as onnxruntime optimizes it"
         result = replace(result, activations=replace(result.activations, runtime=note))
     return replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))
+
+
+def _check_optimizing_host(graph_opt: str, host: HostProfile) -> None:
+    """Above ``none`` the graph analysed is the one onnxruntime *on this machine* writes; at ``all``
+    its NCHWc layout follows this machine's MLAS block size (``MlasNchwcGetBlockSize``: 8 with AVX2,
+    16 with AVX-512F; none off x86-64). For a host whose layout would differ there is no graph to
+    analyse: refused (UsageError) rather than predicted from this machine's."""
+    if graph_opt != "all":
+        return
+    here = this_host()
+    if (here.machine, here.nchwc_block) != (host.machine, host.nchwc_block):
+        raise UsageError(
+            f"--graph-opt all --host: onnxruntime on this machine ({here.machine}, NCHWc blocks of "
+            f"{here.nchwc_block}) writes the optimized graph, and the host predicted for ({host.machine}, "
+            f"NCHWc blocks of {host.nchwc_block}) would run another layout; use --graph-opt extended, or "
+            "run graphmem on a machine like that host"
+        )
 
 
 def _analyze_session_orders(model: Model, request: AnalysisRequest) -> Analysis:
@@ -172,7 +191,9 @@ def _order_figures(
             g, order, runtime=runtime.types, static=static.types, sharing=sharing, unwritten=unwritten_outputs
         )
         plan = plan_ort(program)
-        run = replay_run(program, plan, graph=g, order=order, types=runtime.types, values=runtime.values)
+        run = replay_run(
+            program, plan, graph=g, order=order, types=runtime.types, values=runtime.values, host=request.host
+        )
         figures.append((plan.peak_bytes, run.peak_bytes))
     return figures
 

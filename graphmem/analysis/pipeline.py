@@ -22,6 +22,7 @@ from graphmem.analysis.request import AnalysisRequest, Bindings, request_of
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.stages import cpu_kernels, expand_for_kernels, expand_functions, load, session_graph, types_and_shapes
 from graphmem.errors import UnsupportedOpError, UsageError
+from graphmem.host import HostProfile
 from graphmem.model.dtypes import parse_dtype
 from graphmem.model.loading import Model, load_model
 
@@ -38,8 +39,10 @@ def analyze(
     provider: str = "cpu",
     as_dtype: str | None = None,
     execution_order: str = "ort",
+    host: HostProfile | None = None,
 ) -> Analysis:
-    """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``.
+    """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``, for a run on
+    ``host`` (None: this machine, :func:`graphmem.host.this_host`; the result records it).
 
     ``shapes`` set inputs' whole shapes (overriding named, unnamed, ``-1`` and shared-name
     dims) and ``values`` the values of small inputs (:mod:`graphmem.analysis.dims`); or give all
@@ -55,7 +58,7 @@ def analyze(
     """
     request = request_of(
         bindings=bindings, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype,
-        execution_order=execution_order,
+        execution_order=execution_order, host=host,
     )
     with gc_paused():
         return analyze_model(load_model(path), request)
@@ -78,7 +81,7 @@ def gc_paused() -> Iterator[None]:
 def analyze_model(model: Model, request: AnalysisRequest | None = None, **options: Any) -> Analysis:
     """:func:`analyze` of an already loaded :class:`Model`, as ``request`` asks (or as the
     keywords of :func:`graphmem.analysis.request.request_of` ask: ``dims``, ``bindings``,
-    ``provider``, ``as_dtype``, ``execution_order``, ``kernel_rules``).
+    ``provider``, ``as_dtype``, ``execution_order``, ``kernel_rules``, ``host``).
 
     The headline activation peak is onnxruntime's allocation plan's (:func:`plan_headline`,
     :func:`graphmem.ort.allocation.plan_ort`) or, when the graph has If/Loop/Scan bodies, the
@@ -102,8 +105,8 @@ def analyze_model(model: Model, request: AnalysisRequest | None = None, **option
         kernels = cpu_kernels(typed, request)
     session = session_graph(typed, kernels, request)  # Casts, duplicate-Cast remover, CUDA partition
     programmed = program(session)
-    plans = plan_memory(session, programmed)  # onnxruntime's plan, run 1 in the arena, the planner's bounds
-    cf = replay_control_flow(session, programmed, plans)  # None without If/Loop/Scan
+    plans = plan_memory(session, programmed, request)  # onnxruntime's plan, run 1 in the arena, the planner's bounds
+    cf = replay_control_flow(session, programmed, plans, request)  # None without If/Loop/Scan
     # The headline peak: the control-flow replay's when there are bodies, else onnxruntime's plan's.
     headline = replay_headline(plans, cf) if cf is not None else plan_headline(session, programmed, plans)
     flops = count_flops(session, cf)

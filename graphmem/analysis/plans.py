@@ -19,6 +19,7 @@ from typing import Any
 
 from graphmem.analysis.bodyflops import flops_with_bodies
 from graphmem.analysis.controlflow import ControlFlowPlan, plan_control_flow
+from graphmem.analysis.request import AnalysisRequest
 from graphmem.analysis.stages import Session
 from graphmem.errors import UsageError
 from graphmem.flops import FlopReport
@@ -74,16 +75,17 @@ class Plans:
     arena: Placement  # the best arena an offline planner finds
 
 
-def plan_memory(session: Session, programmed: Programmed) -> Plans:
-    """:func:`graphmem.ort.allocation.plan_ort`, :func:`graphmem.ort.scratch.replay_run` (CPU) and
-    the planner's liveness and greedy placement of the main device's values."""
+def plan_memory(session: Session, programmed: Programmed, request: AnalysisRequest) -> Plans:
+    """:func:`graphmem.ort.allocation.plan_ort`, :func:`graphmem.ort.scratch.replay_run` (CPU, its
+    kernel scratch on the request's host) and the planner's liveness and greedy placement of the
+    main device's values."""
     p = programmed.program
     plan = plan_ort(p)
     run = None
     if session.provider.devices is None:
         run = replay_run(
             p, plan, graph=session.graph, order=session.order, types=session.runtime.types,
-            values=session.runtime.values,
+            values=session.runtime.values, host=request.host,
         )
     live = analyze_liveness(main_device_only(p))
     return Plans(plan=plan, run=run, liveness=live, arena=plan_greedy(live))
@@ -101,7 +103,9 @@ class ControlFlowRun:
     replay: Replay
 
 
-def replay_control_flow(session: Session, programmed: Programmed, plans: Plans) -> ControlFlowRun | None:
+def replay_control_flow(
+    session: Session, programmed: Programmed, plans: Plans, request: AnalysisRequest
+) -> ControlFlowRun | None:
     """None without If/Loop/Scan bodies; else the bodies planned
     (:func:`graphmem.analysis.controlflow.plan_control_flow`) and the run replayed
     (:func:`graphmem.ort.controlflow.replay`), top-level kernel scratch and prepacked weights in."""
@@ -113,13 +117,13 @@ def replay_control_flow(session: Session, programmed: Programmed, plans: Plans) 
     s = session.provider
     flow = plan_control_flow(
         programmed.program, plans.plan, programmed.names, s.order, s.graph.protos, runtime.bodies,
-        session.static.bodies, s.static, s.runtime, session.model.opset, session.model,
+        session.static.bodies, s.static, s.runtime, session.model.opset, session.model, host=request.host,
     )
-    top_scratch, _ = step_scratch(session.graph, session.order, runtime.types, runtime.values)
+    top_scratch, _ = step_scratch(session.graph, session.order, runtime.types, runtime.values, host=request.host)
     run = replay(
         programmed.program, plans.plan, flow.kernels, ops=tuple(s.graph.node(nid).op_type for nid in s.order),
         scratch=[(ks.before, ks.after) for ks in top_scratch],
-        prepacked=prepacked_in_arena(session.graph, runtime.types, runtime.values),
+        prepacked=prepacked_in_arena(session.graph, runtime.types, runtime.values, host=request.host),
     )
     return ControlFlowRun(flow=flow, replay=run)
 

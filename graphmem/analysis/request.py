@@ -4,17 +4,20 @@
 caller's ``dims=``, ``shapes=``, ``values=``) to the stages, parsed and checked for form once
 (:mod:`graphmem.analysis.dims` has the parsers; the bindings are checked against a model's inputs
 by :meth:`Bindings.resolve`). :class:`AnalysisRequest` is everything else the stages read: the
-provider, the what-if dtype, the execution order, whether the CPU provider's type rules apply.
-One more value that must reach a stage (a host profile, session options) is one more field here.
+provider, the what-if dtype, the execution order, whether the CPU provider's type rules apply,
+the host the figures are for (:mod:`graphmem.host`). One more value that must reach a stage
+(session options) is one more field here.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from graphmem.analysis.dims import ResolvedInputs, parse_dims, parse_shapes, parse_values, resolve_inputs
 from graphmem.errors import UsageError
+from graphmem.host import HostProfile, resolve_host, this_host
 from graphmem.ort.session import PROVIDERS
 
 __all__ = ["Bindings", "AnalysisRequest", "EXECUTION_ORDERS", "request_of"]
@@ -87,14 +90,16 @@ class AnalysisRequest:
     """One analysis as asked: ``bindings``; ``provider`` whose session is emulated (cpu|cuda);
     ``as_dtype``, the what-if dtype every floating tensor is sized as (None: as the file has
     them); ``execution_order`` (see :data:`EXECUTION_ORDERS`); ``kernel_rules``: False leaves out
-    what the CPU provider does with element types (the PyTorch training estimate). Checked when
-    built: a bad provider or order is a :class:`~graphmem.errors.UsageError`."""
+    what the CPU provider does with element types (the PyTorch training estimate); ``host``, the
+    machine the figures are for (this machine unless given). Checked when built: a bad provider
+    or order is a :class:`~graphmem.errors.UsageError`."""
 
     bindings: Bindings = field(default_factory=Bindings)
     provider: str = "cpu"
     as_dtype: str | None = None
     execution_order: str = "ort"
     kernel_rules: bool = True
+    host: HostProfile = field(default_factory=this_host)
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:
@@ -121,12 +126,14 @@ def request_of(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[object] | None] | None = None,
     values: Mapping[str, Sequence[int | float]] | None = None,
+    host: HostProfile | str | os.PathLike[str] | None = None,
     **options: object,
 ) -> AnalysisRequest:
     """An :class:`AnalysisRequest` from the public API's keywords: ``bindings``, or ``dims``,
-    ``shapes`` and ``values`` (not both), and the request's other fields."""
+    ``shapes`` and ``values`` (not both), ``host`` (a profile, the file of one, or None: this
+    machine; :func:`graphmem.host.resolve_host`), and the request's other fields."""
     if bindings is not None and any(x is not None for x in (dims, shapes, values)):
         raise UsageError("give either bindings= or dims=/shapes=/values=, not both")
     if bindings is None:
         bindings = Bindings.of(dims=dims, shapes=shapes, values=values)
-    return AnalysisRequest(bindings=bindings, **options)  # type: ignore[arg-type]
+    return AnalysisRequest(bindings=bindings, host=resolve_host(host), **options)  # type: ignore[arg-type]

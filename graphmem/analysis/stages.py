@@ -29,11 +29,13 @@ from graphmem.analysis.request import AnalysisRequest
 from graphmem.analysis.result import Approximation
 from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import ModelLoadError, ShapeInferenceError, TensorSizeError, UnsupportedOpError
+from graphmem.host import HostProfile
 from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import MAX_TENSOR_BYTES, Model
 from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
+from graphmem.optable import KNOWN_DOMAINS, MS_DOMAIN, OpTable, default_domain_ops, domain_ops, op_key
 from graphmem.ort.functions import inline_functions
 from graphmem.ort.insert_cast import CpuSession, cpu_session, kernel_problems, runs_as_body
 from graphmem.ort.loadable import check_cpu_kernel_attributes, check_domains, check_nodes, check_opsets
@@ -41,18 +43,14 @@ from graphmem.ort.order import file_order, ort_order
 from graphmem.ort.rewrites import ensure_unique_dq, remove_duplicate_casts
 from graphmem.ort.session import SessionGraph
 from graphmem.ort.session import session_graph as provider_graph
-from graphmem.shapes.infer import ORT_STATIC, RUNTIME, ShapeResult
 from graphmem.ort.inference import infer_types
+from graphmem.shapes.infer import ORT_STATIC, RUNTIME, ShapeResult
 
 __all__ = [
-    "ORDERINGS", "MAX_TENSOR_BYTES", "KNOWN_DOMAINS", "Loaded", "Expanded", "Typed", "CpuKernels", "Session",
+    "ORDERINGS", "Loaded", "Expanded", "Typed", "CpuKernels", "Session",
     "load", "expand_functions", "expand_for_kernels", "types_and_shapes", "cpu_kernels", "session_graph",
     "static_types",
 ]
-
-KNOWN_DOMAINS = frozenset(
-    {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
-)
 
 #: The execution orders (:data:`graphmem.analysis.request.EXECUTION_ORDERS`) as functions of a graph.
 ORDERINGS = {"ort": ort_order, "file": file_order}
@@ -225,7 +223,7 @@ class CpuKernels:
     not apply: another provider, the training estimate), and the host's say on it."""
 
     cpu: CpuSession | None
-    host: tuple[Approximation, ...] = ()  # the figures rely on x86-64 kernels this host lacks
+    host: tuple[Approximation, ...] = ()  # the figures rely on x86-64 kernels the request's host lacks
 
     @property
     def inline(self) -> frozenset[tuple[str, ...]]:
@@ -239,27 +237,29 @@ def cpu_kernels(typed: Typed, request: AnalysisRequest) -> CpuKernels:
         return CpuKernels(cpu=None)
     return CpuKernels(
         cpu=cpu_session(typed.model, typed.order, typed.static.types, typed.runtime.types),
-        host=_host_kernels(typed.graph, typed.static.types),
+        host=_host_kernels(typed.graph, typed.static.types, request.host),
     )
 
 
 #: Ops whose CPU kernel (and so its buffers) MLAS picks by CPU architecture (graphmem/ort/mlas.py).
-_MLAS_QUANTIZED = frozenset({"QLinearConv", "ConvInteger", "QGemm", "QLinearMatMul", "MatMulInteger",
-                             "DynamicQuantizeMatMul", "MatMulIntegerToFloat"})
+_MLAS_QUANTIZED: OpTable[bool] = OpTable(
+    default_domain_ops(("QLinearConv", "ConvInteger", "QLinearMatMul", "MatMulInteger"), True),
+    domain_ops(MS_DOMAIN, ("QLinearConv", "QGemm", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"), True),
+)
 
 
-def _host_kernels(g: OpGraph, types: Mapping[str, TensorType]) -> tuple[Approximation, ...]:
+def _host_kernels(g: OpGraph, types: Mapping[str, TensorType], host: HostProfile) -> tuple[Approximation, ...]:
     """On a host that is not x86-64 (:func:`graphmem.ort.kernels.host_problem`), a graph whose CPU
     figures depend on the x86-64 kernel table (float16/bfloat16 tensors: which nodes run behind
     Casts) or on MLAS's x86-64 quantized kernels is not called exact: the runtime there is another build."""
     from graphmem.ort.kernels import host_problem
 
-    problem = host_problem()
+    problem = host_problem(host.machine)
     if problem is None:
         return ()
     half = {TensorProto.FLOAT16, TensorProto.BFLOAT16}
     relies = any(t is not None and t.dtype in half for t in types.values()) or any(
-        g.node(nid).op_type in _MLAS_QUANTIZED for nid in g.dag.nodes
+        op_key(g.node(nid)) in _MLAS_QUANTIZED for nid in g.dag.nodes
     )
     return (Approximation(kind="unknown_kernel", node="", detail=problem),) if relies else ()
 

@@ -5,12 +5,14 @@ sweep's section here.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphmem.batch.search import Sweep
 from graphmem.errors import UsageError
+from graphmem.host import HostProfile
 from graphmem.units import format_bytes
 from graphmem.views.svg import sweep_svg
 
@@ -30,25 +32,27 @@ def build_report(
     graph_opt: str = "none",
     provider: str = "cpu",
     sweep: str | None = None,
+    host: HostProfile | None = None,
 ) -> str:
     """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
     with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
     as given (CPU, graph-opt none); the page's own analysis binds the swept dim to its ``dims``
     value, or else to the sweep's largest value. ``dims``, ``shapes`` and ``values`` (or
     ``bindings``) are those of :func:`graphmem.analyze` (the page's analysis; the sweep binds
-    dims only).
+    dims only); both are for a run on ``host`` (None: this machine).
 
     Raises:
         UsageError: a malformed sweep, one with fewer than two values, or the dims' errors.
     """
     from graphmem.analysis.dims import split_dim_item
     from graphmem.analysis.graph_opt import analyze_graph_opt
-    from graphmem.analysis.request import AnalysisRequest, request_of
+    from graphmem.analysis.request import request_of
     from graphmem.batch.search import SweepSpec, parse_dim_values
     from graphmem.batch.search import sweep as run_sweep
     from graphmem.views.html_report import render_report
 
-    given = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values).bindings
+    request = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values, provider=provider, host=host)
+    given = request.bindings
     dims = dict(given.dims)
     swept = None
     if sweep is not None:
@@ -57,9 +61,9 @@ def build_report(
         if len(points) < 2:
             raise UsageError(f"--sweep {sweep}: give at least two values, e.g. {name}=1,2,4,8")
         fixed = {k: v for k, v in dims.items() if k != name}
-        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points))
+        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points), host=request.host)
         dims.setdefault(name, points[-1])
-    a = analyze_graph_opt(path, graph_opt, AnalysisRequest(bindings=given.bind(dims), provider=provider))
+    a = analyze_graph_opt(path, graph_opt, replace(request, bindings=given.bind(dims)))
     sections = [(f"Memory against {swept.dim}", sweep_section(swept))] if swept is not None else []
     return render_report(a, sections=sections)
 

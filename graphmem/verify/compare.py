@@ -10,11 +10,12 @@ a user sees which op the model gets wrong.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import UsageError
+from graphmem.host import HostProfile, host_differences, resolve_host, this_host
 
 if TYPE_CHECKING:
     from graphmem.analysis.request import Bindings
@@ -99,22 +100,29 @@ def verify(
     random_weights: bool = False,
     int_range: tuple[int, int] | None = None,
     seed: int = 0,
+    host: HostProfile | str | Path | None = None,
 ) -> Verification:
     """Predict, run and measure ``path``; see the module doc. ``dims``, ``shapes`` and ``values``
-    (or ``bindings``) as :func:`graphmem.analyze` takes them."""
+    (or ``bindings``) as :func:`graphmem.analyze` takes them.
+
+    The run is on this machine, so the prediction is for this machine
+    (:func:`graphmem.host.this_host`); a ``host`` profile (``--host``) that differs from it is
+    refused (UsageError naming the fields): a prediction for another machine cannot be checked
+    by a measurement here."""
     import tempfile
 
     import onnx
 
     from graphmem.analysis.graph_opt import analyze_graph_opt
-    from graphmem.analysis.request import AnalysisRequest, request_of
+    from graphmem.analysis.request import request_of
     from graphmem.model.loading import load_model
     from graphmem.verify.feeds import check_seed, make_feeds
     from graphmem.verify.measure import measure
     from graphmem.verify.weights import missing_weights, with_random_weights
 
     path = Path(path)
-    request = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values)
+    here = _this_machine(host)
+    request = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values, host=here)
     check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
@@ -152,7 +160,7 @@ def verify(
         if m.providers and m.providers[0] == CUDA and graph_opt == "none":
             # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
             # inputs the session copied in before the first kernel are in the baseline, as there)
-            predicted = analyze_graph_opt(runnable, "none", AnalysisRequest(bindings=request.bindings, provider="cuda"))
+            predicted = analyze_graph_opt(runnable, "none", replace(request, provider="cuda"))
     run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))
@@ -194,6 +202,22 @@ def verify(
         cuda_outside_arena=m.cuda_footprint,
         cuda_problem=m.cuda_footprint_problem,
     )
+
+
+def _this_machine(host: HostProfile | str | Path | None) -> HostProfile:
+    """This machine's profile; ``host``, when given, must be the same (see :func:`verify`)."""
+    here = this_host()
+    if host is None:
+        return here
+    given = resolve_host(host)
+    differences = host_differences(given, here)
+    if differences:
+        raise UsageError(
+            f"verify measures on this machine, and the host given differs from it ({'; '.join(differences)}): "
+            "a prediction for another machine cannot be checked here; "
+            "leave --host out (graphmem host shows this machine)"
+        )
+    return here
 
 
 def matching_order(peaks: Sequence[int], measured: int, tolerance: float) -> int | None:

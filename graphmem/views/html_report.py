@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graphmem.host import host_line
 from graphmem.model.dtypes import dtype_name
 from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count
@@ -102,7 +103,7 @@ def _subtitle(a: Analysis) -> str:
     dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "no symbolic dims"
     return (
         f"{a.model.path} · opset {a.model.opset}, {a.model.nodes:,} nodes · {dims} · "
-        f"graph-opt {a.model.graph_opt} · {a.activations.runtime}"
+        f"graph-opt {a.model.graph_opt} · {a.activations.runtime} · host {host_line(a.host)}"
     )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.document import SCHEMA_VERSION, model_json, peak_json
 from graphmem.analysis.result import Analysis, Approximation
+from graphmem.host import host_line
 from graphmem.units import byte_table, format_count
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def peak_table(a: Analysis) -> str:
     lines = [
         f"graphmem peak: {a.model.path}",
         f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}, graph-opt {a.model.graph_opt}",
+        f"  host: {host_line(a.host)}",
         "",
         *byte_table(rows),
     ]

@@ -28,10 +28,10 @@ def _planned(path: Path, **values: tuple[int, ...]) -> tuple[Programmed, Control
     typed = types_and_shapes(expand_functions(loaded.model, request).model, loaded.inputs, request)
     s = session_graph(typed, cpu_kernels(typed, request), request)
     programmed = program(s)
-    plans = plan_memory(s, programmed)
+    plans = plan_memory(s, programmed, request)
     flow = plan_control_flow(
         programmed.program, plans.plan, programmed.names, s.provider.order, s.provider.graph.protos, s.runtime.bodies,
-        s.static.bodies, s.provider.static, s.provider.runtime, s.model.opset, s.model,
+        s.static.bodies, s.provider.static, s.provider.runtime, s.model.opset, s.model, host=request.host,
     )
     return programmed, flow
 

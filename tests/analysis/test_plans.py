@@ -63,9 +63,10 @@ def test_plan_memory_and_its_headline() -> None:
     # peak; t0/t1 released after it. Sigmoid_3: y (graph output) 4,096 + t2 = 8,192, t2 released.
     # No reuse (every tensor its own buffer): t0, t1, t2, y = 16,384; lower bound 8,192; the best arena 8,192;
     # in the arena (4,096 B chunks, no scratch) the in-use high-water mark is 8,192 too.
-    session = _session(_chain(), AnalysisRequest())
+    request = AnalysisRequest()
+    session = _session(_chain(), request)
     programmed = program(session)
-    plans = plan_memory(session, programmed)
+    plans = plan_memory(session, programmed, request)
     assert (plans.plan.peak_bytes, plans.liveness.lower_bound, plans.liveness.no_reuse) == (8_192, 8_192, 16_384)
     assert plans.arena.arena_bytes == 8_192
     assert plans.run is not None and plans.run.peak_bytes == 8_192
@@ -74,13 +75,14 @@ def test_plan_memory_and_its_headline() -> None:
     assert (headline.peak_bytes, headline.peak_step, headline.peak_node) == (8_192, 2, "Exp_2")
     assert headline.timeline == (("Exp_0", 4_096), ("Relu_1", 4_096), ("Exp_2", 8_192), ("Sigmoid_3", 8_192))
     assert headline.live_at_peak == frozenset({"t0", "t1", "t2"})
-    assert replay_control_flow(session, programmed, plans) is None  # no bodies: the plan is the headline
+    assert replay_control_flow(session, programmed, plans, request) is None  # no bodies: the plan is the headline
 
 
 def test_plan_memory_on_cuda_does_not_model_the_run() -> None:
-    session = _session(_chain(), AnalysisRequest(provider="cuda"))
+    request = AnalysisRequest(provider="cuda")
+    session = _session(_chain(), request)
     programmed = program(session)
-    plans = plan_memory(session, programmed)
+    plans = plan_memory(session, programmed, request)
     assert plans.run is None
     headline = plan_headline(session, programmed, plans)
     assert (headline.in_use_peak_bytes, headline.scratch_unmodelled) == (None, ("every CUDA kernel",))
@@ -95,9 +97,9 @@ def test_control_flow_replay_owns_the_headline(tmp_path: Path) -> None:
     request = AnalysisRequest(bindings=Bindings.of(values={"c": (1,)}))
     session = _session(load_model(path), request)
     programmed = program(session)
-    plans = plan_memory(session, programmed)
+    plans = plan_memory(session, programmed, request)
     assert plans.plan.peak_bytes == 3_200  # the top plan alone does not see the body
-    cf = replay_control_flow(session, programmed, plans)
+    cf = replay_control_flow(session, programmed, plans, request)
     assert cf is not None
     headline = replay_headline(plans, cf)
     assert headline.source == "ort.controlflow.replay"
@@ -116,7 +118,7 @@ def test_control_flow_on_cuda_is_refused(tmp_path: Path) -> None:
     session = _session(load_model(_if(tmp_path)), request)
     programmed = program(session)
     with pytest.raises(UsageError, match="emulated on CPU only"):
-        replay_control_flow(session, programmed, plan_memory(session, programmed))
+        replay_control_flow(session, programmed, plan_memory(session, programmed, request), request)
 
 
 def test_count_flops_of_a_matmul() -> None:
@@ -138,7 +140,7 @@ def test_assemble_sums_the_stages() -> None:
     kernels = cpu_kernels(typed, request)
     session = session_graph(typed, kernels, request)
     programmed = program(session)
-    plans = plan_memory(session, programmed)
+    plans = plan_memory(session, programmed, request)
     a = assemble(request=request, loaded=loaded, expanded=expanded, kernels=kernels, session=session,
                  programmed=programmed, plans=plans, cf=None, headline=plan_headline(session, programmed, plans),
                  flops=count_flops(session, None))

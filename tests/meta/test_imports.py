@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "graphmem"
 #: The stages in the pipeline's direction, written once. A module may import modules of its own
 #: layer and of the layers before it, never of a later one:
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "units", "optable", "schema"),  # the error hierarchy, units, the op-table type, JSON schemas
+    ("errors", "units", "optable", "schema", "host"),  # errors, units, the op-table type, JSON schemas, the host profile
     ("planner",),  # buffers with sizes and lifetimes -> offsets and bounds; knows no ONNX
     ("model",),  # loading and validating a file, the op graph, types, the program a planner plans
     ("shapes",),  # shape and value inference; a runtime's contrib-op rules are given by the caller

@@ -16,6 +16,7 @@ import graphmem
 from graphmem.errors import InvalidModelError
 from graphmem.model.loading import load_model
 from graphmem.model.validate import ORT_ONNX_DOMAIN_OPS
+from graphmem.optable import is_default_domain
 from graphmem.ort.runtime import onnxruntime
 from graphmem.verify import make_feeds, measure
 
@@ -58,7 +59,7 @@ def test_the_onnx_domain_table_is_the_installed_onnxruntimes() -> None:
     # every (op, since) onnxruntime's schema registry has in the ONNX domain that onnx's has not
     registered = set()
     for schema in onnxruntime().capi.onnxruntime_pybind11_state.get_all_operator_schema():
-        if schema.domain in ("", "ai.onnx"):
+        if is_default_domain(schema.domain):
             try:
                 known = onnx.defs.get_schema(schema.name, schema.since_version, "").since_version == schema.since_version
             except onnx.defs.SchemaError:

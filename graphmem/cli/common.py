@@ -20,14 +20,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
-<<<<<<< HEAD
-from graphmem.analysis.dims import parse_dims, parse_inputs
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, one_line
-=======
 from graphmem.analysis.dims import parse_dims
 from graphmem.analysis.request import Bindings
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Reported, Terminated, one_line
->>>>>>> h/stages
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Reported, one_line
 from graphmem.model.validate import ExternalDataWarning
 from graphmem.ort.runtime import RuntimeVersionWarning
 from graphmem.tempdirs import TERMINATING_SIGNALS, deliver
@@ -141,8 +136,6 @@ def handled(fn: F) -> F:
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
-
-
 
 
 @contextlib.contextmanager

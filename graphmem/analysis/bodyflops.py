@@ -31,7 +31,7 @@ class BodyLayers:
     nested: Mapping[int, tuple[BodyLayers, ...]]
 
 
-def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping[str, str] | None = None):  # type: ignore[no-untyped-def]
+def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping[str, str] | None = None):
     """The graph's FlopReport with each control-flow node costed as the bodies that run (an If:
     its branch, or the assumed one; a Loop: every iteration; a Scan: every slice), and the
     :class:`BodyLayers` of each control-flow node (node id -> bodies)."""
@@ -54,7 +54,7 @@ def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping
         if not runs and node.op_type == "If" and cfs.branches:
             attr = {"then": "then_branch", "else": "else_branch"}.get(assumed.get(node_label, ""), "")
             runs = [cfs.branches.get(attr) or max(cfs.branches.values(), key=lambda r: _work(r))]
-        groups: dict[int, list] = {}  # type: ignore[type-arg]
+        groups: dict[int, list] = {}
         for run in runs:
             groups.setdefault(id(run), [run, 0])[1] += 1
         flops = macs = int_ops = 0

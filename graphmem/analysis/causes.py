@@ -50,7 +50,7 @@ def unresolved_causes(
     user's ``dims`` it resolves in (the first dim for which one is found). ``bindings``: the
     ``--dim``, ``--shape`` and ``--value`` given."""
     dims = bindings.dims
-    out = []
+    out: list[UnresolvedCause] = []
     for nid in order:
         node = g.node(nid)
         missing = tuple(o for o in node.output if o and value_size(types.get(o)) is None)
@@ -65,13 +65,14 @@ def unresolved_causes(
             upstream = nx.ancestors(g.dag, nid) | {nid}
             sub = tuple(n for n in order if n in upstream)
 
-            def resolves(name: str, value: int) -> bool:
+            def resolves(name: str, value: int) -> bool:  # called in this iteration only: sub, missing are its own
                 try:
                     given = bindings.bind({name: value}).resolve(g.model.inputs)
                 except GraphmemError:  # a value the inputs cannot take
                     return False
-                r = infer_types(g, sub, view=RUNTIME, dims=given.dims, shapes=given.shapes, input_values=given.values)
-                return all(value_size(r.types.get(o)) is not None for o in missing)
+                r = infer_types(g, sub, view=RUNTIME, dims=given.dims, shapes=given.shapes,  # noqa: B023
+                                input_values=given.values)
+                return all(value_size(r.types.get(o)) is not None for o in missing)  # noqa: B023
 
             budget = [MAX_PROBES]
             for name, value in sorted(dims.items(), key=lambda kv: -kv[1]):  # a long seq before batch=1

@@ -98,7 +98,7 @@ def plan_control_flow(
     return result
 
 
-def _kernels_of(program, plan, names, order, nodes, runtime, static, static_types, runtime_types, opset, prefix, result, out) -> None:  # type: ignore[no-untyped-def]
+def _kernels_of(program, plan, names, order, nodes, runtime, static, static_types, runtime_types, opset, prefix, result, out) -> None:
     index = {n: i for i, n in enumerate(names)}
     step_of = {nid: s for s, nid in enumerate(order)}
     for nid, cfs in runtime.items():
@@ -140,7 +140,7 @@ class _Node:
     def static_body(self, attr: str) -> BodyRun | None:
         return self.static.branches.get(attr) if self.static is not None else None
 
-    def frame(self, run: BodyRun, *, provided=frozenset(), sizes=None, shared=frozenset(), kept_drop=None, key_extra=0, delayed=None, copies=()) -> Frame:  # type: ignore[no-untyped-def]
+    def frame(self, run: BodyRun, *, provided=frozenset(), sizes=None, shared=frozenset(), kept_drop=None, key_extra=0, delayed=None, copies=()) -> Frame:
         """Plan one execution of ``run``; ``provided`` body outputs are the kernel's buffers,
         ``shared`` ones cost nothing, ``sizes`` overrides output sizes; ``kept_drop`` maps kept
         outputs to how many frames later they are released (Loop). Identical requests share one
@@ -155,13 +155,13 @@ class _Node:
         self.result.frames[key] = (run, frame)
         return frame
 
-    def _frame(self, run, *, provided, sizes, shared, kept_drop, key_extra, delayed) -> Frame:  # type: ignore[no-untyped-def]
+    def _frame(self, run, *, provided, sizes, shared, kept_drop, key_extra, delayed) -> Frame:
         attr = SHORT.get(run.attr, run.attr)
         static = self.static_body(run.attr)
         static_types = static.shapes.types if static is not None else {}  # type: ignore[attr-defined]
         program, names = build_program(
-            run.graph, run.order, runtime=run.shapes.types, static=static_types,  # type: ignore[attr-defined]
-            sharing=sharing, unwritten=unwritten_outputs, values_known=run.shapes.values,  # type: ignore[attr-defined]
+            run.graph, run.order, runtime=run.shapes.types, static=static_types,
+            sharing=sharing, unwritten=unwritten_outputs, values_known=run.shapes.values,
         )
         program = _adjust(program, names, provided=provided, shared=shared, sizes=sizes or {})
         plan = plan_ort(program)
@@ -171,10 +171,10 @@ class _Node:
             self.result.seen.add(body_label)
             produced = [o for nid in run.order for o in run.graph.node(nid).output if o]
             self.result.tensors.extend(body_label + o for o in produced)
-            self.result.unresolved.extend(body_label + o for o in produced if value_size(run.shapes.types.get(o)) is None)  # type: ignore[attr-defined]
+            self.result.unresolved.extend(body_label + o for o in produced if value_size(run.shapes.types.get(o)) is None)
         nested: dict[int, Kernel] = {}
         _kernels_of(
-            program, plan, names, run.order, run.graph.protos, run.shapes.bodies,  # type: ignore[attr-defined]
+            program, plan, names, run.order, run.graph.protos, run.shapes.bodies,
             static.shapes.bodies if static is not None else {}, static_types, run.shapes.types,  # type: ignore[attr-defined]
             self.opset, body_label, self.result, nested,
         )
@@ -206,7 +206,7 @@ class _Node:
         return tuple((ks.before, ks.after) for ks in per_step)
 
 
-def _adjust(program: Program, names, *, provided, shared, sizes) -> Program:  # type: ignore[no-untyped-def]
+def _adjust(program: Program, names, *, provided, shared, sizes) -> Program:
     """The body program with the kernel's buffers: ``provided`` outputs are not requested by the
     body, ``shared`` outputs take their input's buffer, ``sizes`` overrides some sizes."""
     if not provided and not shared and not sizes:
@@ -239,11 +239,11 @@ def _feed_key(run: BodyRun) -> int:
         if t is None or not is_concrete(t.shape):
             continue
         for d in t.shape:
-            key ^= int(d)  # type: ignore[arg-type]
+            key ^= int(d)
     return key
 
 
-def _pattern_enabled(run: BodyRun, body_static, outer_static, released) -> bool:  # type: ignore[no-untyped-def]
+def _pattern_enabled(run: BodyRun, body_static, outer_static, released) -> bool:
     """Whether an execution of the body can use and record memory patterns: every graph input and
     implicit input has a shape (rank known) in onnxruntime's view (ResolveMemoryPatternFlag,
     ``session_state.cc``), and every feed is a tensor (ExecutionFrame's ``all_tensors``): an
@@ -276,8 +276,8 @@ def released_initializers(model: Model) -> frozenset[str]:
                 if not name:
                     continue
                 uses[name] = uses.get(name, 0) + 1
-                w = weights.get(name)
-                if w is not None and prepacks(node.domain, node.op_type, pos, w[0], w[1]):
+                held = weights.get(name)
+                if held is not None and prepacks(node.domain, node.op_type, pos, held[0], held[1]):
                     packed[name] = packed.get(name, 0) + 1
             for attr, sub in body_graphs(node):
                 walk(body_model(m, sub, inputs={}, outer={}, label=attr))
@@ -308,7 +308,7 @@ def _if_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     if cfs.runs:
         return _if_branch(ctx, cfs.runs[0])
     options = {attr: _if_branch(ctx, run) for attr, run in cfs.branches.items()}
-    outputs = sum(ctx.program.values[ctx.value(o)].size or 0 for o in ctx.node.output if o and ctx.value(o) is not None)
+    outputs = sum(ctx.program.values[v].size or 0 for o in ctx.node.output if o and (v := ctx.value(o)) is not None)
     peaks = {attr: max(_kernel_peak(k, ctx.program), outputs) for attr, k in options.items()}
     assumed = max(peaks, key=lambda a: (peaks[a], a == "then_branch"))
     ctx.result.choices.append(BranchChoice(node=ctx.label, assumed=SHORT[assumed], peaks={SHORT[a]: p for a, p in peaks.items()}))
@@ -400,7 +400,7 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     )
 
 
-def _sequence_owners(ctx: _Node, runs, carried: int) -> tuple[list[dict[str, int]], list[dict[str, int]]]:  # type: ignore[no-untyped-def]
+def _sequence_owners(ctx: _Node, runs, carried: int) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
     """Per iteration, the element buffers it allocates that the Loop's output sequences end with,
     and the parent value each becomes (``out#j``); and the element buffers of its carried
     sequences that a later iteration's sequence no longer holds, with how many frames later they
@@ -424,7 +424,7 @@ def _sequence_owners(ctx: _Node, runs, carried: int) -> tuple[list[dict[str, int
                                        "erased in a later iteration is counted until the Loop ends"))
         last: dict[tuple[int, str], int] = {}  # (iteration, element) -> the last iteration whose sequence holds it
         for i, run in enumerate(runs):
-            holds = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).holds  # type: ignore[attr-defined]
+            holds = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).holds
             body_out = _outputs(run)[c + 1]
             before = iter(track)
             track = [next(before, (-1, "")) if e is None else (i, e) for e in holds.get(body_out, ())]
@@ -545,7 +545,7 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     return Kernel(frames=tuple(frames), before=tuple(before))
 
 
-def control_flow_approximations(flow: ControlFlowPlan) -> list:  # type: ignore[type-arg]
+def control_flow_approximations(flow: ControlFlowPlan) -> list:
     """The approximations a control-flow plan makes: branches assumed, body tensors unresolved."""
     from graphmem.analysis.result import Approximation
 

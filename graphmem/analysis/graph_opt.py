@@ -23,13 +23,13 @@ from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.program import build_program
 from graphmem.ort.allocation import plan_ort
+from graphmem.ort.inference import infer_types
 from graphmem.ort.insert_cast import cpu_session
 from graphmem.ort.order import file_order, finalize_reorders, node_stages, session_orders
 from graphmem.ort.rewrites import remove_duplicate_casts
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.ort.scratch import replay_run
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME
-from graphmem.ort.inference import infer_types
 
 __all__ = ["analyze_graph_opt", "with_session_shapes"]
 
@@ -185,7 +185,7 @@ def _order_figures(
     cpu = cpu_session(model, orders[0], static.types, runtime.types)
     if cpu.inline or cpu.missing or cpu.insertion.casts or remove_duplicate_casts(model, static.types) is not model:
         return None
-    figures = []
+    figures: list[tuple[int, int | None]] = []
     for order in orders:
         program, _ = build_program(
             g, order, runtime=runtime.types, static=static.types, sharing=sharing, unwritten=unwritten_outputs

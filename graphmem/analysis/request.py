@@ -36,7 +36,7 @@ class Bindings:
     afterwards (a sweep's point is a new value, :meth:`bind`)."""
 
     dims: dict[str, int] = field(default_factory=dict)
-    shapes: dict[str, tuple | None] = field(default_factory=dict)  # type: ignore[type-arg]
+    shapes: dict[str, tuple | None] = field(default_factory=dict)
     values: dict[str, tuple[int | float, ...]] = field(default_factory=dict)
 
     @classmethod
@@ -74,12 +74,12 @@ class Bindings:
         (:func:`graphmem.analysis.dims.resolve_inputs`, which names what is wrong or unbound)."""
         return resolve_inputs(inputs, dims=self.dims, shapes=self.shapes, values=self.values)  # type: ignore[arg-type]
 
-    def as_kwargs(self) -> dict[str, dict]:  # type: ignore[type-arg]
+    def as_kwargs(self) -> dict[str, dict]:
         """``dims``, ``shapes`` and ``values`` as plain dicts (for callers that take them apart)."""
         return {"dims": dict(self.dims), "shapes": dict(self.shapes), "values": dict(self.values)}
 
 
-def _shape_tuple(shape: Sequence[object] | None) -> tuple | None:  # type: ignore[type-arg]
+def _shape_tuple(shape: Sequence[object] | None) -> tuple | None:
     if shape is None:
         return None
     return tuple(tuple(e) if isinstance(e, (tuple, list)) else e for e in shape)

@@ -37,13 +37,13 @@ from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
 from graphmem.optable import KNOWN_DOMAINS, MS_DOMAIN, OpTable, default_domain_ops, domain_ops, op_key
 from graphmem.ort.functions import inline_functions
+from graphmem.ort.inference import infer_types
 from graphmem.ort.insert_cast import CpuSession, cpu_session, kernel_problems, runs_as_body
 from graphmem.ort.loadable import check_cpu_kernel_attributes, check_domains, check_nodes, check_opsets
 from graphmem.ort.order import file_order, ort_order
 from graphmem.ort.rewrites import ensure_unique_dq, remove_duplicate_casts
 from graphmem.ort.session import SessionGraph
 from graphmem.ort.session import session_graph as provider_graph
-from graphmem.ort.inference import infer_types
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME, ShapeResult
 
 __all__ = [

@@ -176,7 +176,8 @@ def replay_timeline(r: Replay) -> MemoryTimeline:
     every named request a buffer holding one tensor."""
     samples = [r.samples[i] for i in r.order]
     n = len(samples)
-    buffers, tensors = [], []
+    buffers: list[BufferLife] = []
+    tensors: list[TensorLife] = []
     for life in r.lives:
         if life.last is not None and life.last < life.first:
             continue  # released before any step completed

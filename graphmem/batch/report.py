@@ -19,8 +19,8 @@ from graphmem.units import format_bytes, format_count
 
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
-    from graphmem.views.devices import Device
     from graphmem.training import TrainingEstimate
+    from graphmem.views.devices import Device
 
 __all__ = ["sweep_json", "sweep_table", "fit_json", "fit_table", "fit_formula"]
 
@@ -201,17 +201,18 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
         return _phase_totals(e), e.peak_phase
 
     if isinstance(r, FitCheck):
-        split, top = parts(a)
-        doc.update(mode="check", host=a.host.to_dict(), model={"path": a.model.path}, dims=dict(a.model.dims),
-                   shapes={k: shape_json(v) for k, v in a.model.shapes.items()},
-                   values={k: list(v) for k, v in a.model.values.items()},
+        c = r.analysis
+        split, top = parts(c)
+        doc.update(mode="check", host=c.host.to_dict(), model={"path": c.model.path}, dims=dict(c.model.dims),
+                   shapes={k: shape_json(v) for k, v in c.model.shapes.items()},
+                   values={k: list(v) for k, v in c.model.values.items()},
                    fits=r.fits, total_bytes=r.total_bytes, needed_bytes=r.needed_bytes,
                    headroom_bytes=r.headroom_bytes, breakdown=split, dominant=top,
-                   kv_cache=kv_json(kv_cache(a)), unresolved=list(a.shapes.unresolved), **_exactness(a))
+                   kv_cache=kv_json(kv_cache(c)), unresolved=list(c.shapes.unresolved), **_exactness(c))
         if t is not None:
             doc["training"] = _training_json(t)
         return doc
-    split, top = parts(a) if a is not None else (None, None)
+    found_split, found_top = parts(a) if a is not None else (None, None)
     probes = []
     for p in r.probes:
         row: dict[str, Any] = {"value": p.value, "total_bytes": p.total_bytes, "fits": p.fits,
@@ -227,8 +228,8 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
         unbounded=r.unbounded, limit=r.limit,
         total_bytes=r.total_bytes, next_total_bytes=r.next_total_bytes,
         next_complete=r.next_complete,
-        headroom_bytes=r.headroom_bytes, breakdown=split,
-        dominant=top, kv_cache=kv_json(kv_cache(a)) if a else None,
+        headroom_bytes=r.headroom_bytes, breakdown=found_split,
+        dominant=found_top, kv_cache=kv_json(kv_cache(a)) if a else None,
         monotone=r.monotone, **_exactness(a),
         violations=[{"value": x0, "total_bytes": t0, "larger_value": x1, "smaller_total_bytes": t1}
                     for x0, t0, x1, t1 in r.violations],
@@ -285,21 +286,21 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
     if t is not None:
         lines.append(_training_config_line(t))
     if isinstance(r, FitCheck):
-        a = r.analysis
-        dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
+        c = r.analysis
+        dims = ", ".join(f"{k}={v}" for k, v in c.model.dims.items()) or "none"
         verdict = "fits" if r.fits else "DOES NOT FIT"
         what = "one training step peaks at" if t is not None else "total"
-        lines += [f"  dims: {dims}" + inputs_text(dict(a.model.shapes), dict(a.model.values)),
+        lines += [f"  dims: {dims}" + inputs_text(dict(c.model.shapes), dict(c.model.values)),
                   f"  {what} {format_bytes(r.total_bytes)} ({r.total_bytes:,} bytes): {verdict}; "
                   + (f"headroom {format_bytes(r.headroom_bytes)}" if r.fits
                      else f"short by {format_bytes(-r.headroom_bytes)}")]
         if e is not None:
             lines += _training_lines(e, "", "  ")
         else:
-            lines.append(f"  {_parts_line(a)}; dominated by {dominant(a)}")
-        lines += kv_lines(kv_cache(a))
-        if a.shapes.unresolved:
-            lines.append(f"  WARNING: {len(a.shapes.unresolved)} tensors have no static size; the "
+            lines.append(f"  {_parts_line(c)}; dominated by {dominant(c)}")
+        lines += kv_lines(kv_cache(c))
+        if c.shapes.unresolved:
+            lines.append(f"  WARNING: {len(c.shapes.unresolved)} tensors have no static size; the "
                          "total is a lower estimate (graphmem peak lists them)")
         return "\n".join(lines)
     fixed = ", ".join(f"{k}={v}" for k, v in r.dims.items()) or "none"

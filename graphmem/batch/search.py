@@ -29,13 +29,12 @@ forward, backward and optimizer-step phases): the same search, gate and monotoni
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphmem.analysis.dims import INT64_MAX, parse_dim_value, split_dim_item
@@ -175,13 +174,13 @@ def _not_fixed(m: Model, dim: str, option: str, given: Bindings) -> None:
     """
     from graphmem.analysis.dims import fixing_input
 
-    fixed = fixing_input(m.inputs, dim, shapes=given.shapes, values=given.values)  # type: ignore[arg-type]
+    fixed = fixing_input(m.inputs, dim, shapes=given.shapes, values=given.values)
     if fixed is not None:
-        name, given = fixed
+        name, typed = fixed
         raise UsageError(
-            f"{option} {dim}: input '{name}' has dim '{dim}', but {given} fixes that input's "
+            f"{option} {dim}: input '{name}' has dim '{dim}', but {typed} fixes that input's "
             f"shape, so no value of {dim} changes it; "
-            + ("bind that input's dims with --dim instead of --shape, or " if given.startswith("--shape") else "")
+            + ("bind that input's dims with --dim instead of --shape, or " if typed.startswith("--shape") else "")
             + ("sweep" if option == "--dim" else "solve for") + " another dim"
         )
 
@@ -292,8 +291,8 @@ def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[fl
     y = np.asarray(ys, dtype=np.float64)
     scale = float(np.max(np.abs(x))) or 1.0
     design = np.vander(x / scale, degree + 1, increasing=True)
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    coef = [float(c) / scale**k for k, c in enumerate(coef)]
+    solved, *_ = np.linalg.lstsq(design, y, rcond=None)
+    coef = [float(c) / scale**k for k, c in enumerate(solved)]
     fitted = sum(c * x**k for k, c in enumerate(coef))
     res = np.abs(y - fitted)
     i = int(np.argmax(res))

@@ -18,14 +18,26 @@ import typer
 from graphmem.cli.batch import (
     AsDtypeOption,
     DeviceOption,
-    DeviceSpecOption,
     DevicesFileOption,
+    DeviceSpecOption,
     MemoryOption,
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, host_of,
-    internal_error, parse_bindings, parse_dims, terminating_signals,
+    DimOption,
+    HostOption,
+    JsonOption,
+    ModelArg,
+    PlotOption,
+    ShapeOption,
+    ValueOption,
+    fail,
+    handled,
+    host_of,
+    internal_error,
+    parse_bindings,
+    parse_dims,
+    terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -117,11 +129,11 @@ def peak(
     """
     from graphmem.analysis.graph_opt import analyze_graph_opt
     from graphmem.analysis.request import AnalysisRequest
-    from graphmem.views.formats import resolve_format
     from graphmem.gate.budgets import parse_budgets
+    from graphmem.units import parse_bytes
+    from graphmem.views.formats import resolve_format
     from graphmem.views.output import finish
     from graphmem.views.report import peak_document
-    from graphmem.units import parse_bytes
 
     if plot is not None:
         from graphmem.views.plot import plot_format, require
@@ -210,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except MemoryError:
         return fail("out of memory (the model or the options need more memory than this machine lets graphmem have)")
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported in one line
+    except Exception as exc:  # the last line of defence: a bug, reported in one line
         if os.environ.get("GRAPHMEM_DEBUG"):
             raise
         return fail(internal_error(exc))

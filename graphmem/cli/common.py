@@ -16,7 +16,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -40,7 +40,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PYTHON_SHOWWARNING = warnings.showwarning
 
 DimOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--dim",
         "-d",
@@ -51,7 +51,7 @@ DimOption = Annotated[
     ),
 ]
 ShapeOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--shape",
         help="Set an input's whole shape: INPUT=D0xD1x... (repeatable), e.g. --shape x=1x3x48x192; "
@@ -61,7 +61,7 @@ ShapeOption = Annotated[
     ),
 ]
 ValueOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--value",
         help="Values of a small input: INPUT=V[,V...] (repeatable), e.g. --value sr=16000, --value speed=1.0 "
@@ -73,7 +73,7 @@ ValueOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON document (schema_version 1).")]
 ModelArg = Annotated[Path, typer.Argument(help="The ONNX model file.", show_default=False)]
 PlotOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--plot",
         help="Also draw the memory timeline into FILE (.png or .svg, written atomically; needs "
@@ -89,7 +89,7 @@ def parse_bindings(dim: list[str] | None, shape: list[str] | None = None, value:
 
 
 HostOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--host",
         metavar="FILE",
@@ -109,7 +109,7 @@ def host_of(option: Path | None) -> HostProfile:
     return resolve_host(option)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+def _show_warning(message, category, filename, lineno, file=None, line=None):
     """graphmem's own warnings (an onnxruntime version the emulation is not proven against, an
     absent external-data file) as one ``graphmem: warning:`` line on stderr; others as Python
     shows them."""

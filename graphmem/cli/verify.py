@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_bindings,
+    DimOption,
+    HostOption,
+    JsonOption,
+    ModelArg,
+    ShapeOption,
+    ValueOption,
+    handled,
+    parse_bindings,
 )
 from graphmem.cli.gate import (
-    MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption, RequireExactOption,
+    MaxFlopsOption,
+    MaxParamsOption,
+    MaxPeakOption,
+    MaxTotalOption,
+    MaxWeightsOption,
+    RequireExactOption,
 )
 from graphmem.errors import GateFailed, UsageError
 
@@ -31,7 +43,7 @@ def verify_command(
         bool, typer.Option("--random-weights", help="Synthesize missing float weights (memory does not depend on values).")
     ] = False,
     input_range: Annotated[
-        Optional[str], typer.Option("--input-range", help="LOW,HIGH for integer inputs (e.g. token ids).")
+        str | None, typer.Option("--input-range", help="LOW,HIGH for integer inputs (e.g. token ids).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random inputs.")] = 0,
     as_json: JsonOption = False,
@@ -50,9 +62,9 @@ def verify_command(
     predicted figures), 1 outside, 2 on errors.
     """
     from graphmem.gate.budgets import evaluate, parse_budgets
-    from graphmem.views.output import report_failures
     from graphmem.verify.compare import parse_tolerance, verify
     from graphmem.verify.report import verify_json, verify_table
+    from graphmem.views.output import report_failures
     from graphmem.views.report import peak_json
 
     int_range = _parse_range(input_range)

@@ -14,7 +14,6 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import wraps
-from typing import Union
 
 import numpy as np
 import onnx
@@ -42,9 +41,7 @@ __all__ = [
 
 SHAPE_UNKNOWN = "shape unknown"
 
-AttrValue = Union[
-    int, float, str, tuple[int, ...], tuple[float, ...], tuple[str, ...], onnx.TensorProto, object
-]
+AttrValue = int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...] | onnx.TensorProto | object
 
 OUTCOMES = ("counted", "zero", "unsupported")
 

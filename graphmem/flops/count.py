@@ -17,13 +17,13 @@ import numpy as np
 import onnx
 from onnx import defs, numpy_helper
 
-from graphmem.optable import is_default_domain
+from graphmem.errors import UsageError
 from graphmem.flops.cost import ZERO, Cost, NodeView
 from graphmem.flops.families import always_zero
 from graphmem.flops.registry import REGISTRY, normalize_domain, run
-from graphmem.errors import UsageError
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
+from graphmem.optable import is_default_domain
 
 __all__ = ["FlopReport", "count_flops", "node_view"]
 
@@ -266,7 +266,7 @@ def _merge_into(types: MutableMapping[str, TensorType], name: str, t: TensorType
         types[name] = t
 
 
-def _keep_value(t: onnx.TensorProto, values: dict[str, np.ndarray]) -> None:
+def _keep_value(t: onnx.TensorProto, values: MutableMapping[str, np.ndarray]) -> None:
     if t.data_type == onnx.TensorProto.STRING or int(np.prod(t.dims)) > _SMALL:
         return
     if t.data_location == onnx.TensorProto.EXTERNAL:  # a body weight onnxruntime wrote to weights.bin
@@ -289,10 +289,10 @@ def _fill_types(
         for a in node.attribute:
             if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                 types.maps[0][outs[0]] = TensorType(dtype=a.t.data_type, shape=tuple(a.t.dims))
-                t = onnx.TensorProto()
-                t.CopyFrom(a.t)
-                t.name = outs[0]
-                _keep_value(t, values.maps[0])
+                proto = onnx.TensorProto()
+                proto.CopyFrom(a.t)
+                proto.name = outs[0]
+                _keep_value(proto, values.maps[0])
         return
     if all(o in types and is_concrete(types[o].shape) for o in outs):
         return

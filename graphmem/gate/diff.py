@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from graphmem.optable import is_default_domain
-from graphmem.errors import UsageError
-from graphmem.errors import FlopsUnavailableError
+from graphmem.errors import FlopsUnavailableError, UsageError
 from graphmem.gate.budgets import METRICS, Metric, _fmt, lookup
+from graphmem.optable import is_default_domain
 
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
@@ -303,7 +302,7 @@ def _diff_row(
         "limit_percent": limit,
         "status": status,
     }
-    if not exceeded:
+    if not exceeded or old is None or new is None or change is None:  # exceeded: all three are known
         return row, None
     option = f"--max-increase-{metric.key}"
     grew = "appeared" if pct is None else f"grew {pct:.1f}%"
@@ -328,7 +327,7 @@ _LAYER_FIELDS = ("params", "weight_bytes", "output_bytes")
 
 
 def _layer_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in dict.fromkeys([*old, *new]):
         a, b = old.get(name), new.get(name)
         if a is not None and b is not None and a == b:
@@ -367,7 +366,7 @@ def _op_type_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list
 
     zero = {"count": 0, **dict.fromkeys(_LAYER_FIELDS, 0)}
     a, b = totals(old), totals(new)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for op in sorted({*a, *b}):
         before, after = a.get(op, zero), b.get(op, zero)
         if before == after:

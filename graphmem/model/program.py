@@ -16,9 +16,9 @@ import onnx
 
 from graphmem.model.dtypes import STRING_OBJECT_BYTES, element_bits, tensor_bytes
 from graphmem.model.graph import OpGraph
-from graphmem.planner.program import Key, Program, Step, Value
 from graphmem.model.types import CONTAINERS, TensorType, is_concrete, numel
 from graphmem.optable import is_default_domain
+from graphmem.planner.program import Key, Program, Step, Value
 
 __all__ = ["build_program", "tensor_size", "value_size", "reuse_key", "Devices", "SequenceElements", "sequence_elements"]
 
@@ -47,11 +47,11 @@ def tensor_size(t: TensorType | None) -> int | None:
     it (a string tensor: its ``std::string`` objects, :data:`STRING_OBJECT_BYTES` each); None otherwise."""
     if t is None or t.kind != "tensor" or not is_concrete(t.shape):
         return None
-    if any(d < 0 for d in t.shape):  # type: ignore[operator]  # inferred from odd values: no size
+    if any(d < 0 for d in t.shape):  # inferred from odd values: no size
         return None
     if t.dtype == onnx.TensorProto.STRING:
-        return STRING_OBJECT_BYTES * numel(t.shape)  # type: ignore[arg-type]
-    return tensor_bytes(t.dtype, numel(t.shape))  # type: ignore[arg-type]
+        return STRING_OBJECT_BYTES * numel(t.shape)
+    return tensor_bytes(t.dtype, numel(t.shape))
 
 
 def value_size(t: TensorType | None) -> int | None:
@@ -83,7 +83,7 @@ class SequenceElements:
     # of a sequence keeps its elements to the end of the run)
     pinned: frozenset[str] = frozenset()
 
-    def read_by(self, names) -> list[str]:  # type: ignore[no-untyped-def]
+    def read_by(self, names) -> list[str]:
         """The element buffers of the sequences among ``names``."""
         return [e for n in names if n in self.holds for e in self.holds[n] if e is not None]
 
@@ -107,8 +107,8 @@ def sequence_elements(
         if t is not None and t.kind in CONTAINERS:
             holds[name] = (None,) * len(t.elements or ())
 
-    def new(nid: int, out: str, elements) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
-        names = []
+    def new(nid: int, out: str, elements) -> tuple[str, ...]:
+        names: list[str] = []
         for t in elements:
             name = f"{out}#{len(names)}"
             created[name] = (nid, t)
@@ -118,7 +118,7 @@ def sequence_elements(
     for nid in order:
         node = g.node(nid)
         op = node.op_type if is_default_domain(node.domain) else ""
-        for k, out in enumerate(node.output):
+        for out in node.output:
             t = runtime.get(out)
             if not out or t is None or t.kind not in CONTAINERS:
                 continue
@@ -256,5 +256,5 @@ def build_program(
     return Program(values=tuple(values), steps=tuple(steps), device=device), tuple(names)
 
 
-def _remap(pairs, in_pos, out_pos) -> tuple[tuple[int, int], ...]:  # type: ignore[no-untyped-def]
+def _remap(pairs, in_pos, out_pos) -> tuple[tuple[int, int], ...]:
     return tuple((in_pos[i], out_pos[o]) for i, o in pairs if i in in_pos and o in out_pos)

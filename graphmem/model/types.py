@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Union
+from typing import TypeGuard
 
 import onnx
 
@@ -17,7 +17,7 @@ __all__ = ["CONTAINERS", "Dim", "Shape", "TensorType", "type_from_proto", "type_
 #: Kinds whose value holds tensors of its own (``TensorType.elements``): a sequence, an optional.
 CONTAINERS = frozenset({"sequence_type", "optional_type"})
 
-Dim = Union[int, str, None]
+Dim = int | str | None
 Shape = tuple[Dim, ...]
 
 
@@ -104,7 +104,7 @@ def known_dims(t: TensorType) -> TensorType:
     return replace(t, shape=tuple(None if isinstance(d, int) and d < 0 else d for d in t.shape))
 
 
-def is_concrete(shape: Shape | None) -> bool:
+def is_concrete(shape: Shape | None) -> TypeGuard[tuple[int, ...]]:
     """True when the rank and every dim are known integers."""
     return shape is not None and all(isinstance(d, int) for d in shape)
 

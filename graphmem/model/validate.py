@@ -260,7 +260,7 @@ def _referenced_defaults(proxy: onnx.ModelProto) -> None:
             schema = defs.get_schema(node.op_type, opsets[node.domain], node.domain)
         except (defs.SchemaError, TypeError, OverflowError):  # TypeError: a version beyond int32
             continue
-        if not schema.has_function:
+        if not schema.has_function:  # type: ignore[attr-defined]  # not in onnx's defs.pyi
             continue
         have = {a.name for a in node.attribute}
         for body_node in schema.function_body.node:
@@ -439,13 +439,13 @@ def missing_data_message(path: str, absent: Mapping[str, int]) -> str:
 #: TensorProto payload fields: number -> (name, bytes per stored value; 0 = varint, uncountable).
 _FIELDS = {4: ("float_data", 4), 5: ("int32_data", 0), 6: ("string_data", 0), 7: ("int64_data", 0),
            9: ("raw_data", 1), 10: ("double_data", 8), 11: ("uint64_data", 0)}
-_VALUES_PER_ELEMENT = {TensorProto.COMPLEX64: 2, TensorProto.COMPLEX128: 2}
+_VALUES_PER_ELEMENT: dict[int, int] = {TensorProto.COMPLEX64: 2, TensorProto.COMPLEX128: 2}
 
 
 #: The field onnxruntime reads a tensor's values from when it has no raw_data, by data type
 #: (``core/framework/tensorprotoutils.cc`` UnpackTensor: float_data for float, int32_data for the
 #: types of 16 bits and fewer, ...); values stored in another field count as none.
-_TYPED_FIELD = {TensorProto.FLOAT: "float_data", TensorProto.COMPLEX64: "float_data",
+_TYPED_FIELD: dict[int, str] = {TensorProto.FLOAT: "float_data", TensorProto.COMPLEX64: "float_data",
                 TensorProto.DOUBLE: "double_data", TensorProto.COMPLEX128: "double_data",
                 TensorProto.INT64: "int64_data", TensorProto.UINT32: "uint64_data", TensorProto.UINT64: "uint64_data",
                 TensorProto.STRING: "string_data"}

@@ -212,7 +212,7 @@ def replay(
     memory.arena.high = memory.base
     run = _Run(program, plan, kernels, ops, tuple(scratch), label=label, depth=0)
     run.execute(memory, PatternCache())
-    lives = [Life(name=n, bytes=b, first=f, last=l) for n, b, f, l in memory.lives]
+    lives = [Life(name=n, bytes=b, first=f, last=last) for n, b, f, last in memory.lives]
     return Replay.of(memory.samples, memory.arena.high - memory.base, memory.order, lives)  # type: ignore[arg-type]
 
 
@@ -240,7 +240,7 @@ class _Memory:
         self.samples: list[Sample | None] = []
         self.step_high = 0  # arena in-use at its highest since the current step began
         self.order: list[int] = []  # sample indices in completion order
-        self.lives: list[list] = []  # type: ignore[type-arg]  # [name, bytes, first, last] per named request
+        self.lives: list[list] = []  # [name, bytes, first, last] per named request
 
     def take(self, size: int, name: str | None = None) -> _Held:
         """Request ``size`` bytes; ``name``: what it holds (kernel scratch has none: not a buffer)."""
@@ -274,7 +274,7 @@ class _Run:
     ``placed``: in the frame's pattern block or provided by the enclosing kernel), releases it
     after its release step, runs the kernels of control-flow steps."""
 
-    def __init__(self, program, plan, kernels, ops, scratch, *, label, depth, placed=frozenset(), delayed=None, outer=None):  # type: ignore[no-untyped-def]
+    def __init__(self, program, plan, kernels, ops, scratch, *, label, depth, placed=frozenset(), delayed=None, outer=None):
         # ``outer``: the enclosing frame (whose step outputs ``delayed`` values are allocated as)
         self.program, self.plan, self.kernels, self.ops, self.scratch = program, plan, kernels, ops, scratch
         self.label, self.depth, self.placed = label, depth, placed

@@ -239,7 +239,7 @@ def insert_fp16_casts(
     )
 
 
-def _isolated(model, node, static, producer, readers, graph_outputs, needs_cast) -> bool:  # type: ignore[no-untyped-def]
+def _isolated(model, node, static, producer, readers, graph_outputs, needs_cast) -> bool:
     """``IsIsolatedFp16NodeOnCpu`` (module doc, step 2)."""
     if not any(x in producer for x in node.input) or _has_subgraph(node):
         return False
@@ -247,7 +247,9 @@ def _isolated(model, node, static, producer, readers, graph_outputs, needs_cast)
         return False
     domain = normalize_domain(node.domain)
     since = node_since_version(model, node)
-    f = kernels.formals(domain, node.op_type, since) if since is not None else None
+    if since is None:
+        return False
+    f = kernels.formals(domain, node.op_type, since)
     if f is None:
         return False
     constraint_types: dict[str, int] = {}
@@ -343,4 +345,4 @@ def _has_function_body(model: Model, node: onnx.NodeProto) -> bool:
         schema = defs.get_schema(node.op_type, opset, domain)
     except defs.SchemaError:
         return any(f.name == node.op_type and f.domain == node.domain for f in model.functions)
-    return bool(schema.has_function or schema.has_context_dependent_function)
+    return bool(schema.has_function or schema.has_context_dependent_function)  # type: ignore[attr-defined]  # not in onnx's defs.pyi

@@ -67,7 +67,7 @@ def _drop_written_twice(path: Path) -> None:
         onnx.save(proto, str(path))
 
 
-def _drop_in(graph) -> bool:  # type: ignore[no-untyped-def]
+def _drop_in(graph) -> bool:
     """Drop them from ``graph`` and its bodies; whether any was dropped."""
     inits = {t.name for t in graph.initializer}
     kept = [n for n in graph.node

@@ -58,7 +58,7 @@ class ScratchSite:
         return i < len(self.constant) and self.constant[i]
 
 
-def attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
+def attr(node: onnx.NodeProto, name: str, default):
     """The value of ``node``'s attribute ``name``, or ``default``."""
     for a in node.attribute:
         if a.name == name:
@@ -70,7 +70,7 @@ def concrete_shape(t: TensorType | None) -> tuple[int, ...] | None:
     """The shape of a tensor whose every dim is known, else None."""
     if t is None or t.kind != "tensor" or not is_concrete(t.shape):
         return None
-    return tuple(t.shape)  # type: ignore[arg-type]
+    return tuple(t.shape)
 
 
 def nbytes(t: TensorType | None) -> int | None:

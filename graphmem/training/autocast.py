@@ -91,7 +91,7 @@ PROMOTE_OPS = frozenset({"Concat"})
 LINEAR_WEIGHT_INPUTS: OpTable[tuple[int, ...]] = OpTable({("", "GRU"): (1, 2, 3)})
 #: Elementwise ops whose result dtype is the promotion of their floating operands.
 _PROMOTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Where"})
-_WIDTH = {TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2, TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8}
+_WIDTH: dict[int, int] = {TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2, TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

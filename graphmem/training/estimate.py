@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.analysis.request import AnalysisRequest, Bindings, request_of
+from graphmem.analysis.result import Analysis
 from graphmem.errors import UnsupportedOpError, UsageError
 from graphmem.host import HostProfile
 from graphmem.model.dtypes import is_float
@@ -397,7 +397,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     )
 
 
-def _view(g, op, types, needs_grad, weightish, roots, orders, kept) -> OpView:  # type: ignore[no-untyped-def]
+def _view(g, op, types, needs_grad, weightish, roots, orders, kept) -> OpView:
     return OpView(
         op_type=op.op_type,
         node=op.node,
@@ -469,11 +469,11 @@ def _linear_bias(g: OpGraph, op: patterns.Op, weight_only: frozenset[int]) -> in
     return None if mm is None else 1 - mm
 
 
-def _phase(name: str, total: int, at: str) -> "PhasePeak":
+def _phase(name: str, total: int, at: str) -> PhasePeak:
     return PhasePeak(phase=name, total_bytes=total, at=at)
 
 
-def _storage_infos(saved, ops) -> tuple[SavedStorageInfo, ...]:  # type: ignore[no-untyped-def]
+def _storage_infos(saved, ops) -> tuple[SavedStorageInfo, ...]:
     infos = []
     for s in saved:
         first = ops[min(s.savers)]

@@ -27,9 +27,9 @@ import onnx
 from onnx import TensorProto
 
 from graphmem.model.dtypes import is_float, tensor_bytes
-from graphmem.optable import OpRule, OpTable
 from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
+from graphmem.optable import OpRule, OpTable
 from graphmem.training.autocast import is_cast
 
 __all__ = ["OpView", "SavedItem", "Saved", "Rule", "RULES", "saved_by", "lstm_workspace_bytes", "good_ld", "gru"]
@@ -201,7 +201,7 @@ def max_pool(op: OpView) -> Saved:
     out = op.type(op.outputs[0])
     idx = None
     if out is not None and is_concrete(out.shape):
-        idx = tensor_bytes(TensorProto.INT64, math.prod(out.shape))  # type: ignore[arg-type]
+        idx = tensor_bytes(TensorProto.INT64, math.prod(out.shape))
     if len(op.outputs) > 1 and op.outputs[1]:
         return _done(_inp(op, 0) + [SavedItem(label="indices", tensor=op.outputs[1])])
     return _done(_inp(op, 0) + [_made("indices", idx)])
@@ -214,7 +214,7 @@ def _stats(op: OpView, count: int | None, labels: tuple[str, ...]) -> list[Saved
 
 def _dims(op: OpView, name: str) -> tuple[int, ...] | None:
     t = op.type(name)
-    return tuple(t.shape) if t is not None and is_concrete(t.shape) else None  # type: ignore[arg-type]
+    return tuple(t.shape) if t is not None and is_concrete(t.shape) else None
 
 
 def batch_norm(op: OpView) -> Saved:

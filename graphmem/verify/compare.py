@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import UsageError
-from graphmem.tempdirs import private_dir
 from graphmem.host import HostProfile, host_differences, resolve_host, this_host
+from graphmem.tempdirs import private_dir
 
 if TYPE_CHECKING:
     from graphmem.analysis.request import Bindings
@@ -47,7 +47,7 @@ class Verification:
     # in-use peak, kernel scratch included (arena chunk sizes); None when not comparable: the
     # arena's high-water mark was set at session creation (prepacking), see scratch_note
     measured_scratch_bytes: int | None
-    predicted_scratch_bytes: int  # the same, predicted (graphmem.ort.scratch)
+    predicted_scratch_bytes: int | None  # the same, predicted (graphmem.ort.scratch); None: unknown
     # what the session's arena held before run 1: the initializers onnxruntime places there. It
     # keeps others outside its arena (ResNet-50: 7.9 of 97 MiB in the arena), which the profiler
     # does not see: this is not the whole of the weights the session holds.
@@ -110,7 +110,6 @@ def verify(
     (:func:`graphmem.host.this_host`); a ``host`` profile (``--host``) that differs from it is
     refused (UsageError naming the fields): a prediction for another machine cannot be checked
     by a measurement here."""
-    import tempfile
 
     import onnx
 
@@ -236,7 +235,7 @@ def matching_order(peaks: Sequence[int], measured: int, tolerance: float) -> int
     return min(near, key=lambda peak: (off(peak), peak)) if near else None
 
 
-def _in_use_set_at_creation(run, unpacked) -> bool:  # type: ignore[no-untyped-def]
+def _in_use_set_at_creation(run, unpacked) -> bool:
     """Whether run 1's in-use high-water mark is the session's, set before the first node.
 
     The allocator's mark is cumulative over the session, and prepacking at session creation
@@ -255,7 +254,7 @@ def _in_use_set_at_creation(run, unpacked) -> bool:  # type: ignore[no-untyped-d
     return uniform and run.in_use_peak_bytes > unpacked.in_use_peak_bytes
 
 
-def _first_divergence(predicted, run, tolerance: float, peak: int) -> Divergence | None:  # type: ignore[no-untyped-def]
+def _first_divergence(predicted, run, tolerance: float, peak: int) -> Divergence | None:
     """Steps are matched by position (the profile lists kernels in execution order; names of
     nodes onnxruntime's optimizers create, such as ReorderOutput's, vary between sessions);
     None when the two orders do not have the same op types."""
@@ -273,7 +272,7 @@ def _first_divergence(predicted, run, tolerance: float, peak: int) -> Divergence
     return None
 
 
-def _output_mismatches(predicted, run) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+def _output_mismatches(predicted, run) -> tuple[str, ...]:
     bad = []
     for out in run.outputs:
         t = predicted.types.get(out.name)

@@ -34,6 +34,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
 from graphmem.errors import UsageError
 
 __all__ = [

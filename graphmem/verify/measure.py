@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
+from graphmem.errors import ExternalDataError, MeasureError, ModelLoadError, RuntimeUnavailableError, UsageError
 from graphmem.tempdirs import private_dir
 from graphmem.verify import cuda as cuda_memory
-from graphmem.errors import ExternalDataError, MeasureError, ModelLoadError, RuntimeUnavailableError, UsageError
 from graphmem.verify.providers import (
     CUDA,
     choose_provider,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     import onnxruntime
 
     from graphmem.verify.cuda import CudaFootprint
+    from graphmem.verify.feeds import Feed
 
 NODE_EVENT_SUFFIX = "_kernel_time"
 
@@ -180,7 +181,7 @@ class Measurement:
 
 def measure(
     model: onnx.ModelProto | str | Path,
-    feeds: dict[str, np.ndarray],
+    feeds: Mapping[str, Feed],
     *,
     provider: str = "cpu",
     graph_opt: str = "none",
@@ -425,7 +426,7 @@ def _create_session(source: str | bytes, options: onnxruntime.SessionOptions, pr
     return session
 
 
-def _run_session(session: onnxruntime.InferenceSession, feeds: Mapping[str, np.ndarray], runs: int) -> list[tuple[OutputInfo, ...]]:
+def _run_session(session: onnxruntime.InferenceSession, feeds: Mapping[str, Feed], runs: int) -> list[tuple[OutputInfo, ...]]:
     """Run ``runs`` times; describe each run's outputs, then release them.
 
     Outputs live in the session's arena: holding them would inflate the next

@@ -15,13 +15,13 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.host import host_line
 from graphmem.model.dtypes import dtype_name
-from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count
+from graphmem.views.chart import peak_window, step_bins
 from graphmem.views.report import approximation_effects, approximation_summary
 from graphmem.views.svg import bars_svg, timeline_svg
-from graphmem.views.chart import peak_window, step_bins
 
 if TYPE_CHECKING:
     from graphmem.analysis import Analysis
@@ -164,7 +164,7 @@ def _timeline(a: Analysis, t: MemoryTimeline) -> str:
     return "\n".join(out)
 
 
-def _shape(shape) -> str:  # type: ignore[no-untyped-def]
+def _shape(shape) -> str:
     if shape is None:
         return "?"
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"

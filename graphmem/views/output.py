@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graphmem.errors import UsageError, one_line
-from graphmem.tempdirs import signals_held
 from graphmem.gate.budgets import Budgets, apply_gate, evaluate, lookup
+from graphmem.tempdirs import signals_held
 from graphmem.views.formats import check_format, render_peak
 
 #: Control characters other than newline and tab, and the invisible bidirectional controls.
@@ -103,7 +103,7 @@ def write_atomic(
         raise
 
 
-def _open(target: Path | int, binary: bool):  # type: ignore[no-untyped-def]
+def _open(target: Path | int, binary: bool):
     return open(target, "wb") if binary else open(target, "w", encoding="utf-8", newline="")
 
 

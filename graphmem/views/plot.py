@@ -266,7 +266,10 @@ def _footer_note(fig: Figure, warning: str | None, info: str) -> None:
     "exact" line with ``info``."""
     import textwrap
 
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     width_chars = int(fig.get_figwidth() * 12.5)  # about 12 characters of bold 9-point text per inch
+    style: dict[str, Any]
     if warning:
         text, style = "\n".join(textwrap.wrap(warning, width_chars)), {"color": WARN_COLOUR, "fontsize": 9, "fontweight": "bold"}
     else:
@@ -275,7 +278,9 @@ def _footer_note(fig: Figure, warning: str | None, info: str) -> None:
     fig.text(0.01, 0.005, text, ha="left", va="bottom", **style)
     lines = text.count("\n") + 1
     share = (0.17 * lines + 0.08) / fig.get_figheight()  # inches of text over the figure's height
-    fig.get_layout_engine().set(rect=(0, share, 1, 1 - share))
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):  # every figure here is made constrained (_figure)
+        engine.set(rect=(0, share, 1, 1 - share))
 
 
 def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: MemoryTimeline, *, max_bins: int = MAX_BINS) -> Figure:

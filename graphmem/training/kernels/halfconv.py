@@ -42,7 +42,6 @@ from onnx import TensorProto
 from graphmem.errors import InvariantError
 from graphmem.host import HostProfile
 from graphmem.training.kernels import workspace
-from graphmem.training.saved import OpView
 from graphmem.training.kernels.workspace import (
     BATCH_ELEMENT,
     P4K,
@@ -55,6 +54,7 @@ from graphmem.training.kernels.workspace import (
     _size,
     brgemm_bwd_data_scratchpad,
 )
+from graphmem.training.saved import OpView
 
 __all__ = [
     "brgemm_bwd_w_scratchpad",

@@ -58,7 +58,6 @@ from onnx import TensorProto
 
 from graphmem.host import HostProfile
 from graphmem.model.program import tensor_size
-from graphmem.optable import OpTable
 from graphmem.training.autocast import CAST_MARK, is_cast
 from graphmem.training.kernels.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
@@ -540,7 +539,7 @@ def gru_forward(op: OpView, host: HostProfile) -> int:
     steps, batch = (x[1], x[0]) if op.attr("layout", 0) else (x[0], x[1])
     elem = _size(op, op.input(0)) // max(math.prod(x), 1)
     if _gru_gate_elem(op) != elem:
-        return _gru_autocast_forward(op)
+        return _gru_autocast_forward(op, x, hidden)
     if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional"):
         return (steps * batch * (2 + 3) * hidden + 2 * batch * hidden) * elem
     return (steps * batch * 3 * hidden + batch * hidden) * elem
@@ -551,7 +550,7 @@ def _gru_gate_elem(op: OpView) -> int:
     return _elem_of(op, op.input(1)) if _shape(op, op.input(1)) else _elem_of(op, op.input(0))
 
 
-def _gru_autocast_forward(op: OpView) -> int:
+def _gru_autocast_forward(op: OpView, x: tuple[int, ...], hidden: int) -> int:
     """:func:`gru_forward` under autocast: the gates are half (``linear_ih``'s ``[T, B, 3H]``
     among them) and no hidden state is saved in the state's dtype (each step's half cast is:
     :func:`graphmem.training.saved.gru`), so every step's output waits in ``FullLayer``'s
@@ -564,8 +563,7 @@ def _gru_autocast_forward(op: OpView) -> int:
     reverse direction's gates beside the result; at the reverse direction's ``linear_ih``, both
     directions' gates (``step_inputs`` still views the first) and the cast, before the result.
     Without an ``initial_h`` in the graph, nn.GRU's zero state lives through the call."""
-    x, hidden = _shape(op, op.input(0)), op.attr("hidden_size")
-    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x  # type: ignore[index]
+    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
     elem, gate = _elem_of(op, op.input(0)), _gru_gate_elem(op)
     gates = steps * batch * 3 * hidden * gate
     states = steps * batch * hidden * elem  # one direction's step outputs, or its stack

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from graphmem.analysis.controlflow import SHORT
 from graphmem.model.types import TensorType
 from graphmem.shapes.controlflow import BodyRun
+
+if TYPE_CHECKING:
+    from graphmem.flops import FlopReport
 
 __all__ = ["BodyLayers", "flops_with_bodies", "merge_bodies"]
 
@@ -26,7 +30,7 @@ class BodyLayers:
     graph: object  # graphmem.model.graph.OpGraph
     order: tuple[int, ...]
     types: Mapping[str, TensorType]
-    flops: object  # graphmem.flops.FlopReport of one execution, nested bodies included
+    flops: FlopReport  # of one execution, nested bodies included
     executions: int
     nested: Mapping[int, tuple[BodyLayers, ...]]
 
@@ -92,7 +96,7 @@ def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping
 def _work(run: BodyRun) -> int:
     from graphmem.flops import count_flops
 
-    r = count_flops(run.graph, run.shapes.types, run.order, values=run.shapes.values)  # type: ignore[attr-defined]
+    r = count_flops(run.graph, run.shapes.types, run.order, values=run.shapes.values)
     return r.flops + r.int_ops
 
 
@@ -110,7 +114,7 @@ def merge_bodies(layers: tuple[BodyLayers, ...] | list[BodyLayers]) -> tuple[Bod
         first = members[0]
         costs: dict[int, Cost] = {}
         for m in members:
-            for nid, c in m.flops.costs.items():  # type: ignore[attr-defined]
+            for nid, c in m.flops.costs.items():
                 have = costs.get(nid)
                 scaled = c.scaled(m.executions)
                 if have is None or have.outcome != "counted":
@@ -122,9 +126,9 @@ def merge_bodies(layers: tuple[BodyLayers, ...] | list[BodyLayers]) -> tuple[Bod
             for nid, subs in m.nested.items():
                 nested_lists.setdefault(nid, []).extend(subs)
         report = first.flops
-        merged = FlopReport(flops=sum(m.flops.flops * m.executions for m in members), macs=sum(m.flops.macs * m.executions for m in members),  # type: ignore[attr-defined]
-                            int_ops=sum(m.flops.int_ops * m.executions for m in members), costs=costs,  # type: ignore[attr-defined]
-                            by_op_type=report.by_op_type, unsupported=report.unsupported, zero=report.zero)  # type: ignore[attr-defined]
+        merged = FlopReport(flops=sum(m.flops.flops * m.executions for m in members), macs=sum(m.flops.macs * m.executions for m in members),
+                            int_ops=sum(m.flops.int_ops * m.executions for m in members), costs=costs,
+                            by_op_type=report.by_op_type, unsupported=report.unsupported, zero=report.zero)
         out.append(BodyLayers(label=label, graph=first.graph, order=first.order, types=first.types, flops=merged,
                               executions=1, nested={nid: merge_bodies(subs) for nid, subs in nested_lists.items()}))
     return tuple(out)

@@ -14,6 +14,7 @@ Nothing is guessed: when no value of one dim alone makes the node resolve, no ra
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -76,7 +77,7 @@ def unresolved_causes(
 
             budget = [MAX_PROBES]
             for name, value in sorted(dims.items(), key=lambda kv: -kv[1]):  # a long seq before batch=1
-                low, high = _working_range(lambda v, name=name: resolves(name, v), value, budget)  # type: ignore[misc]
+                low, high = _working_range(functools.partial(resolves, name), value, budget)
                 if low is not None or high is not None:
                     cause = replace(cause, dim=name, value=value, low=low, high=high)
                     break

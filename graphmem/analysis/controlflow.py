@@ -158,7 +158,7 @@ class _Node:
     def _frame(self, run, *, provided, sizes, shared, kept_drop, key_extra, delayed) -> Frame:
         attr = SHORT.get(run.attr, run.attr)
         static = self.static_body(run.attr)
-        static_types = static.shapes.types if static is not None else {}  # type: ignore[attr-defined]
+        static_types = static.shapes.types if static is not None else {}
         program, names = build_program(
             run.graph, run.order, runtime=run.shapes.types, static=static_types,
             sharing=sharing, unwritten=unwritten_outputs, values_known=run.shapes.values,
@@ -175,7 +175,7 @@ class _Node:
         nested: dict[int, Kernel] = {}
         _kernels_of(
             program, plan, names, run.order, run.graph.protos, run.shapes.bodies,
-            static.shapes.bodies if static is not None else {}, static_types, run.shapes.types,  # type: ignore[attr-defined]
+            static.shapes.bodies if static is not None else {}, static_types, run.shapes.types,
             self.opset, body_label, self.result, nested,
         )
         index = {n: i for i, n in enumerate(names)}
@@ -199,7 +199,7 @@ class _Node:
     def _scratch(self, run: BodyRun) -> tuple[Scratch, ...]:
         """Each body step's kernel scratch (``graphmem.ort.scratch``), from the body's runtime types;
         op types without a rule are noted (counted 0)."""
-        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types, run.shapes.values,  # type: ignore[attr-defined]
+        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types, run.shapes.values,
                                             host=self.result.host)
         self.result.scratch_unmodelled.update(dict.fromkeys(unmodelled))
         self.result.scratch_bytes = max([self.result.scratch_bytes, *(ks.total for ks in per_step)])
@@ -235,7 +235,7 @@ def _feed_key(run: BodyRun) -> int:
     """CalculateMemoryPatternsKey (``session_state.cc``): XOR of every dim of every feed."""
     key = 0
     for name in run.model.inputs:
-        t = run.shapes.types.get(name)  # type: ignore[attr-defined]
+        t = run.shapes.types.get(name)
         if t is None or not is_concrete(t.shape):
             continue
         for d in t.shape:
@@ -293,7 +293,7 @@ def _outputs(run: BodyRun) -> list[str]:
 def _static_concrete(ctx: _Node, attr: str, name: str, runtime: Mapping[str, TensorType]) -> bool:
     """Whether onnxruntime knows the body output's shape statically (TensorShape::Size() >= 0)."""
     static = ctx.static_body(attr)
-    t = static.shapes.types.get(name) if static is not None else None  # type: ignore[attr-defined]
+    t = static.shapes.types.get(name) if static is not None else None
     return t is not None and is_concrete(t.shape)
 
 
@@ -319,11 +319,11 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
     upfront: list[int] = []
     provided: set[str] = set()
     delayed: dict[str, int] = {}
-    elements = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values)  # type: ignore[attr-defined]
+    elements = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values)
     for out, body_out in zip(ctx.node.output, _outputs(run)):
         if not out:
             continue
-        t = run.shapes.types.get(body_out)  # type: ignore[attr-defined]
+        t = run.shapes.types.get(body_out)
         if t is not None and t.kind in CONTAINERS:
             # the If's output is the branch's sequence (if.cc: non-tensor fetches are moved): its
             # element buffers are allocated by the branch as the If output's
@@ -332,15 +332,15 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
                 if element is not None and v is not None:
                     delayed[element] = v
             continue
-        if _static_concrete(ctx, run.attr, body_out, run.shapes.types):  # type: ignore[attr-defined]
+        if _static_concrete(ctx, run.attr, body_out, run.shapes.types):
             provided.add(body_out)  # IfImpl::AllocateOutputTensors: allocated before the branch
             v = ctx.value(out)
             if v is not None:
                 upfront.append(v)
         elif not ctx.fresh(out):
             provided.add(body_out)  # delayed into a reused parent buffer: nothing requested
-        elif ctx.value(out) is not None:
-            delayed[body_out] = ctx.value(out)  # type: ignore[assignment]  # the custom fetch allocator
+        elif (vid := ctx.value(out)) is not None:
+            delayed[body_out] = vid  # the custom fetch allocator
     return Kernel(frames=(ctx.frame(run, provided=frozenset(provided), delayed=delayed),), before=tuple(Upfront(v) for v in upfront))
 
 
@@ -387,7 +387,7 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
         # holds (it copied them: OptionalGetElement) go with the last carried sequence holding them;
         # the others are held to the end
         delayed = owners[i]
-        for element in sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).read_by(outs):  # type: ignore[attr-defined]
+        for element in sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).read_by(outs):
             if element not in delayed:
                 drop[element] = ends[i].get(element)
         if i == 0:  # the first condition scalar goes unless the body hands that same value back
@@ -494,11 +494,13 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     in_axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * n_scan
     out_axes = list(attrs["scan_output_axes"].ints) if "scan_output_axes" in attrs else [0] * n_out
     parent = ctx.runtime_types
-    body_types = run.shapes.types  # type: ignore[attr-defined]
+    body_types = run.shapes.types
     steps = len(cfs.runs)
     if v8:
         shape = (parent.get(inputs[n_state]) or TensorType(dtype=0, shape=None)).shape or (1, steps)
-        batch, seq = int(shape[0]), int(shape[1])  # type: ignore[arg-type]
+        batch, seq = shape[0], shape[1]
+        if not isinstance(batch, int) or not isinstance(seq, int):  # known when the shapes stage ran the body
+            raise _unbound(ctx, f"Scan '{ctx.label}' has an unknown batch or sequence length")
     else:
         batch, seq = 1, steps
     # scan_9.cc ScanImpl::Initialize then Execute (scan_8.cc the same without transposes), in order:

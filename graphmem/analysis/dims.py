@@ -24,6 +24,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -153,18 +154,20 @@ class ResolvedInputs:
     are bound (given, or implied by a ``--shape``), and the values given."""
 
     dims: dict[str, int]
-    shapes: dict[str, tuple[int, ...]]  # every graph input -> its shape in the run
-    given_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # from --shape
+    # every graph input -> its shape in the run (a sequence's: its elements' shapes; an optional
+    # without a value: None)
+    shapes: dict[str, tuple | None]
+    given_shapes: dict[str, tuple | None] = field(default_factory=dict)  # from --shape
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def format_shape(shape: Sequence[object] | None) -> str:
+def format_shape(shape: Sequence[Any] | None) -> str:
     """``(1, 3, 48)`` -> ``1x3x48`` (a dim without a value prints as N); a sequence's element
     shapes ``((2, 3), (4,))`` -> ``[2x3,4]``; an optional without a value (None) -> ``none``."""
     if shape is None:
         return "none"
     if is_sequence_binding(shape):
-        return "[" + ",".join(format_shape(tuple(e)) for e in shape) + "]"  # type: ignore[arg-type]
+        return "[" + ",".join(format_shape(tuple(e)) for e in shape) + "]"
     return "x".join(str(d) if isinstance(d, int) and d >= 0 else "N" for d in shape) or "scalar"
 
 
@@ -174,7 +177,7 @@ def shape_json(shape: Sequence[object] | None) -> list | None:
     return None if shape is None else [list(e) if isinstance(e, (tuple, list)) else e for e in shape]
 
 
-def inputs_text(shapes: Mapping[str, Sequence[int]], values: Mapping[str, Sequence[int | float]]) -> str:
+def inputs_text(shapes: Mapping[str, Sequence[Any] | None], values: Mapping[str, Sequence[int | float]]) -> str:
     """``; shapes x=1x3x48x192; values sr=16000`` for a report's dims line (empty without
     ``--shape``/``--value``)."""
     text = ""
@@ -220,11 +223,11 @@ def resolve_inputs(
         for name in given:
             if name not in inputs:
                 raise UsageError(f"{option} {name}: the model has no input '{name}'; its inputs: {names}")
-    given_shapes: dict[str, tuple[int, ...]] = {}
-    sequences: dict[str, tuple[tuple[int, ...], ...]] = {}
+    given_shapes: dict[str, tuple[int, ...]] = {}  # tensors' (sequences and optionals: below)
+    sequences: dict[str, tuple | None] = {}
     for name, shape in shapes.items():
         if _kind(inputs[name]) == "optional_type":
-            sequences[name] = _check_optional(name, shape, inputs[name])  # type: ignore[assignment]
+            sequences[name] = _check_optional(name, shape, inputs[name])
             continue
         if shape is None:
             raise UsageError(f"--shape {name}=none: input '{name}' is not optional; 'none' is for an optional input without a value")
@@ -255,13 +258,13 @@ def resolve_inputs(
     for name, a in arrays.items():
         if name not in given_shapes and _bound(inputs[name].shape, bound) is None:
             given_shapes[name] = tuple(a.shape)
-    run_shapes: dict[str, tuple] = dict(sequences)
-    given_shapes.update(sequences)  # type: ignore[arg-type]
+    run_shapes: dict[str, tuple | None] = dict(sequences)
+    given_all: dict[str, tuple | None] = {**given_shapes, **sequences}
     missing: list[str] = []
     open_inputs: list[tuple[str, Sequence[object] | None]] = []
     for name, t in inputs.items():
-        if name in given_shapes:
-            run_shapes[name] = given_shapes[name]
+        if name in given_all:
+            run_shapes[name] = given_all[name]
             continue
         if _kind(t) != "tensor":
             continue  # a sequence, map or optional: no tensor shape to bind (its values stay unresolved)
@@ -287,7 +290,7 @@ def resolve_inputs(
         raise UnboundDimError(f"input '{name}' has {what}: set its whole shape with {hint}{more}")
     if unbound:
         raise UnboundDimError(f"{unbound}, or ask for formulas with --symbolic)")
-    return ResolvedInputs(dims=bound, shapes=run_shapes, given_shapes=given_shapes, values=arrays)
+    return ResolvedInputs(dims=bound, shapes=run_shapes, given_shapes=given_all, values=arrays)
 
 
 def open_dims(
@@ -399,7 +402,7 @@ def _named_dims(inputs: Mapping[str, TensorType]) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _check_elements(name: str, shape: Sequence[object], declared: Sequence[object] | None) -> tuple[tuple[int, ...], ...]:
+def _check_elements(name: str, shape: Sequence[Any], declared: Sequence[object] | None) -> tuple[tuple[int, ...], ...]:
     """A sequence input's element shapes, each checked against the element shape the file declares."""
     if shape and not is_sequence_binding(shape):
         raise UsageError(f"--shape {name}: input '{name}' is a sequence of tensors: give its elements' shapes, "
@@ -407,13 +410,13 @@ def _check_elements(name: str, shape: Sequence[object], declared: Sequence[objec
     checked = []
     for k, e in enumerate(shape):
         try:
-            checked.append(_check_shape(name, tuple(e), declared))  # type: ignore[arg-type]
+            checked.append(_check_shape(name, tuple(e), declared))
         except UsageError as exc:
             raise UsageError(f"{exc} (element {k} of --shape {name}={format_shape(shape)})") from None
     return tuple(checked)
 
 
-def _check_optional(name: str, shape: Sequence[object] | None, t: TensorType) -> tuple | None:
+def _check_optional(name: str, shape: Sequence[Any] | None, t: TensorType) -> tuple | None:
     """An optional input's binding: None (``o=none``: no value), the shape of the tensor it holds,
     or the element shapes of the sequence it holds."""
     if shape is None:
@@ -426,10 +429,10 @@ def _check_optional(name: str, shape: Sequence[object] | None, t: TensorType) ->
     if is_sequence_binding(shape):
         raise UsageError(f"--shape {name}={format_shape(shape)}: input '{name}' is an optional tensor; give its shape "
                          f"(--shape {name}=D0xD1) or --shape {name}=none; [..] is for a sequence's elements")
-    return _check_shape(name, shape, t.shape)  # type: ignore[arg-type]
+    return _check_shape(name, shape, t.shape)
 
 
-def _check_shape(name: str, shape: Sequence[int], declared: Sequence[object] | None) -> tuple[int, ...]:
+def _check_shape(name: str, shape: Sequence[object], declared: Sequence[object] | None) -> tuple[int, ...]:
     text = "x".join(str(d) for d in shape)
     dims = tuple(_check_dim(d, f"--shape {name}={text}") for d in shape)
     if declared is not None:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from graphmem.analysis.dims import ResolvedInputs, parse_dims, parse_shapes, parse_values, resolve_inputs
 from graphmem.errors import UsageError
 from graphmem.host import HostProfile, resolve_host, this_host
+from graphmem.model.types import TensorType
 from graphmem.ort.session import PROVIDERS
 
 __all__ = ["Bindings", "AnalysisRequest", "EXECUTION_ORDERS", "request_of"]
@@ -69,10 +71,10 @@ class Bindings:
         """The same bindings with ``dims`` bound too (over any given value): a sweep's point."""
         return replace(self, dims={**self.dims, **dims})
 
-    def resolve(self, inputs: Mapping[str, object]) -> ResolvedInputs:
+    def resolve(self, inputs: Mapping[str, TensorType]) -> ResolvedInputs:
         """Checked against a model's graph inputs (name → type): every input's shape for the run
         (:func:`graphmem.analysis.dims.resolve_inputs`, which names what is wrong or unbound)."""
-        return resolve_inputs(inputs, dims=self.dims, shapes=self.shapes, values=self.values)  # type: ignore[arg-type]
+        return resolve_inputs(inputs, dims=self.dims, shapes=self.shapes, values=self.values)
 
     def as_kwargs(self) -> dict[str, dict]:
         """``dims``, ``shapes`` and ``values`` as plain dicts (for callers that take them apart)."""
@@ -127,7 +129,7 @@ def request_of(
     shapes: Mapping[str, Sequence[object] | None] | None = None,
     values: Mapping[str, Sequence[int | float]] | None = None,
     host: HostProfile | str | os.PathLike[str] | None = None,
-    **options: object,
+    **options: Any,  # AnalysisRequest's other fields, by keyword
 ) -> AnalysisRequest:
     """An :class:`AnalysisRequest` from the public API's keywords: ``bindings``, or ``dims``,
     ``shapes`` and ``values`` (not both), ``host`` (a profile, the file of one, or None: this
@@ -136,4 +138,4 @@ def request_of(
         raise UsageError("give either bindings= or dims=/shapes=/values=, not both")
     if bindings is None:
         bindings = Bindings.of(dims=dims, shapes=shapes, values=values)
-    return AnalysisRequest(bindings=bindings, host=resolve_host(host), **options)  # type: ignore[arg-type]
+    return AnalysisRequest(bindings=bindings, host=resolve_host(host), **options)

@@ -235,8 +235,8 @@ class Sweep:
     rows: tuple[SweepRow, ...]
     fit: MemoryFit
     host: HostProfile  # the machine every row is for
-    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every row
-    values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every row
+    shapes: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # --shape, every row
+    values: dict[str, tuple[int | float, ...]] = dataclasses.field(default_factory=dict)  # --value, every row
 
 
 def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
@@ -280,7 +280,7 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
         ))
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
                  rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host,
-                 shapes=dict(given.shapes), values=dict(given.values))  # type: ignore[arg-type]
+                 shapes=dict(given.shapes), values=dict(given.values))
 
 
 def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
@@ -379,8 +379,8 @@ class SearchResult:
     violations: tuple[tuple[int, int, int, int], ...]  # (x, total, larger x, smaller total)
     host: HostProfile  # the machine every probe is for
     training: TrainingFit | None = None  # set by :func:`search_largest_training`
-    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every probe
-    values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every probe
+    shapes: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # --shape, every probe
+    values: dict[str, tuple[int | float, ...]] = dataclasses.field(default_factory=dict)  # --value, every probe
 
     @property
     def headroom_bytes(self) -> int | None:
@@ -500,7 +500,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         next_total_bytes=after.total_bytes if after is not None else None,
         next_complete=after is None or after.complete,
         unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
-        violations=violations, host=host, shapes=dict(given.shapes), values=dict(given.values),  # type: ignore[arg-type]
+        violations=violations, host=host, shapes=dict(given.shapes), values=dict(given.values),
     )
 
 

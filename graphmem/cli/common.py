@@ -16,7 +16,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 
@@ -35,7 +35,8 @@ __all__ = [
 if TYPE_CHECKING:
     from graphmem.host import HostProfile
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _PYTHON_SHOWWARNING = warnings.showwarning
 
@@ -119,13 +120,13 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
         _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
 
 
-def handled(fn: F) -> F:
+def handled(fn: Callable[P, R]) -> Callable[P, R]:
     """The one map from outcomes to exit codes: a GraphmemError becomes one line on stderr and
     its exit code (no traceback); a :class:`~graphmem.errors.Reported` outcome (a failed gate:
     1), whose report is written already, its exit code alone."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             with warnings.catch_warnings():
                 warnings.showwarning = _show_warning
@@ -135,7 +136,7 @@ def handled(fn: F) -> F:
         except Reported as exc:
             raise typer.Exit(exc.exit_code) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 
 from graphmem.errors import InvariantError
-from graphmem.model.types import TensorType
+from graphmem.model.types import TensorType, is_concrete
 
 __all__ = [
     "Cost",
@@ -213,12 +213,9 @@ def rule(fn: Rule) -> Rule:
 
 
 def _maybe(t: TensorType | None) -> tuple[int, ...] | None:
-    if t is None or t.shape is None:
+    if t is None or not is_concrete(t.shape) or any(d < 0 for d in t.shape):
         return None
-    for d in t.shape:
-        if not isinstance(d, int) or d < 0:
-            return None
-    return t.shape  # type: ignore[return-value]
+    return t.shape
 
 
 def _concrete(t: TensorType | None) -> tuple[int, ...]:

@@ -238,6 +238,7 @@ def _graph_cost(
         local[init.name] = TensorType(dtype=init.data_type, shape=tuple(int(d) for d in init.dims))
         weights.add(init.name)
         _keep_value(init, local_values)
+    # typeshed types ChainMap's maps as MutableMappings; only maps[0] (local) is ever written
     types: ChainMap[str, TensorType] = ChainMap(local, outer)  # type: ignore[arg-type]
     values: ChainMap[str, np.ndarray] = ChainMap(local_values, outer_values)  # type: ignore[arg-type]
     inner_weights = frozenset(weights)

@@ -59,11 +59,12 @@ class Thresholds:
 
     def to_json(self) -> dict[str, float]:
         """``{"--max-increase-peak": 2.0, …}`` for the thresholds that are set."""
-        out = {}
+        out: dict[str, float] = {}
         for m in METRICS:
-            if self.limit(m) is not None:
-                out[f"--max-increase-{m.key}"] = self.limit(m)
-        return out  # type: ignore[return-value]
+            limit = self.limit(m)
+            if limit is not None:
+                out[f"--max-increase-{m.key}"] = limit
+        return out
 
 
 def parse_percent(option: str, text: str) -> float:
@@ -338,7 +339,7 @@ def _layer_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list[d
         rows.append(
             {
                 "name": name,
-                "op_type": (b or a).op_type,  # type: ignore[union-attr]
+                "op_type": b.op_type if b is not None else a.op_type if a is not None else "",  # one is set
                 "status": status,
                 "old": a.to_json() if a else None,
                 "new": b.to_json() if b else None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import onnx
 
@@ -19,6 +20,9 @@ from graphmem.model.graph import OpGraph
 from graphmem.model.types import CONTAINERS, TensorType, is_concrete, numel
 from graphmem.optable import is_default_domain
 from graphmem.planner.program import Key, Program, Step, Value
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["build_program", "tensor_size", "value_size", "reuse_key", "Devices", "SequenceElements", "sequence_elements"]
 
@@ -89,7 +93,7 @@ class SequenceElements:
 
 
 def sequence_elements(
-    g: OpGraph, order: tuple[int, ...], runtime: Mapping[str, TensorType], values: Mapping[str, object] | None = None
+    g: OpGraph, order: tuple[int, ...], runtime: Mapping[str, TensorType], values: Mapping[str, np.ndarray] | None = None
 ) -> SequenceElements:
     """Which element buffers each sequence holds (``core/providers/cpu/sequence/sequence_ops.cc``,
     measured on onnxruntime 1.31): SequenceConstruct and SequenceInsert copy the tensors they add
@@ -144,14 +148,14 @@ def sequence_elements(
     return SequenceElements(holds=holds, created=created, pinned=frozenset(pinned))
 
 
-def _position(values: Mapping[str, object], node: onnx.NodeProto, at: int, size: int, *, insert: bool) -> int:
+def _position(values: Mapping[str, np.ndarray], node: onnx.NodeProto, at: int, size: int, *, insert: bool) -> int:
     """The position input ``at`` of SequenceInsert / SequenceErase as an index into a sequence of
     ``size`` elements (default: append, erase the last)."""
     name = node.input[at] if len(node.input) > at else ""
     if not name:
         return size if insert else size - 1
     v = values.get(name)
-    pos = int(v.reshape(-1)[0]) if v is not None else (size if insert else size - 1)  # type: ignore[attr-defined]
+    pos = int(v.reshape(-1)[0]) if v is not None else (size if insert else size - 1)
     return pos + size if pos < 0 else pos
 
 
@@ -169,12 +173,12 @@ def build_program(
     g: OpGraph,
     order: tuple[int, ...],
     *,
-    runtime: dict[str, TensorType],
-    static: dict[str, TensorType],
+    runtime: Mapping[str, TensorType],
+    static: Mapping[str, TensorType],
     sharing: SharingRule,
     unwritten: Callable[[str, str], tuple[int, ...]] = lambda domain, op: (),
     devices: Devices | None = None,
-    values_known: Mapping[str, object] | None = None,
+    values_known: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[Program, tuple[str, ...]]:
     """The planners' input, and the tensor name of each value (same indices).
 
@@ -241,7 +245,7 @@ def build_program(
                 # the element buffers the step allocates for this sequence, right after it
                 outputs.extend(add(e, source=False) for e in by_node.get(nid, ()) if e.rsplit("#", 1)[0] == name)
         on_main = devices is not None and devices.node[nid] == devices.main
-        alias, inplace = devices.main_sharing(node) if on_main else sharing(node.domain, node.op_type)  # type: ignore[union-attr]
+        alias, inplace = devices.main_sharing(node) if devices is not None and on_main else sharing(node.domain, node.op_type)
         steps.append(
             Step(
                 label=node.name or f"{node.op_type}_{nid}",

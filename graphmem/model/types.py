@@ -109,6 +109,6 @@ def is_concrete(shape: Shape | None) -> TypeGuard[tuple[int, ...]]:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
-def numel(shape: Shape) -> int:
+def numel(shape: tuple[int, ...]) -> int:
     """Element count of a concrete shape."""
-    return math.prod(shape)  # type: ignore[arg-type]
+    return math.prod(shape)

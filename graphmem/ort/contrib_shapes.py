@@ -399,14 +399,15 @@ def _qgemm(node, ins, values, block_sizes):
 def _qlinear_concat(node, ins, values, block_sizes):
     """QLinearConcat: (tensor, scale, zero point) triples from input 2, joined on ``axis``; the
     element type is the output zero point's (input 1)."""
-    tensors = [_shape(ins[i]) for i in range(2, len(ins), 3)]
-    if not tensors or any(t is None for t in tensors) or len({len(t) for t in tensors}) != 1:  # type: ignore[arg-type]
+    shapes = [_shape(ins[i]) for i in range(2, len(ins), 3)]
+    tensors = [t for t in shapes if t is not None]
+    if not tensors or len(tensors) < len(shapes) or len({len(t) for t in tensors}) != 1:
         return None
-    rank = len(tensors[0])  # type: ignore[arg-type]
+    rank = len(tensors[0])
     axis = _attr(node, "axis", 0)
     axis = axis + rank if axis < 0 else axis
-    dims: list[Dim] = list(tensors[0])  # type: ignore[arg-type]
-    lengths = [t[axis] for t in tensors]  # type: ignore[index]
+    dims: list[Dim] = list(tensors[0])
+    lengths = [t[axis] for t in tensors]
     dims[axis] = sum(lengths) if all(isinstance(d, int) for d in lengths) else None
     return [TensorType(dtype=_dtype(ins, 1), shape=tuple(dims))]
 

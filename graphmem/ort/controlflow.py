@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from graphmem.errors import InvariantError
 from graphmem.ort.allocation import OrtPlan
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.planner.program import Program
@@ -213,7 +214,10 @@ def replay(
     run = _Run(program, plan, kernels, ops, tuple(scratch), label=label, depth=0)
     run.execute(memory, PatternCache())
     lives = [Life(name=n, bytes=b, first=f, last=last) for n, b, f, last in memory.lives]
-    return Replay.of(memory.samples, memory.arena.high - memory.base, memory.order, lives)  # type: ignore[arg-type]
+    samples = [s for s in memory.samples if s is not None]
+    if len(samples) < len(memory.samples):  # a control-flow node fills its placeholder when it completes
+        raise InvariantError(f"{label or 'the graph'}: a control-flow node's sample was never completed")
+    return Replay.of(samples, memory.arena.high - memory.base, memory.order, lives)
 
 
 class _Held:

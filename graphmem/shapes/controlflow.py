@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 import onnx
@@ -42,6 +43,20 @@ _INT64 = onnx.TensorProto.INT64
 _BOOL = onnx.TensorProto.BOOL
 
 
+class BodyShapes(Protocol):
+    """A body's inferred types, as :class:`graphmem.shapes.infer.ShapeResult` holds them (that
+    module imports this one: a protocol, not an import, names its fields here)."""
+
+    @property
+    def types(self) -> Mapping[str, TensorType]: ...
+
+    @property
+    def values(self) -> Mapping[str, np.ndarray]: ...
+
+    @property
+    def bodies(self) -> Mapping[int, ControlFlowShapes]: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BodyRun:
     """One body as one execution sees it: the body model, its graph, order and inferred types."""
@@ -50,7 +65,7 @@ class BodyRun:
     model: Model
     graph: OpGraph
     order: tuple[int, ...]
-    shapes: object  # graphmem.shapes.infer.ShapeResult of the body (nested bodies inside it)
+    shapes: BodyShapes  # graphmem.shapes.infer.ShapeResult of the body (nested bodies inside it)
     feeds: tuple[str, ...]  # the body's graph inputs, in order
 
 
@@ -70,7 +85,7 @@ class ControlFlowShapes:
     lengths: tuple[int, ...] | None = None  # Scan 8's sequence_lens, per batch entry (None: every entry the whole sequence)
 
 
-InferFn = Callable[..., object]  # graphmem.shapes.infer.infer_types
+InferFn = Callable[..., BodyShapes]  # graphmem.shapes.infer.infer_types
 
 
 def infer_control_flow(
@@ -152,8 +167,8 @@ def _outputs(run: BodyRun) -> list[tuple[str, TensorType | None, np.ndarray | No
     shapes = run.shapes
     out = []
     for vi in run.model.graph.output:
-        t = shapes.types.get(vi.name)  # type: ignore[attr-defined]
-        out.append((vi.name, t, shapes.values.get(vi.name)))  # type: ignore[attr-defined]
+        t = shapes.types.get(vi.name)
+        out.append((vi.name, t, shapes.values.get(vi.name)))
     return out
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import onnx
@@ -48,9 +49,10 @@ def sequence_of(dtype: int, elements: tuple[TensorType, ...] | None, declared: T
 
 def _common(shapes: tuple[tuple[Dim, ...] | None, ...]) -> tuple[Dim, ...] | None:
     """onnx's union of element shapes: dims kept where every element agrees."""
-    if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:  # type: ignore[arg-type]
+    known = [s for s in shapes if s is not None]
+    if len(known) != len(shapes) or len({len(s) for s in known}) != 1:
         return None
-    return tuple(d[0] if all(x == d[0] for x in d) else None for d in zip(*shapes))
+    return tuple(d[0] if all(x == d[0] for x in d) else None for d in zip(*known))
 
 
 def _attr(node: onnx.NodeProto, name: str, default):
@@ -201,15 +203,15 @@ def optional_of(x: TensorType) -> TensorType:
                       holds="tensor" if tensor else "")
 
 
-def bound_optional(declared: TensorType, binding: Sequence[object] | None) -> TensorType:
+def bound_optional(declared: TensorType, binding: Sequence[Any] | None) -> TensorType:
     """An optional graph input as ``--shape`` binds it: ``None`` (``o=none``) an optional without
     a value; otherwise the shape of the tensor it holds, or its sequence's element shapes."""
     if binding is None:
         return TensorType(dtype=0, shape=None, kind="optional_type", elements=())
     if declared.holds == _SEQ:
-        elements = tuple(TensorType(dtype=declared.dtype, shape=tuple(e)) for e in binding)  # type: ignore[arg-type]
+        elements = tuple(TensorType(dtype=declared.dtype, shape=tuple(e)) for e in binding)
         return optional_of(sequence_of(declared.dtype, elements, replace(declared, kind=_SEQ)))
-    return optional_of(TensorType(dtype=declared.dtype, shape=tuple(binding)))  # type: ignore[arg-type]
+    return optional_of(TensorType(dtype=declared.dtype, shape=tuple(binding)))
 
 
 def _held(x: TensorType) -> TensorType | None:

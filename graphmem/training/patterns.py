@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import onnx
 
 from graphmem.model.graph import OpGraph
-from graphmem.model.types import TensorType
+from graphmem.model.types import Shape, TensorType
 from graphmem.optable import VIEW_OPS as ONNX_VIEW_OPS
 from graphmem.optable import OpTable, domain_table, normalize_domain
 
@@ -232,9 +232,9 @@ def memory_orders(ops: Iterable[Op], types: dict[str, TensorType]) -> dict[str, 
     """
     orders: dict[str, tuple[int, ...]] = {}
 
-    def shape(name: str) -> tuple[int, ...] | None:
+    def shape(name: str) -> Shape | None:
         t = types.get(name)
-        return None if t is None or t.shape is None else tuple(t.shape)  # type: ignore[arg-type]
+        return None if t is None else t.shape
 
     for op in ops:
         if op.domain or not op.outputs or not op.outputs[0]:
@@ -258,7 +258,7 @@ def memory_orders(ops: Iterable[Op], types: dict[str, TensorType]) -> dict[str, 
     return orders
 
 
-def _trivial(order: tuple[int, ...], shape: tuple[int, ...] | None) -> bool:
+def _trivial(order: tuple[int, ...], shape: Shape | None) -> bool:
     """True when the dims out of place all have size 1 (the layout is then contiguous)."""
     if shape is None or len(shape) != len(order):
         return False

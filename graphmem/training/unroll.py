@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import onnx
@@ -73,7 +74,7 @@ def inline_control_flow(
     model: Model,
     *,
     dims: Mapping[str, int] | None = None,
-    shapes: Mapping[str, Sequence[int]] | None = None,
+    shapes: Mapping[str, Sequence[Any] | None] | None = None,
     values: Mapping[str, np.ndarray] | None = None,
     branches: Mapping[str, str] | None = None,
 ) -> tuple[Model, tuple[str, ...]]:

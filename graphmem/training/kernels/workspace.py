@@ -58,6 +58,7 @@ from onnx import TensorProto
 
 from graphmem.host import HostProfile
 from graphmem.model.program import tensor_size
+from graphmem.model.types import is_concrete
 from graphmem.training.autocast import CAST_MARK, is_cast
 from graphmem.training.kernels.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
@@ -89,9 +90,9 @@ def _size(op: OpView, name: str) -> int:
 
 def _shape(op: OpView, name: str) -> tuple[int, ...] | None:
     t = op.type(name)
-    if t is None or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+    if t is None or not is_concrete(t.shape):
         return None
-    return tuple(t.shape)  # type: ignore[arg-type]
+    return t.shape
 
 
 def conv_uses_onednn(op: OpView) -> bool:

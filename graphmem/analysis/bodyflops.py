@@ -83,7 +83,9 @@ def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping
             zero.update(sub.zero)
             layers.append(BodyLayers(label=sub_label, graph=run.graph, order=run.order, types=run.shapes.types,
                                      flops=sub, executions=count, nested=nested))
-        costs[nid] = Cost(flops=flops, macs=macs, int_ops=int_ops) if (flops or macs or int_ops) else Cost(outcome="zero")
+        costs[nid] = (
+            Cost(flops=flops, macs=macs, int_ops=int_ops) if (flops or macs or int_ops) else Cost(outcome="zero")
+        )
         bodies[nid] = merge_bodies(layers)
     by_op = {k: v for k, v in by_op.items() if v}
     total = sum(c.flops for c in costs.values() if c.outcome == "counted")
@@ -120,15 +122,25 @@ def merge_bodies(layers: tuple[BodyLayers, ...] | list[BodyLayers]) -> tuple[Bod
                 if have is None or have.outcome != "counted":
                     costs[nid] = scaled if have is None or scaled.outcome == "counted" else have
                 elif scaled.outcome == "counted":
-                    costs[nid] = Cost(flops=have.flops + scaled.flops, macs=have.macs + scaled.macs, int_ops=have.int_ops + scaled.int_ops)
+                    costs[nid] = Cost(
+                        flops=have.flops + scaled.flops,
+                        macs=have.macs + scaled.macs,
+                        int_ops=have.int_ops + scaled.int_ops,
+                    )
         nested_lists: dict[int, list[BodyLayers]] = {}
         for m in members:
             for nid, subs in m.nested.items():
                 nested_lists.setdefault(nid, []).extend(subs)
         report = first.flops
-        merged = FlopReport(flops=sum(m.flops.flops * m.executions for m in members), macs=sum(m.flops.macs * m.executions for m in members),
-                            int_ops=sum(m.flops.int_ops * m.executions for m in members), costs=costs,
-                            by_op_type=report.by_op_type, unsupported=report.unsupported, zero=report.zero)
+        merged = FlopReport(
+            flops=sum(m.flops.flops * m.executions for m in members),
+            macs=sum(m.flops.macs * m.executions for m in members),
+            int_ops=sum(m.flops.int_ops * m.executions for m in members),
+            costs=costs,
+            by_op_type=report.by_op_type,
+            unsupported=report.unsupported,
+            zero=report.zero,
+        )
         out.append(BodyLayers(label=label, graph=first.graph, order=first.order, types=first.types, flops=merged,
                               executions=1, nested={nid: merge_bodies(subs) for nid, subs in nested_lists.items()}))
     return tuple(out)

@@ -60,9 +60,16 @@ def unresolved_causes(
             continue
         label = node.name or f"{node.op_type}_{nid}"
         ranked = all(types.get(o) is not None and types[o].shape is not None for o in missing)
-        cause = UnresolvedCause(node=label, op_type=node.op_type, tensors=missing, inputs=_inputs(inputs, types, values),
-                                kind="value_dependent" if ranked else "refused")
-        if not out and not ranked:  # the first refusal: the ones after it usually follow from it, and probing costs inferences
+        cause = UnresolvedCause(
+            node=label,
+            op_type=node.op_type,
+            tensors=missing,
+            inputs=_inputs(inputs, types, values),
+            kind="value_dependent" if ranked else "refused",
+        )
+        if (
+            not out and not ranked
+        ):  # the first refusal: the ones after it usually follow from it, and probing costs inferences
             upstream = nx.ancestors(g.dag, nid) | {nid}
             sub = tuple(n for n in order if n in upstream)
 

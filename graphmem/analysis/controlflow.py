@@ -42,7 +42,14 @@ from graphmem.ort.scratch import step_scratch
 from graphmem.planner.program import Program, Step
 from graphmem.shapes.controlflow import BodyRun, ControlFlowShapes
 
-__all__ = ["SHORT", "BranchChoice", "ControlFlowPlan", "control_flow_approximations", "plan_control_flow", "released_initializers"]
+__all__ = [
+    "SHORT",
+    "BranchChoice",
+    "ControlFlowPlan",
+    "control_flow_approximations",
+    "plan_control_flow",
+    "released_initializers",
+]
 
 #: Label of each subgraph attribute in paths such as ``If_3/then/MatMul_1``.
 SHORT = {"then_branch": "then", "else_branch": "else", "body": "body"}
@@ -94,11 +101,27 @@ def plan_control_flow(
 ) -> ControlFlowPlan:
     """Kernels for every control-flow step of ``program`` (planned as ``plan``) on ``host``."""
     result = ControlFlowPlan(released=released_initializers(model), host=host)
-    _kernels_of(program, plan, names, order, graph_nodes, runtime, static, static_types, runtime_types, opset, "", result, result.kernels)
+    _kernels_of(
+        program,
+        plan,
+        names,
+        order,
+        graph_nodes,
+        runtime,
+        static,
+        static_types,
+        runtime_types,
+        opset,
+        "",
+        result,
+        result.kernels,
+    )
     return result
 
 
-def _kernels_of(program, plan, names, order, nodes, runtime, static, static_types, runtime_types, opset, prefix, result, out) -> None:
+def _kernels_of(
+    program, plan, names, order, nodes, runtime, static, static_types, runtime_types, opset, prefix, result, out
+) -> None:
     index = {n: i for i, n in enumerate(names)}
     step_of = {nid: s for s, nid in enumerate(order)}
     for nid, cfs in runtime.items():
@@ -140,17 +163,44 @@ class _Node:
     def static_body(self, attr: str) -> BodyRun | None:
         return self.static.branches.get(attr) if self.static is not None else None
 
-    def frame(self, run: BodyRun, *, provided=frozenset(), sizes=None, shared=frozenset(), kept_drop=None, key_extra=0, delayed=None, copies=()) -> Frame:
+    def frame(
+        self,
+        run: BodyRun,
+        *,
+        provided=frozenset(),
+        sizes=None,
+        shared=frozenset(),
+        kept_drop=None,
+        key_extra=0,
+        delayed=None,
+        copies=(),
+    ) -> Frame:
         """Plan one execution of ``run``; ``provided`` body outputs are the kernel's buffers,
         ``shared`` ones cost nothing, ``sizes`` overrides output sizes; ``kept_drop`` maps kept
         outputs to how many frames later they are released (Loop). Identical requests share one
         planned frame (a Loop's iterations with the same types)."""
-        key = (id(run), frozenset(provided), tuple(sorted((sizes or {}).items())), frozenset(shared),
-               tuple(sorted((kept_drop or {}).items(), key=str)), key_extra, tuple(sorted((delayed or {}).items())), tuple(copies))
+        key = (
+            id(run),
+            frozenset(provided),
+            tuple(sorted((sizes or {}).items())),
+            frozenset(shared),
+            tuple(sorted((kept_drop or {}).items(), key=str)),
+            key_extra,
+            tuple(sorted((delayed or {}).items())),
+            tuple(copies),
+        )
         cached = self.result.frames.get(key)
         if cached is not None and cached[0] is run:
             return cached[1]
-        frame = self._frame(run, provided=provided, sizes=sizes, shared=shared, kept_drop=kept_drop, key_extra=key_extra, delayed=delayed)
+        frame = self._frame(
+            run,
+            provided=provided,
+            sizes=sizes,
+            shared=shared,
+            kept_drop=kept_drop,
+            key_extra=key_extra,
+            delayed=delayed,
+        )
         frame = replace(frame, copies=tuple(copies))
         self.result.frames[key] = (run, frame)
         return frame
@@ -171,7 +221,9 @@ class _Node:
             self.result.seen.add(body_label)
             produced = [o for nid in run.order for o in run.graph.node(nid).output if o]
             self.result.tensors.extend(body_label + o for o in produced)
-            self.result.unresolved.extend(body_label + o for o in produced if value_size(run.shapes.types.get(o)) is None)
+            self.result.unresolved.extend(
+                body_label + o for o in produced if value_size(run.shapes.types.get(o)) is None
+            )
         nested: dict[int, Kernel] = {}
         _kernels_of(
             program, plan, names, run.order, run.graph.protos, run.shapes.bodies,
@@ -311,7 +363,9 @@ def _if_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     outputs = sum(ctx.program.values[v].size or 0 for o in ctx.node.output if o and (v := ctx.value(o)) is not None)
     peaks = {attr: max(_kernel_peak(k, ctx.program), outputs) for attr, k in options.items()}
     assumed = max(peaks, key=lambda a: (peaks[a], a == "then_branch"))
-    ctx.result.choices.append(BranchChoice(node=ctx.label, assumed=SHORT[assumed], peaks={SHORT[a]: p for a, p in peaks.items()}))
+    ctx.result.choices.append(
+        BranchChoice(node=ctx.label, assumed=SHORT[assumed], peaks={SHORT[a]: p for a, p in peaks.items()})
+    )
     return options[assumed]
 
 
@@ -341,7 +395,10 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
             provided.add(body_out)  # delayed into a reused parent buffer: nothing requested
         elif (vid := ctx.value(out)) is not None:
             delayed[body_out] = vid  # the custom fetch allocator
-    return Kernel(frames=(ctx.frame(run, provided=frozenset(provided), delayed=delayed),), before=tuple(Upfront(v) for v in upfront))
+    return Kernel(
+        frames=(ctx.frame(run, provided=frozenset(provided), delayed=delayed),),
+        before=tuple(Upfront(v) for v in upfront),
+    )
 
 
 def _kernel_peak(kernel: Kernel, parent: Program) -> int:
@@ -373,7 +430,9 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
         drop: dict[str, int | None] = {}
         copies: list[tuple[int, int | None]] = []
         for k, name in enumerate(outs):
-            after = 2 if k <= carried else None  # carried values and the condition: replaced as feeds two iterations later
+            after = (
+                2 if k <= carried else None
+            )  # carried values and the condition: replaced as feeds two iterations later
             if 1 <= k <= carried and k - 1 in scanned[i + 1]:
                 after = None
             if name in shared or name in run.model.inputs:
@@ -454,7 +513,10 @@ def _same_value(run: BodyRun, output: str, feed: str) -> bool:
     """Whether body output ``output`` is the feed ``feed`` itself (passed through, or Identity)."""
     if output == feed:
         return True
-    return any(n.op_type == "Identity" and n.output and n.output[0] == output and n.input and n.input[0] == feed for n in run.model.nodes)
+    return any(
+        n.op_type == "Identity" and n.output and n.output[0] == output and n.input and n.input[0] == feed
+        for n in run.model.nodes
+    )
 
 
 def _shared_outputs(run: BodyRun) -> set[str]:
@@ -465,7 +527,13 @@ def _shared_outputs(run: BodyRun) -> set[str]:
     pre_existing = set(run.model.inputs) - {iteration}
     shared = set()
     for node in run.model.nodes:
-        if node.op_type == "Identity" and node.output and node.output[0] in outputs and node.input and node.input[0] in pre_existing:
+        if (
+            node.op_type == "Identity"
+            and node.output
+            and node.output[0] in outputs
+            and node.input
+            and node.input[0] in pre_existing
+        ):
             shared.add(node.output[0])
     return shared
 
@@ -540,7 +608,11 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
             state = _bytes(body_types.get(run.feeds[k]))
             before.extend([Temp(state)] * ((n > 1) + (n > 2)))
     provided = frozenset(outs)
-    frames = [ctx.frame(run, provided=provided - set(first_sizes), sizes=first_sizes, delayed=delayed, kept_drop=first_temps or None)]
+    frames = [
+        ctx.frame(
+            run, provided=provided - set(first_sizes), sizes=first_sizes, delayed=delayed, kept_drop=first_temps or None
+        )
+    ]
     if steps > 1:
         later = ctx.frame(run, provided=provided)
         frames.extend([later] * (steps - 1))
@@ -562,6 +634,9 @@ def control_flow_approximations(flow: ControlFlowPlan) -> list:
         )
         for c in flow.choices
     ]
-    out.extend(Approximation(kind="unresolved_tensor", node=n, detail="body tensor without a static size") for n in flow.unresolved)
+    out.extend(
+        Approximation(kind="unresolved_tensor", node=n, detail="body tensor without a static size")
+        for n in flow.unresolved
+    )
     out.extend(Approximation(kind="value_assumed", node=n, detail=d) for n, d in dict.fromkeys(flow.assumed))
     return out

@@ -126,7 +126,9 @@ def parse_values(items: Iterable[str] | None) -> dict[str, tuple[int | float, ..
             token = token.strip()
             if re.fullmatch(r"[+-]?[0-9]+", token):
                 out.append(int(token))
-            elif re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", token) and math.isfinite(float(token)):
+            elif re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", token) and math.isfinite(
+                float(token)
+            ):
                 out.append(float(token))
             else:
                 raise UsageError(f"--value '{item}': '{token}' is not a number")
@@ -230,13 +232,17 @@ def resolve_inputs(
             sequences[name] = _check_optional(name, shape, inputs[name])
             continue
         if shape is None:
-            raise UsageError(f"--shape {name}=none: input '{name}' is not optional; 'none' is for an optional input without a value")
+            raise UsageError(
+                f"--shape {name}=none: input '{name}' is not optional; 'none' is for an optional input without a value"
+            )
         if _kind(inputs[name]) == "sequence_type":
             sequences[name] = _check_elements(name, shape, inputs[name].shape)
             continue
         _check_tensor(name, inputs[name], "--shape")
         if is_sequence_binding(shape):
-            raise UsageError(f"--shape {name}={format_shape(shape)}: input '{name}' is a tensor; [..] is for a sequence input's elements")
+            raise UsageError(
+                f"--shape {name}={format_shape(shape)}: input '{name}' is a tensor; [..] is for a sequence input's elements"
+            )
         given_shapes[name] = _check_shape(name, shape, inputs[name].shape)
     known = _named_dims(inputs)
     for name, value in dims.items():
@@ -347,7 +353,11 @@ def fixing_input(
     for option, given in (("--shape", shapes or {}), ("--value", values or {})):
         for name, items in given.items():
             if dim in (getattr(inputs.get(name), "shape", None) or ()):
-                text = format_shape(items if items is None else tuple(items)) if option == "--shape" else ",".join(map(str, items or ()))
+                text = (
+                    format_shape(items if items is None else tuple(items))
+                    if option == "--shape"
+                    else ",".join(map(str, items or ()))
+                )
                 return name, f"{option} {name}={text}"
     return None
 
@@ -361,7 +371,9 @@ def _check_tensor(name: str, t: TensorType, option: str) -> None:
     if kind != "tensor":
         what = kind.removesuffix("_type")
         article = "an" if what[:1] in "aeiou" else "a"
-        raise UsageError(f"{option} {name}: input '{name}' is {article} {what}, not a tensor; {option} is for tensor inputs")
+        raise UsageError(
+            f"{option} {name}: input '{name}' is {article} {what}, not a tensor; {option} is for tensor inputs"
+        )
 
 
 def _expression(name: str, dims: Mapping[str, int]) -> int | None:
@@ -476,7 +488,13 @@ def _bound(shape: Sequence[object] | None, dims: Mapping[str, int]) -> tuple[int
     return tuple(out)
 
 
-def _value_array(name: str, value: Sequence[int | float], t: TensorType, given: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]) -> np.ndarray:
+def _value_array(
+    name: str,
+    value: Sequence[int | float],
+    t: TensorType,
+    given: Mapping[str, tuple[int, ...]],
+    dims: Mapping[str, int],
+) -> np.ndarray:
     _check_tensor(name, t, "--value")
     dtype = _INT_TYPES.get(t.dtype) or _FLOAT_TYPES.get(t.dtype)
     if dtype is None:
@@ -505,7 +523,9 @@ def _value_array(name: str, value: Sequence[int | float], t: TensorType, given: 
     else:
         raise UsageError(f"--value {name}: give its shape too ({shape_hint(name, declared)})")
     if math.prod(shape) != len(items):
-        raise UsageError(f"--value {name}: {len(items)} values for an input of shape {format_shape(shape)} ({math.prod(shape)} values)")
+        raise UsageError(
+            f"--value {name}: {len(items)} values for an input of shape {format_shape(shape)} ({math.prod(shape)} values)"
+        )
     info = np.iinfo(dtype) if dtype in _INT_TYPES.values() and dtype is not np.bool_ else None
     if info is not None and any(not info.min <= v <= info.max for v in items):
         raise UsageError(f"--value {name}: a value does not fit the input's {np.dtype(dtype).name}")

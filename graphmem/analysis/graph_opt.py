@@ -177,7 +177,13 @@ def _order_figures(
         return None
     given = request.bindings.resolve(model.inputs)
     runtime = infer_types(
-        g, orders[0], view=RUNTIME, dims=given.dims, shapes=given.shapes, input_values=given.values, body_order=file_order
+        g,
+        orders[0],
+        view=RUNTIME,
+        dims=given.dims,
+        shapes=given.shapes,
+        input_values=given.values,
+        body_order=file_order,
     )
     static = infer_types(g, orders[0], view=ORT_STATIC, body_order=file_order)
     if runtime.bodies or static.type_conflicts:

@@ -27,7 +27,9 @@ class ModelInfo:
     nodes: int
     dims: dict[str, int]
     graph_opt: str = "none"  # onnxruntime optimization level of the graph analysed
-    shapes: dict[str, tuple | None] = field(default_factory=dict)  # --shape: inputs' whole shapes (a sequence: elements'; None: none)
+    shapes: dict[str, tuple | None] = field(
+        default_factory=dict
+    )  # --shape: inputs' whole shapes (a sequence: elements'; None: none)
     values: dict[str, tuple[int | float, ...]] = field(default_factory=dict)  # --value: small inputs' values
 
 

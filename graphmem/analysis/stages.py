@@ -335,4 +335,6 @@ def _check_sizes(types: Mapping[str, TensorType], names: list[str]) -> None:
 def _check_weight_sizes(model: Model) -> None:
     for w in model.weights.values():
         if w.nbytes is not None and w.nbytes > MAX_TENSOR_BYTES:
-            raise TensorSizeError(f"weight '{w.name}' would take {w.nbytes:,} bytes (more than 2**60): its dims are absurd")
+            raise TensorSizeError(
+                f"weight '{w.name}' would take {w.nbytes:,} bytes (more than 2**60): its dims are absurd"
+            )

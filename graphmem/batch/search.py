@@ -461,7 +461,9 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     base: list[int] = []  # unresolved tensors at value 1: the model's own unknowns
 
     def fits(v: int) -> bool:
-        request = AnalysisRequest(bindings=given.bind({solve: v}), as_dtype=as_dtype, kernel_rules=kernel_rules, host=host)
+        request = AnalysisRequest(
+            bindings=given.bind({solve: v}), as_dtype=as_dtype, kernel_rules=kernel_rules, host=host
+        )
         a = analyze_model(m, request)
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
@@ -592,9 +594,18 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
             kept[v] = e
         return e.step_peak_bytes
 
-    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, bindings=_bindings(bindings, dims, shapes, values),
-                       overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
-                       as_dtype=PRECISION_DTYPES[config.precision], kernel_rules=False, host=host)
+    r = search_largest(
+        model,
+        solve=solve,
+        budget_bytes=budget_bytes,
+        bindings=_bindings(bindings, dims, shapes, values),
+        overhead_bytes=overhead_bytes,
+        limit=limit,
+        cost=step_peak,
+        as_dtype=PRECISION_DTYPES[config.precision],
+        kernel_rules=False,
+        host=host,
+    )
     est = kept.get(r.largest) if r.analysis is not None else None
     if r.analysis is not None and est is None:  # the kept value did not count (shapes)
         est = estimate_training_analysis(r.analysis, config)

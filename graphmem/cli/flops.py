@@ -109,7 +109,9 @@ def ops_command(
     model: Annotated[
         Path | None, typer.Argument(help="A model: list at its opset and count the nodes using each op.")
     ] = None,
-    opset: Annotated[int | None, typer.Option(help="Default-domain opset to list (default 21, or the model's).")] = None,
+    opset: Annotated[
+        int | None, typer.Option(help="Default-domain opset to list (default 21, or the model's).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Every op graphmem knows and its FLOP rule: counted, zero (data movement) or unsupported."""

@@ -176,8 +176,7 @@ def diff(
     ] = "cpu",
     max_increase: Annotated[
         str | None,
-        typer.Option("--max-increase", show_default=False,
-                     help="Largest allowed increase of every figure, e.g. 5%."),
+        typer.Option("--max-increase", show_default=False, help="Largest allowed increase of every figure, e.g. 5%."),
     ] = None,
     max_increase_weights: MaxIncreaseWeights = None,
     max_increase_peak: MaxIncreasePeak = None,
@@ -190,8 +189,11 @@ def diff(
     output: OutputOption = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", show_default=False,
-                     help="Also draw both timelines overlaid into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
+        typer.Option(
+            "--plot",
+            show_default=False,
+            help="Also draw both timelines overlaid into FILE (.png or .svg; needs pip install 'graphmem[plot]').",
+        ),
     ] = None,
     require_exact: Annotated[
         bool,

@@ -40,7 +40,8 @@ def verify_command(
     graph_opt: Annotated[str, typer.Option("--graph-opt", help="none, basic, extended or all.")] = "none",
     tolerance: Annotated[str, typer.Option(help="Allowed |predicted/measured - 1|, e.g. 5%.")] = "5%",
     random_weights: Annotated[
-        bool, typer.Option("--random-weights", help="Synthesize missing float weights (memory does not depend on values).")
+        bool,
+        typer.Option("--random-weights", help="Synthesize missing float weights (memory does not depend on values)."),
     ] = False,
     input_range: Annotated[
         str | None, typer.Option("--input-range", help="LOW,HIGH for integer inputs (e.g. token ids).")

@@ -206,7 +206,9 @@ def _dims(value: Any, what: str, prefix: str) -> dict[str, int]:
     return dict(table)
 
 
-def _int_lists(value: Any, what: str, prefix: str, *, minimum: int | None, nested: bool = False) -> dict[str, tuple | None]:
+def _int_lists(
+    value: Any, what: str, prefix: str, *, minimum: int | None, nested: bool = False
+) -> dict[str, tuple | None]:
     """``shapes = { x = [1, 3, 48, 192] }`` / ``values = { sr = [16000] }`` (a bare int is one value);
     ``nested``: ``shapes = { s = [[4, 100], [2, 100]] }``, a sequence input's element shapes, and
     ``o = "none"``, an optional input without a value."""

@@ -30,8 +30,15 @@ from graphmem.model.walk import node_bodies
 from graphmem.optable import is_default_domain, normalize_opsets
 
 __all__ = [
-    "Weight", "Model", "load_model", "model_from_proto", "model_from_graph", "constant_weight", "KEEP_VALUE_MAX_ELEMENTS",
-    "MAX_TENSOR_BYTES", "check_declared_sizes",
+    "Weight",
+    "Model",
+    "load_model",
+    "model_from_proto",
+    "model_from_graph",
+    "constant_weight",
+    "KEEP_VALUE_MAX_ELEMENTS",
+    "MAX_TENSOR_BYTES",
+    "check_declared_sizes",
 ]
 
 #: Integer initializers up to this many elements keep their values (shape constants).

@@ -24,7 +24,15 @@ from graphmem.planner.program import Key, Program, Step, Value
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["build_program", "tensor_size", "value_size", "reuse_key", "Devices", "SequenceElements", "sequence_elements"]
+__all__ = [
+    "build_program",
+    "tensor_size",
+    "value_size",
+    "reuse_key",
+    "Devices",
+    "SequenceElements",
+    "sequence_elements",
+]
 
 Pairs = tuple[tuple[int, int], ...]
 SharingRule = Callable[[str, str], tuple[Pairs, Pairs]]
@@ -93,7 +101,10 @@ class SequenceElements:
 
 
 def sequence_elements(
-    g: OpGraph, order: tuple[int, ...], runtime: Mapping[str, TensorType], values: Mapping[str, np.ndarray] | None = None
+    g: OpGraph,
+    order: tuple[int, ...],
+    runtime: Mapping[str, TensorType],
+    values: Mapping[str, np.ndarray] | None = None,
 ) -> SequenceElements:
     """Which element buffers each sequence holds (``core/providers/cpu/sequence/sequence_ops.cc``,
     measured on onnxruntime 1.31): SequenceConstruct and SequenceInsert copy the tensors they add
@@ -245,7 +256,9 @@ def build_program(
                 # the element buffers the step allocates for this sequence, right after it
                 outputs.extend(add(e, source=False) for e in by_node.get(nid, ()) if e.rsplit("#", 1)[0] == name)
         on_main = devices is not None and devices.node[nid] == devices.main
-        alias, inplace = devices.main_sharing(node) if devices is not None and on_main else sharing(node.domain, node.op_type)
+        alias, inplace = (
+            devices.main_sharing(node) if devices is not None and on_main else sharing(node.domain, node.op_type)
+        )
         steps.append(
             Step(
                 label=node.name or f"{node.op_type}_{nid}",

@@ -12,7 +12,17 @@ from typing import TypeGuard
 
 import onnx
 
-__all__ = ["CONTAINERS", "Dim", "Shape", "TensorType", "type_from_proto", "type_to_proto", "is_concrete", "numel", "known_dims"]
+__all__ = [
+    "CONTAINERS",
+    "Dim",
+    "Shape",
+    "TensorType",
+    "type_from_proto",
+    "type_to_proto",
+    "is_concrete",
+    "numel",
+    "known_dims",
+]
 
 #: Kinds whose value holds tensors of its own (``TensorType.elements``): a sequence, an optional.
 CONTAINERS = frozenset({"sequence_type", "optional_type"})

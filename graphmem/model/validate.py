@@ -41,7 +41,12 @@ from graphmem.model.walk import all_nodes, node_bodies
 from graphmem.optable import is_default_domain, normalize_domain
 
 __all__ = [
-    "check_model", "checker_proxy", "clear_invalid_dims", "ExternalDataWarning", "missing_data_message", "ORT_ONNX_DOMAIN_OPS",
+    "check_model",
+    "checker_proxy",
+    "clear_invalid_dims",
+    "ExternalDataWarning",
+    "missing_data_message",
+    "ORT_ONNX_DOMAIN_OPS",
 ]
 
 #: (op_type, since_version) of the ops onnxruntime 1.31 registers in the ONNX domain beyond onnx's
@@ -161,13 +166,17 @@ def _check_text(graph: onnx.GraphProto, path: str) -> None:
     for vi in (*graph.input, *graph.output, *graph.value_info):
         dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else ()
         if bad(vi.name) or any(bad(d.dim_param) for d in dims):
-            raise InvalidModelError(f"{path}: not a valid ONNX model: a graph input, output or value_info name is not UTF-8 text ({vi.name!r})")
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: a graph input, output or value_info name is not UTF-8 text ({vi.name!r})"
+            )
     for node in graph.node:
         if bad(node.name) or bad(node.op_type) or bad(node.domain) or any(bad(x) for x in (*node.input, *node.output)):
             raise InvalidModelError(f"{path}: not a valid ONNX model: a name of node {node.name!r} is not UTF-8 text")
     for t in graph.initializer:
         if bad(t.name):
-            raise InvalidModelError(f"{path}: not a valid ONNX model: an initializer name is not UTF-8 text ({t.name!r})")
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: an initializer name is not UTF-8 text ({t.name!r})"
+            )
 
 
 def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -201,7 +210,12 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     # Constant nodes become initializers when onnxruntime builds the graph (graph.cc): their type
     # is their tensor's, whatever value_info declares (onnxruntime-genai declares [1] constants as
     # scalars, and onnxruntime loads them).
-    constants = {out for node in graph.node if node.op_type == "Constant" and is_default_domain(node.domain) for out in node.output}
+    constants = {
+        out
+        for node in graph.node
+        if node.op_type == "Constant" and is_default_domain(node.domain)
+        for out in node.output
+    }
     if constants & {vi.name for vi in graph.value_info}:
         kept_info = [vi for vi in graph.value_info if vi.name not in constants]
         del graph.value_info[:]
@@ -345,7 +359,9 @@ def _sort_nodes(graph: onnx.GraphProto) -> None:
         for out in node.output:
             if out:
                 produced.setdefault(out, i)
-    deps = [{produced[x] for x in node.input if x in produced and produced[x] != i} for i, node in enumerate(graph.node)]
+    deps = [
+        {produced[x] for x in node.input if x in produced and produced[x] != i} for i, node in enumerate(graph.node)
+    ]
     if all(all(d < i for d in ds) for i, ds in enumerate(deps)):
         return
     users: dict[int, list[int]] = {}
@@ -415,7 +431,9 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
     absent: dict[str, int] = {}  # external-data file -> bytes of weights it should hold
     for t in proto.graph.initializer:
         if any(d < 0 for d in t.dims):
-            raise InvalidModelError(f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}")
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}"
+            )
         if t.data_location == TensorProto.EXTERNAL:
             location = _check_external(t, path, base)
             if location is not None:
@@ -464,7 +482,11 @@ def _check_payload(t: onnx.TensorProto, path: str, field: int | None, length: in
         stored = _FIELDS.get(field, ("", 0))[0]
     else:
         stored = next((name for name, _ in _FIELDS.values() if name != "raw_data" and len(getattr(t, name))), "")
-    own = _TYPED_FIELD.get(t.data_type, "int32_data") if element_bits(t.data_type) is not None or t.data_type == TensorProto.STRING else ""
+    own = (
+        _TYPED_FIELD.get(t.data_type, "int32_data")
+        if element_bits(t.data_type) is not None or t.data_type == TensorProto.STRING
+        else ""
+    )
     if stored and own and stored not in ("raw_data", own):
         raise InvalidModelError(
             f"{where} stores its values in {stored}, but a tensor of data type {t.data_type} is read from {own} "

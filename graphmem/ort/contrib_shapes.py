@@ -51,7 +51,15 @@ from onnx import defs, helper
 from graphmem.model.types import Dim, Shape, TensorType, type_from_proto, type_to_proto
 from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpTable
 
-__all__ = ["RULES", "NCHWC_DOMAIN", "MS_DOMAIN", "MLAS_NCHWC_BLOCKS", "infer_contrib", "nchwc_block_sizes", "reorder_input_channels"]
+__all__ = [
+    "RULES",
+    "NCHWC_DOMAIN",
+    "MS_DOMAIN",
+    "MLAS_NCHWC_BLOCKS",
+    "infer_contrib",
+    "nchwc_block_sizes",
+    "reorder_input_channels",
+]
 
 #: ``rule(node, input types, known values, NCHWc block sizes)`` → output types (None where a
 #: shape is unknown), or None when it cannot tell.
@@ -229,7 +237,9 @@ def _onnx_op(
         quantized = pick is not None or nhwc  # 8-bit operands: infer the shape as float, type after
         dtype0 = in_types[0].dtype if in_types and in_types[0] is not None else 0
         if quantized:
-            in_types = [TensorType(dtype=onnx.TensorProto.FLOAT, shape=t.shape) if t is not None else None for t in in_types]
+            in_types = [
+                TensorType(dtype=onnx.TensorProto.FLOAT, shape=t.shape) if t is not None else None for t in in_types
+            ]
         last = nhwc and _attr(node, "channels_last", 1 if op_type == "MaxPool" else 0) != 0
         if last:
             t0 = in_types[0]
@@ -381,7 +391,9 @@ def _qlinear_global_pool(node, ins, values, block_sizes):
     x = _shape(ins[0]) if ins else None
     if x is None or len(x) < 2:
         return None
-    dims = (x[0], *(1,) * (len(x) - 2), x[-1]) if _attr(node, "channels_last", 0) else (x[0], x[1], *(1,) * (len(x) - 2))
+    dims = (
+        (x[0], *(1,) * (len(x) - 2), x[-1]) if _attr(node, "channels_last", 0) else (x[0], x[1], *(1,) * (len(x) - 2))
+    )
     return [TensorType(dtype=ins[0].dtype, shape=dims)]
 
 

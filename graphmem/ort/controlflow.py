@@ -43,7 +43,18 @@ from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.planner.program import Program
 
 __all__ = [
-    "ALIGNMENT", "Frame", "Kernel", "Life", "PatternCache", "Replay", "Sample", "Scratch", "Temp", "Upfront", "align", "replay",
+    "ALIGNMENT",
+    "Frame",
+    "Kernel",
+    "Life",
+    "PatternCache",
+    "Replay",
+    "Sample",
+    "Scratch",
+    "Temp",
+    "Upfront",
+    "align",
+    "replay",
 ]
 
 #: ``kAllocAlignment`` (``core/framework/allocator.h``): memory-pattern block sizes are rounded up to it.
@@ -171,7 +182,9 @@ class Replay:
     lives: tuple[Life, ...] = ()
 
     @classmethod
-    def of(cls, samples: list[Sample], in_use_peak: int = 0, order: Sequence[int] = (), lives: Sequence[Life] = ()) -> Replay:
+    def of(
+        cls, samples: list[Sample], in_use_peak: int = 0, order: Sequence[int] = (), lives: Sequence[Life] = ()
+    ) -> Replay:
         best = max(samples, key=lambda s: s.bytes, default=None)
         return cls(
             samples=tuple(samples),
@@ -278,7 +291,9 @@ class _Run:
     ``placed``: in the frame's pattern block or provided by the enclosing kernel), releases it
     after its release step, runs the kernels of control-flow steps."""
 
-    def __init__(self, program, plan, kernels, ops, scratch, *, label, depth, placed=frozenset(), delayed=None, outer=None):
+    def __init__(
+        self, program, plan, kernels, ops, scratch, *, label, depth, placed=frozenset(), delayed=None, outer=None
+    ):
         # ``outer``: the enclosing frame (whose step outputs ``delayed`` values are allocated as)
         self.program, self.plan, self.kernels, self.ops, self.scratch = program, plan, kernels, ops, scratch
         self.label, self.depth, self.placed = label, depth, placed
@@ -324,10 +339,16 @@ class _Run:
                 for t in reversed(temps):
                     memory.give(t)
                 memory.complete(len(memory.samples))
-                memory.samples.append(Sample(
-                    label=self.label + step.label, bytes=memory.requested, depth=self.depth, op=op, in_use=high - memory.base,
-                    scratch=sum(before) + sum(after),
-                ))
+                memory.samples.append(
+                    Sample(
+                        label=self.label + step.label,
+                        bytes=memory.requested,
+                        depth=self.depth,
+                        op=op,
+                        in_use=high - memory.base,
+                        scratch=sum(before) + sum(after),
+                    )
+                )
             else:
                 at = len(memory.samples)
                 memory.samples.append(None)  # the node's event starts before its bodies' events
@@ -372,7 +393,9 @@ def _run_kernel(kernel: Kernel, parent: _Run, step: int, memory: _Memory, cache:
     return [t for t in temps if t is not None] + [h for h, _ in kept]
 
 
-def _run_frame(frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache, *, depth: int) -> list[tuple[Held, int | None]]:
+def _run_frame(
+    frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache, *, depth: int
+) -> list[tuple[Held, int | None]]:
     """One body execution; returns the buffers the kernel keeps after it, each with the number of
     frames after which it is released (None: when the kernel ends)."""
     program, plan = frame.program, frame.plan
@@ -389,7 +412,9 @@ def _run_frame(frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache,
     else:  # ExecutionFrame with a cached pattern: one block for the planned values of matching size
         block_size, blocks = cached
         placed = frozenset(b for b in plan.fresh if b not in outputs and blocks.get(b) == align(sizes[b])) | into
-    copies = [(memory.take(size, f"{frame.label}(returned initializer, copied)"), after) for size, after in frame.copies]
+    copies = [
+        (memory.take(size, f"{frame.label}(returned initializer, copied)"), after) for size, after in frame.copies
+    ]
     block = memory.take(block_size, f"{frame.label}(memory-pattern block)") if block_size else None
     run = _Run(
         program, plan, frame.nested, frame.ops, frame.scratch, label=frame.label, depth=depth,

@@ -30,7 +30,9 @@ def contrib_rules(model: Model) -> ContribRule:
     blocks = nchwc_block_sizes(model.nodes, weight_dims)
     padded = reorder_input_channels(model.nodes, weight_dims)
 
-    def rule(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray]) -> dict[str, TensorType] | None:
+    def rule(
+        node: onnx.NodeProto, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray]
+    ) -> dict[str, TensorType] | None:
         return infer_contrib(node, types, values, block_sizes=blocks, padded_channels=padded)
 
     return rule

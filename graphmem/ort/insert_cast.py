@@ -158,7 +158,11 @@ def insert_fp16_casts(
         return not assigned[nid] and any(_dtype(static, x) == FP16 for x in nodes[nid].input)
 
     for nid, node in sorted(entries):  # ForceSingleNodeCPUFloat16ToFloat32: graph.Nodes() order
-        if assigned[nid] and nid not in on_cuda and _isolated(model, node, static, producer, readers, graph_outputs, needs_cast):
+        if (
+            assigned[nid]
+            and nid not in on_cuda
+            and _isolated(model, node, static, producer, readers, graph_outputs, needs_cast)
+        ):
             assigned[nid] = False
 
     taken = {n.name for n in model.nodes} | set(static) | set(model.weights)

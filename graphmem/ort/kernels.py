@@ -153,7 +153,9 @@ def _table() -> tuple[dict[tuple[str, str], tuple[KernelRow, ...]], dict[tuple[s
     for line in data_lines(FORMALS_FILE):
         head, ins, outs = line.split(" | ")
         d, op, since = head.split()
-        schemas.setdefault((normalize_domain(d), op), {})[int(since)] = Formals(inputs=_formal(ins), outputs=_formal(outs))
+        schemas.setdefault((normalize_domain(d), op), {})[int(since)] = Formals(
+            inputs=_formal(ins), outputs=_formal(outs)
+        )
     return {k: tuple(v) for k, v in rows.items()}, schemas
 
 

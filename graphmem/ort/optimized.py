@@ -61,7 +61,9 @@ def _drop_written_twice(path: Path) -> None:
     import onnx
 
     proto = onnx.load(str(path), load_external_data=False)
-    if not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in proto.graph.node for a in n.attribute):
+    if not any(
+        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in proto.graph.node for a in n.attribute
+    ):
         return
     if _drop_in(proto.graph):
         onnx.save(proto, str(path))

@@ -165,7 +165,11 @@ def qlinear_conv(node, ins, outs, site):
 def conv_integer(node, ins, outs, site):
     """``ConvInteger::Compute`` (``core/providers/cpu/quantization/conv_integer.cc``): unless
     pointwise, an im2col buffer of ``C/group·prod(kernel)·out_image`` bytes, after Y."""
-    x, w, y = concrete_shape(ins[0]), concrete_shape(ins[1]) if len(ins) > 1 else None, concrete_shape(outs[0]) if outs else None
+    x, w, y = (
+        concrete_shape(ins[0]),
+        concrete_shape(ins[1]) if len(ins) > 1 else None,
+        concrete_shape(outs[0]) if outs else None,
+    )
     group = attr(node, "group", 1)
     if x is None or w is None or y is None or len(x) < 3 or not isinstance(group, int) or group < 1:
         return None
@@ -247,7 +251,9 @@ PREPACK_RULES: OpTable[PrepackRule] = OpTable(
 )
 
 
-def prepack_requests(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: ScratchSite) -> tuple[tuple[int, bool], ...]:
+def prepack_requests(
+    node: onnx.NodeProto, ins: Sequence[TensorType | None], site: ScratchSite
+) -> tuple[tuple[int, bool], ...]:
     """Arena requests ``node``'s kernel makes in ``PrePack`` when the session is created, as
     (bytes, kept) in order (:data:`PREPACK_RULES`; none for another kernel); a buffer not kept is
     freed before the next request of another kernel."""

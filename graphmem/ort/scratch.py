@@ -113,7 +113,9 @@ class ScratchProfile:
 #: or constant is unknown; :class:`ScratchSite`: the default-domain opset, the input values shape
 #: inference computed (GroupQueryAttention's total length, zero points), which inputs are
 #: initializers.
-ScratchRule = Callable[[onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], ScratchSite], KernelScratch | None]
+ScratchRule = Callable[
+    [onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], ScratchSite], KernelScratch | None
+]
 
 
 _attr, _shape, _nbytes, _conv_pads = attr, concrete_shape, nbytes, conv_pads

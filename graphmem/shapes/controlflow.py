@@ -82,7 +82,9 @@ class ControlFlowShapes:
     runs: tuple[BodyRun, ...]
     branches: Mapping[str, BodyRun]
     problem: str | None = None
-    lengths: tuple[int, ...] | None = None  # Scan 8's sequence_lens, per batch entry (None: every entry the whole sequence)
+    lengths: tuple[int, ...] | None = (
+        None  # Scan 8's sequence_lens, per batch entry (None: every entry the whole sequence)
+    )
 
 
 InferFn = Callable[..., BodyShapes]  # graphmem.shapes.infer.infer_types
@@ -122,7 +124,9 @@ class _Context:
     infer: InferFn
     label: str
 
-    def run(self, attr: str, graph: onnx.GraphProto, feeds: Mapping[str, TensorType], feed_values: Mapping[str, np.ndarray]) -> BodyRun:
+    def run(
+        self, attr: str, graph: onnx.GraphProto, feeds: Mapping[str, TensorType], feed_values: Mapping[str, np.ndarray]
+    ) -> BodyRun:
         """Infer ``graph`` with its inputs typed by ``feeds`` (declared types merged in)."""
         inputs: dict[str, TensorType] = {}
         for vi in graph.input:
@@ -135,7 +139,13 @@ class _Context:
         known = {n: v for n, v in self.values.items() if n in body.inputs and n not in inputs}
         known.update(feed_values)
         shapes = self.infer(
-            g, order, view=self.view, dims=self.dims, input_values=known, body_order=self.order_of, label=f"{self.label}/{attr}/"
+            g,
+            order,
+            view=self.view,
+            dims=self.dims,
+            input_values=known,
+            body_order=self.order_of,
+            label=f"{self.label}/{attr}/",
         )
         return BodyRun(attr=attr, model=body, graph=g, order=order, shapes=shapes, feeds=tuple(inputs))
 

@@ -37,12 +37,22 @@ from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.shapes.sequences import bound_optional, infer_sequence, sequence_of
 
 __all__ = [
-    "View", "RUNTIME", "ORT_STATIC", "ShapeResult", "ContribRule", "ContribRules", "infer_types", "bind_shape", "op_schema",
+    "View",
+    "RUNTIME",
+    "ORT_STATIC",
+    "ShapeResult",
+    "ContribRule",
+    "ContribRules",
+    "infer_types",
+    "bind_shape",
+    "op_schema",
 ]
 
 #: Output types of a node of no ONNX schema (a runtime's contrib op) from its input types and
 #: known values; None when there is no rule or it cannot tell.
-ContribRule = Callable[[onnx.NodeProto, Mapping[str, TensorType], Mapping[str, np.ndarray]], "dict[str, TensorType] | None"]
+ContribRule = Callable[
+    [onnx.NodeProto, Mapping[str, TensorType], Mapping[str, np.ndarray]], "dict[str, TensorType] | None"
+]
 #: The contrib rules for one model (they may read its weights): given by the caller, so that this
 #: stage knows no runtime (onnxruntime's are :func:`graphmem.ort.inference.contrib_rules`).
 ContribRules = Callable[[Model], ContribRule]
@@ -182,7 +192,13 @@ def infer_types(
             new = inferred.get(out)
             if have is not None:
                 have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
-                if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and is_default_domain(node.domain):
+                if (
+                    new is not None
+                    and new.dtype
+                    and have.dtype
+                    and new.dtype != have.dtype
+                    and is_default_domain(node.domain)
+                ):
                     conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
             types[out] = _merge(new, have, prefer_inferred_rank=run)
             if not run and types[out].kind == "sequence_type" and types[out].shape is not None:
@@ -203,7 +219,9 @@ def infer_types(
 _CAST_TWIN = "InsertedPrecisionFreeCast_"
 
 
-def _as_first_resolved(node: onnx.NodeProto, types: dict[str, TensorType], declared: Mapping[str, TensorType]) -> dict[str, TensorType]:
+def _as_first_resolved(
+    node: onnx.NodeProto, types: dict[str, TensorType], declared: Mapping[str, TensorType]
+) -> dict[str, TensorType]:
     """The input types onnxruntime inferred ``node``'s outputs from (static view), when it reads
     the float twin ``InsertedPrecisionFreeCast_X`` of a float16 tensor ``X`` the file declares:
     InsertCastTransformer gives each converted node's float16 input a Cast to float and resolves
@@ -391,7 +409,9 @@ def _np_to_onnx(dtype: np.dtype) -> int | None:
         return None
 
 
-def _merge(inferred: TensorType | None, declared: TensorType | None, *, prefer_inferred_rank: bool = False) -> TensorType:
+def _merge(
+    inferred: TensorType | None, declared: TensorType | None, *, prefer_inferred_rank: bool = False
+) -> TensorType:
     """Merge an inferred type into the file's declared one, as onnx's ``mergeInShapeInfo``.
 
     Per dim: an inferred value wins; else a declared value stays; else the declared name is

@@ -44,7 +44,9 @@ def sequence_of(dtype: int, elements: tuple[TensorType, ...] | None, declared: T
         shape = _common(tuple(e.shape for e in elements))
     elif elements is not None and declared is None:
         shape = None
-    return TensorType(dtype=dtype or (declared.dtype if declared is not None else 0), shape=shape, kind=_SEQ, elements=elements)
+    return TensorType(
+        dtype=dtype or (declared.dtype if declared is not None else 0), shape=shape, kind=_SEQ, elements=elements
+    )
 
 
 def _common(shapes: tuple[tuple[Dim, ...] | None, ...]) -> tuple[Dim, ...] | None:

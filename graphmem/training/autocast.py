@@ -54,7 +54,16 @@ from graphmem.model.types import TensorType
 from graphmem.optable import OpTable
 from graphmem.training.patterns import Op
 
-__all__ = ["Autocast", "autocast_ops", "is_cast", "LINEAR_WEIGHT_INPUTS", "LOWER_PRECISION_OPS", "FP32_OPS", "PROMOTE_OPS", "HALF"]
+__all__ = [
+    "Autocast",
+    "autocast_ops",
+    "is_cast",
+    "LINEAR_WEIGHT_INPUTS",
+    "LOWER_PRECISION_OPS",
+    "FP32_OPS",
+    "PROMOTE_OPS",
+    "HALF",
+]
 
 #: What names a cast autocast makes: ``<tensor>/autocast_<dtype>[#<op>]``.
 CAST_MARK = "/autocast_"

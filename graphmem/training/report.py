@@ -91,7 +91,10 @@ def training_table(e: TrainingEstimate, *, top: int = 10) -> str:
         mark = "  <- step peak" if p.phase == e.peak_phase else ""
         lines.append(f"  {p.phase:<20} {format_bytes(p.total_bytes):>12} {p.total_bytes:>16,}  at '{p.at}'{mark}")
     if e.saved_by_layer:
-        lines += ["", f"  saved for backward by layer (top {min(top, len(e.saved_by_layer))} of {len(e.saved_by_layer)})"]
+        lines += [
+            "",
+            f"  saved for backward by layer (top {min(top, len(e.saved_by_layer))} of {len(e.saved_by_layer)})",
+        ]
         for r in e.saved_by_layer[:top]:
             share = r.bytes / e.saved_bytes if e.saved_bytes else 0.0
             lines.append(f"  {format_bytes(r.bytes):>12} {share:6.1%}  {r.layer}")

@@ -172,9 +172,11 @@ def verify(
     if set_at_creation:
         from graphmem.units import format_bytes
 
-        note = (f"not comparable: the arena's high-water mark ({format_bytes(run1.in_use_peak_bytes)} over the baseline) "
-                f"was set at session creation (prepacking), before the first node; with prepacking off "
-                f"the run's is {format_bytes(bare.in_use_peak_bytes)}")
+        note = (
+            f"not comparable: the arena's high-water mark ({format_bytes(run1.in_use_peak_bytes)} over the baseline) "
+            f"was set at session creation (prepacking), before the first node; with prepacking off "
+            f"the run's is {format_bytes(bare.in_use_peak_bytes)}"
+        )
     return Verification(
         provider=m.providers[0] if m.providers else provider,
         provider_reason=m.provider_reason,

@@ -152,7 +152,9 @@ def _sequence_elements(
     return dtype, tuple(tuple(int(d) for d in e) for e in given)
 
 
-def _optional_held(value: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[Any] | None] | None) -> onnx.ValueInfoProto | None:
+def _optional_held(
+    value: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[Any] | None] | None
+) -> onnx.ValueInfoProto | None:
     """An optional input as the value it holds (a tensor or a sequence of tensors, fed as one),
     or None for ``--shape NAME=none``; MeasureError without a binding."""
     if not shapes or value.name not in shapes:
@@ -169,7 +171,9 @@ def _optional_held(value: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[Any
 def input_dtype(value: onnx.ValueInfoProto) -> np.dtype:
     """The numpy dtype of a tensor graph input; MeasureError for non-tensors."""
     if value.type.WhichOneof("value") != "tensor_type":
-        raise MeasureError(f"input {value.name!r} is not a tensor ({value.type.WhichOneof('value')}); cannot make a feed")
+        raise MeasureError(
+            f"input {value.name!r} is not a tensor ({value.type.WhichOneof('value')}); cannot make a feed"
+        )
     elem_type = value.type.tensor_type.elem_type
     try:
         return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
@@ -211,7 +215,9 @@ def safe_int_range(graph: onnx.GraphProto, name: str, dims: Mapping[str, int]) -
     return (0, max(1, min(known)))
 
 
-def random_array(rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], int_range: tuple[int, int]) -> np.ndarray:
+def random_array(
+    rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], int_range: tuple[int, int]
+) -> np.ndarray:
     """One random array of ``dtype`` and ``shape``; integers drawn from ``int_range``."""
     if dtype == np.bool_:
         return np.asarray(rng.random(shape) < 0.5, dtype=np.bool_)
@@ -263,7 +269,9 @@ def _dim_size(dim: onnx.TensorShapeProto.Dimension, dims: Mapping[str, int], whe
     kind = dim.WhichOneof("value")
     if kind == "dim_value":
         if dim.dim_value < 0:
-            raise UnboundDimError(f"{where}: the file gives the dim as {dim.dim_value}; set the input's shape with --shape")
+            raise UnboundDimError(
+                f"{where}: the file gives the dim as {dim.dim_value}; set the input's shape with --shape"
+            )
         return int(dim.dim_value)
     if kind == "dim_param":
         if dim.dim_param not in dims:

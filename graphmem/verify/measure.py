@@ -276,7 +276,9 @@ def session_source(model: onnx.ModelProto | str | Path, workdir: Path, *, limit:
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     path = workdir / "model.onnx"
-    onnx.save_model(copy, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="model.onnx.data")
+    onnx.save_model(
+        copy, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="model.onnx.data"
+    )
     return str(path)
 
 
@@ -301,7 +303,9 @@ def split_runs(events: Sequence[Mapping[str, Any]], runs: int) -> list[tuple[Nod
         if event.get("cat") == "Session" and event.get("name") == "model_run"
     )
     if len(spans) != runs:
-        raise MeasureError(f"profile holds {len(spans)} model_run events for {runs} runs; the profiler may have dropped events")
+        raise MeasureError(
+            f"profile holds {len(spans)} model_run events for {runs} runs; the profiler may have dropped events"
+        )
     grouped: list[list[Mapping[str, Any]]] = [[] for _ in spans]
     for event in events:
         if event.get("cat") != "Node" or not str(event.get("name", "")).endswith(NODE_EVENT_SUFFIX):
@@ -407,11 +411,15 @@ def allocator_run(
 def output_info(name: str, value: Any) -> OutputInfo:
     """Shape, dtype and size of one value returned by ``session.run``."""
     if isinstance(value, np.ndarray):
-        return OutputInfo(name=name, shape=tuple(int(d) for d in value.shape), dtype=str(value.dtype), nbytes=int(value.nbytes))
+        return OutputInfo(
+            name=name, shape=tuple(int(d) for d in value.shape), dtype=str(value.dtype), nbytes=int(value.nbytes)
+        )
     return OutputInfo(name=name, shape=None, dtype=type(value).__name__, nbytes=0)
 
 
-def _create_session(source: str | bytes, options: onnxruntime.SessionOptions, provider: str) -> onnxruntime.InferenceSession:
+def _create_session(
+    source: str | bytes, options: onnxruntime.SessionOptions, provider: str
+) -> onnxruntime.InferenceSession:
     """A session on ``provider``; MeasureError if ORT fails or silently falls back."""
     from graphmem.ort.runtime import create_session
 
@@ -426,7 +434,9 @@ def _create_session(source: str | bytes, options: onnxruntime.SessionOptions, pr
     return session
 
 
-def _run_session(session: onnxruntime.InferenceSession, feeds: Mapping[str, Feed], runs: int) -> list[tuple[OutputInfo, ...]]:
+def _run_session(
+    session: onnxruntime.InferenceSession, feeds: Mapping[str, Feed], runs: int
+) -> list[tuple[OutputInfo, ...]]:
     """Run ``runs`` times; describe each run's outputs, then release them.
 
     Outputs live in the session's arena: holding them would inflate the next

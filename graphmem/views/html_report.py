@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from graphmem.analysis import Analysis
     from graphmem.views.layers import LayerRow
 
-__all__ = ["render_report", "report_html", "layer_table_rows", "MAX_BINS", "ZOOM_STEPS", "MAX_LAYER_ROWS", "TOP_TENSORS"]
+__all__ = [
+    "render_report",
+    "report_html",
+    "layer_table_rows",
+    "MAX_BINS",
+    "ZOOM_STEPS",
+    "MAX_LAYER_ROWS",
+    "TOP_TENSORS",
+]
 
 #: A section a caller adds to the page: its heading and its HTML (escaped by the caller).
 Section = tuple[str, str]
@@ -132,7 +140,9 @@ def _figures(a: Analysis) -> str:
         _row("no reuse", act.no_reuse_bytes, "every op output in its own buffer" + top),
     ]
     if act.in_use_peak_bytes is not None:
-        rows.append(_row("with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)"))
+        rows.append(
+            _row("with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)")
+        )
         rows.append(_row("largest scratch", act.scratch_bytes, "one kernel's temporary buffers"))
     rows += [
         _row("inputs", a.io.inputs_bytes),
@@ -151,7 +161,9 @@ def _timeline(a: Analysis, t: MemoryTimeline) -> str:
     act = a.activations
     base = a.weights.bytes + a.io.inputs_bytes
     out = [
-        timeline_svg(t, bins, peak_bytes=act.peak_bytes, peak_node=act.peak_node, caption="activation memory per execution step"),
+        timeline_svg(
+            t, bins, peak_bytes=act.peak_bytes, peak_node=act.peak_node, caption="activation memory per execution step"
+        ),
         f'<p class="note">Bytes onnxruntime has requested and still holds after each step (the figures behind the activations peak); '
         f"bands: the largest buffers live at the peak, over the steps they are held. Weights and inputs "
         f"({format_bytes(base)}) are held the whole run and not drawn. Hover a column for its node and exact bytes.</p>",
@@ -183,7 +195,11 @@ def _live_at_peak(a: Analysis, t: MemoryTimeline) -> str:
         ty = a.types.get(name)
         dtype = dtype_name(ty.dtype) if ty is not None else "?"
         writer = t.labels[tensor.writer] if tensor is not None else t.labels[life.first]
-        reader = t.labels[tensor.last_reader] if tensor is not None and tensor.last_reader is not None else "(none: held to the end)"
+        reader = (
+            t.labels[tensor.last_reader]
+            if tensor is not None and tensor.last_reader is not None
+            else "(none: held to the end)"
+        )
         released = t.labels[life.last] if life.last is not None else "end of run"
         hover = f"requested at step {life.first + 1:,} ({t.labels[life.first]}); released after {released}"
         rows.append(
@@ -196,8 +212,10 @@ def _live_at_peak(a: Analysis, t: MemoryTimeline) -> str:
     rest = ""
     if len(held) > TOP_TENSORS:
         rest = f'<tr><td colspan="3">{len(held) - TOP_TENSORS} more buffers</td><td class="n">{format_bytes(total - shown)}</td><td class="n">{total - shown:,}</td><td colspan="2"></td></tr>'
-    head = ('<tr><th>tensor (held at the peak)</th><th>shape</th><th>dtype</th><th class="n">size</th><th class="n">bytes</th>'
-            "<th>written by</th><th>last read by</th></tr>")
+    head = (
+        '<tr><th>tensor (held at the peak)</th><th>shape</th><th>dtype</th><th class="n">size</th><th class="n">bytes</th>'
+        "<th>written by</th><th>last read by</th></tr>"
+    )
     note = (f'<p class="note">{len(held)} buffers are held at step {ps + 1:,} ({escape(t.labels[ps])}), '
             f"{total:,} B in all = the activations peak. A buffer onnxruntime reuses holds the tensor written last; "
             "hover a row for when its buffer was requested and released.</p>")
@@ -208,7 +226,12 @@ def _flops(a: Analysis) -> str:
     f = a.flops
     items = sorted(f.by_op_type.items(), key=lambda kv: -kv[1])
     total = max(f.flops, 1)
-    bars = bars_svg([(op, n, f"{format_count(n)} ({n / total:.1%})", f"{op}: {format_count(n)} FLOPs ({n:,}), {n / total:.1%}") for op, n in items[:20]])
+    bars = bars_svg(
+        [
+            (op, n, f"{format_count(n)} ({n / total:.1%})", f"{op}: {format_count(n)} FLOPs ({n:,}), {n / total:.1%}")
+            for op, n in items[:20]
+        ]
+    )
     rows = "".join(
         f'<tr><td>{escape(op)}</td><td class="n">{format_count(n)}</td><td class="n">{n:,}</td><td class="n">{n / total:.1%}</td></tr>'
         for op, n in items
@@ -217,7 +240,9 @@ def _flops(a: Analysis) -> str:
     unsupported = ""
     if f.unsupported:
         ops = ", ".join(f"{k} ×{v}" for k, v in sorted(f.unsupported.items()))
-        unsupported = f'<p class="exact no">FLOPs unsupported (not counted, so the total is a lower bound): {escape(ops)}</p>'
+        unsupported = (
+            f'<p class="exact no">FLOPs unsupported (not counted, so the total is a lower bound): {escape(ops)}</p>'
+        )
     return bars + table + unsupported
 
 
@@ -226,7 +251,9 @@ def _layers(rows: Sequence[LayerRow], note: str, a: Analysis) -> str:
     body = []
     for r in rows:
         cls = ' class="peak"' if r.live_at_peak else ""
-        hover = f"{r.nodes} node(s); {r.flops:,} FLOPs; output {r.output_bytes:,} B" + ("; live at the peak" if r.live_at_peak else "")
+        hover = f"{r.nodes} node(s); {r.flops:,} FLOPs; output {r.output_bytes:,} B" + (
+            "; live at the peak" if r.live_at_peak else ""
+        )
         body.append(
             f'<tr{cls} title="{escape(hover)}"><td class="name">{escape(r.name)}</td><td class="name">{escape(r.op_type)}</td>'
             f'<td>{escape(_shape(r.output_shape))}</td><td class="n">{format_count(r.params)}</td>'
@@ -257,6 +284,12 @@ def layer_table_rows(a: Analysis, *, most: int = MAX_LAYER_ROWS) -> tuple[list[L
             break
         best, depth_used = grouped, depth
     if best is not None:
-        return best, f"{len(rows):,} nodes, folded into {len(best):,} name scopes of depth {depth_used} (graphmem layers --group {depth_used})."
+        return (
+            best,
+            f"{len(rows):,} nodes, folded into {len(best):,} name scopes of depth {depth_used} (graphmem layers --group {depth_used}).",
+        )
     top = sorted(group_rows(rows, 1, a.flops.flops), key=lambda r: r.output_bytes, reverse=True)[:most]
-    return top, f"{len(rows):,} nodes: the {most} name scopes of depth 1 with the largest outputs (graphmem layers --group 1 --sort memory)."
+    return (
+        top,
+        f"{len(rows):,} nodes: the {most} name scopes of depth 1 with the largest outputs (graphmem layers --group 1 --sort memory).",
+    )

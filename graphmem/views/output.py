@@ -67,7 +67,9 @@ def write_atomic(
     """
     for source in inputs:
         if _same_file(path, source):
-            raise UsageError(f"{option} {path}: is an input of this command ('{source}', or a link to it); it is never written over")
+            raise UsageError(
+                f"{option} {path}: is an input of this command ('{source}', or a link to it); it is never written over"
+            )
     path = Path(os.path.realpath(path))
     if any(path == Path(os.path.realpath(x)) for x in inputs):
         raise UsageError(f"{option} {path}: is an input of this command; it is never written over")

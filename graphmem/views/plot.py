@@ -177,7 +177,9 @@ def timeline_figure(a: Analysis, t: MemoryTimeline, *, max_bins: int = MAX_BINS)
         _draw_timeline(top, a, t, step_bins(t, max_bins), baseline=True)
         start, stop = peak_window(t, ZOOM_STEPS)
         _draw_timeline(zoom, a, t, step_bins(t, ZOOM_STEPS, start=start, stop=stop), baseline=False, legend=False)
-        zoom.set_title(f"every step around the peak: steps {start + 1:,}–{stop:,}", fontsize=9, loc="left", color="#555555")
+        zoom.set_title(
+            f"every step around the peak: steps {start + 1:,}–{stop:,}", fontsize=9, loc="left", color="#555555"
+        )
         top.axvspan(start, stop, color=WARN_COLOUR, alpha=0.08, linewidth=0)
     else:
         _draw_timeline(fig.add_subplot(), a, t, step_bins(t, max_bins), baseline=True)
@@ -185,7 +187,9 @@ def timeline_figure(a: Analysis, t: MemoryTimeline, *, max_bins: int = MAX_BINS)
     return fig
 
 
-def _draw_timeline(ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin], *, baseline: bool, legend: bool = True) -> None:
+def _draw_timeline(
+    ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin], *, baseline: bool, legend: bool = True
+) -> None:
     act = a.activations
     steps = len(t.requested)
     first, stop = bins[0].first, bins[-1].last + 1
@@ -202,11 +206,21 @@ def _draw_timeline(ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin]
         )
         below = top
     requested = [b.requested for b in bins]
-    ax.fill_between(x, _post(below), _post(requested), step="post", linewidth=0, color=OTHER_COLOUR, label="other live buffers")
+    ax.fill_between(
+        x, _post(below), _post(requested), step="post", linewidth=0, color=OTHER_COLOUR, label="other live buffers"
+    )
     if grouped:  # how far below its highest step a bin's steps go
         ax.fill_between(x, _post([b.requested_low for b in bins]), _post(requested), step="post",
                         linewidth=0, color="#000000", alpha=0.10, label="range within a bin")
-    ax.step(x, _post(requested), where="post", color="#222222", linewidth=1.1, label="requested (onnxruntime arena)", gid="requested")
+    ax.step(
+        x,
+        _post(requested),
+        where="post",
+        color="#222222",
+        linewidth=1.1,
+        label="requested (onnxruntime arena)",
+        gid="requested",
+    )
     if t.lower_bound is not None:
         ax.step(x, _post([b.lower_bound or 0 for b in bins]), where="post", color=LOWER_COLOUR, linewidth=1.0,
                 linestyle=(0, (4, 2)), label="lower bound (any placement)", gid="lower_bound")
@@ -246,7 +260,9 @@ def _baseline(ax: Axes, a: Analysis, top: int, first: int, stop: int) -> float:
     height = base if to_scale else top * 0.18
     if height <= 0:
         return 0.0
-    ax.axhspan(-height, 0, facecolor=BASELINE_COLOUR, edgecolor="#C9B98F", linewidth=0, hatch=None if to_scale else "///")
+    ax.axhspan(
+        -height, 0, facecolor=BASELINE_COLOUR, edgecolor="#C9B98F", linewidth=0, hatch=None if to_scale else "///"
+    )
     label = (
         f"weights {format_bytes(a.weights.bytes)} + inputs {format_bytes(a.io.inputs_bytes)}: held all run"
         + ("" if to_scale else " (band not to scale)")
@@ -257,7 +273,9 @@ def _baseline(ax: Axes, a: Analysis, top: int, first: int, stop: int) -> float:
 
 
 def _footer(fig: Figure, a: Analysis) -> None:
-    total = f"total at the peak = weights + activations peak + inputs = {format_bytes(a.total_bytes)} ({a.total_bytes:,} B)"
+    total = (
+        f"total at the peak = weights + activations peak + inputs = {format_bytes(a.total_bytes)} ({a.total_bytes:,} B)"
+    )
     _footer_note(fig, _not_exact(a), total)
 
 
@@ -271,7 +289,10 @@ def _footer_note(fig: Figure, warning: str | None, info: str) -> None:
     width_chars = int(fig.get_figwidth() * 12.5)  # about 12 characters of bold 9-point text per inch
     style: dict[str, Any]
     if warning:
-        text, style = "\n".join(textwrap.wrap(warning, width_chars)), {"color": WARN_COLOUR, "fontsize": 9, "fontweight": "bold"}
+        text, style = (
+            "\n".join(textwrap.wrap(warning, width_chars)),
+            {"color": WARN_COLOUR, "fontsize": 9, "fontweight": "bold"},
+        )
     else:
         text = "\n".join(textwrap.wrap("exact: every buffer planned from resolved shapes · " + info, width_chars))
         style = {"color": "#555555", "fontsize": 8}
@@ -283,26 +304,43 @@ def _footer_note(fig: Figure, warning: str | None, info: str) -> None:
         engine.set(rect=(0, share, 1, 1 - share))
 
 
-def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: MemoryTimeline, *, max_bins: int = MAX_BINS) -> Figure:
+def diff_figure(
+    old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: MemoryTimeline, *, max_bins: int = MAX_BINS
+) -> Figure:
     """Two timelines overlaid, each with its peak marked (x: each run's own steps)."""
     fig = _figure()
     ax = fig.add_subplot()
-    fig.suptitle(f"Activation memory: {Path(old.model.path).name} vs {Path(new.model.path).name}", fontsize=13, x=0.01, ha="left")
+    fig.suptitle(
+        f"Activation memory: {Path(old.model.path).name} vs {Path(new.model.path).name}", fontsize=13, x=0.01, ha="left"
+    )
     ax.set_title(_subtitle(new), fontsize=9, loc="left", color="#555555")
     highest, longest = 1, 1
     for a, t, colour, name, gid in ((old, t_old, "#4C72B0", "old", "old"), (new, t_new, "#DD8452", "new", "new")):
         if not t.requested:
             continue
         bins = step_bins(t, max_bins)
-        ax.step(_edges(bins), _post([b.requested for b in bins]), where="post", color=colour, linewidth=1.3,
-                label=f"{name}: {Path(a.model.path).name}, peak {format_bytes(a.activations.peak_bytes)} ({a.activations.peak_bytes:,} B) at '{short_name(a.activations.peak_node, 40)}'",
-                gid=gid)
+        ax.step(
+            _edges(bins),
+            _post([b.requested for b in bins]),
+            where="post",
+            color=colour,
+            linewidth=1.3,
+            label=f"{name}: {Path(a.model.path).name}, peak {format_bytes(a.activations.peak_bytes)} ({a.activations.peak_bytes:,} B) at '{short_name(a.activations.peak_node, 40)}'",
+            gid=gid,
+        )
         ax.plot([t.peak_step + 0.5], [a.activations.peak_bytes], marker="o", color=colour, markersize=6)
         highest = max(highest, a.activations.peak_bytes)
         longest = max(longest, len(t.requested))
     change = new.activations.peak_bytes - old.activations.peak_bytes
     pct = f" ({change / old.activations.peak_bytes:+.1%})" if old.activations.peak_bytes else ""
-    ax.text(0.99, 0.02, f"peak change {'+' if change >= 0 else '-'}{format_bytes(abs(change))}{pct}", transform=ax.transAxes, ha="right", fontsize=9)
+    ax.text(
+        0.99,
+        0.02,
+        f"peak change {'+' if change >= 0 else '-'}{format_bytes(abs(change))}{pct}",
+        transform=ax.transAxes,
+        ha="right",
+        fontsize=9,
+    )
     _byte_axis(ax, highest)
     ax.set_xlim(0, longest)
     ax.set_xlabel("execution step")
@@ -352,8 +390,12 @@ def training_figure(e: TrainingEstimate) -> Figure:
     peak_x = top_span.peak_at + (width / 2 if top_span.name == "optimizer" else 0.5)
     ax.annotate(
         f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\nin {e.peak_phase}, at '{short_name(top_span.at, 48)}'",
-        xy=(peak_x, e.step_peak_bytes), xytext=(0.02, 0.90), textcoords="axes fraction",
-        fontsize=8.5, va="top", arrowprops={"arrowstyle": "->", "color": WARN_COLOUR, "linewidth": 0.8},
+        xy=(peak_x, e.step_peak_bytes),
+        xytext=(0.02, 0.90),
+        textcoords="axes fraction",
+        fontsize=8.5,
+        va="top",
+        arrowprops={"arrowstyle": "->", "color": WARN_COLOUR, "linewidth": 0.8},
         bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": WARN_COLOUR, "linewidth": 0.8},
     )
     _byte_axis(ax, max(tl.totals))

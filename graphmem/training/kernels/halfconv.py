@@ -174,7 +174,9 @@ def _bwd_w_balance(jcp: dict, nthr: int, physical_cores: int) -> tuple[int, int,
         thr_src_sp = thr_mb * (src_spatial // os_chunks) // jcp["sh"] // jcp["sw"]
         thr_dst_sp = thr_mb * (dst_spatial // os_chunks)
         thr_ic = thr_ic_b * ic_job
-        thr_oc = _div_up(oc_chunks, oc_job * nthr_oc_b) * oc_job  # (sic) thr_oc_b = div_up(oc_chunks, nb_oc_job * nthr_oc_b)
+        thr_oc = (
+            _div_up(oc_chunks, oc_job * nthr_oc_b) * oc_job
+        )  # (sic) thr_oc_b = div_up(oc_chunks, nb_oc_job * nthr_oc_b)
         src_v = f(2) * src_coef * f(thr_g) * f(thr_ic) * f(thr_src_sp)
         dst_v = f(2) * dst_coef * f(thr_g) * f(thr_oc) * f(thr_dst_sp)
         wei_v = f(4) * wei_coef * f(thr_g) * f(thr_oc) * f(thr_ic) * f(ks)
@@ -371,7 +373,9 @@ def _filter_dims(op: OpView) -> tuple[int, ...]:
     """The filter's dims, known for every conv :func:`_covered` accepts (else a bug: InvariantError)."""
     w = _shape(op, op.input(1))
     if w is None:
-        raise InvariantError(f"Conv '{op.node.name}': its filter shape is unknown, yet the half-precision rules took it")
+        raise InvariantError(
+            f"Conv '{op.node.name}': its filter shape is unknown, yet the half-precision rules took it"
+        )
     return w
 
 

@@ -494,7 +494,9 @@ def lstm_backward(op: OpView, host: HostProfile) -> int:
         # by the second its saved output, final states and workspace are released (its weight
         # gradients too, when they are added into a persistent .grad) while the second's input
         # gradient is a new buffer added into the first's
-        released = (steps * batch * hidden + 2 * batch * hidden) * elem + lstm_workspace_bytes(steps, batch, size, hidden, elem)
+        released = (steps * batch * hidden + 2 * batch * hidden) * elem + lstm_workspace_bytes(
+            steps, batch, size, hidden, elem
+        )
         dw = (4 * hidden * (size + hidden) + 2 * 4 * hidden) * _elem_of(op, op.input(1))  # autocast: half
         dx = _size(op, op.input(0)) if op.grad(0) else 0
         if op.weight_grads_kept:

@@ -241,7 +241,8 @@ def resolve_inputs(
         _check_tensor(name, inputs[name], "--shape")
         if is_sequence_binding(shape):
             raise UsageError(
-                f"--shape {name}={format_shape(shape)}: input '{name}' is a tensor; [..] is for a sequence input's elements"
+                f"--shape {name}={format_shape(shape)}: input '{name}' is a tensor; [..] is for a sequence input's "
+                "elements"
             )
         given_shapes[name] = _check_shape(name, shape, inputs[name].shape)
     known = _named_dims(inputs)
@@ -524,7 +525,8 @@ def _value_array(
         raise UsageError(f"--value {name}: give its shape too ({shape_hint(name, declared)})")
     if math.prod(shape) != len(items):
         raise UsageError(
-            f"--value {name}: {len(items)} values for an input of shape {format_shape(shape)} ({math.prod(shape)} values)"
+            f"--value {name}: {len(items)} values for an input of shape {format_shape(shape)} ({math.prod(shape)} "
+            "values)"
         )
     info = np.iinfo(dtype) if dtype in _INT_TYPES.values() and dtype is not np.bool_ else None
     if info is not None and any(not info.min <= v <= info.max for v in items):

@@ -85,7 +85,8 @@ def analyze_graph_opt(
                 raise
             raise UsageError(
                 f"--as-dtype {as_dtype} --graph-opt {graph_opt}: onnxruntime cannot build the converted "
-                f"model, so there is no optimized graph to size ({str(exc).removeprefix('onnxruntime could not optimize the model: ')}); "
+                "model, so there is no optimized graph to size "
+                f"({str(exc).removeprefix('onnxruntime could not optimize the model: ')}); "
                 "--graph-opt none sizes the what-if without a session"
             ) from None
         with gc_paused():

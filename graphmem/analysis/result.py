@@ -44,7 +44,8 @@ class WeightsInfo:
     unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
 
 
-#: Why a figure is not exact (``activations.approximations[].kind``), documented in docs/pages/memory-model.md (exactness):
+#: Why a figure is not exact (``activations.approximations[].kind``), documented in docs/pages/memory-model.md
+#: (exactness):
 #: a tensor without a static size; a control-flow body whose buffers are not planned; an If
 #: branch assumed (the larger); a kernel graphmem has no rules for; kernel scratch not modelled
 #: (``in_use_peak_bytes`` may be low); an input value assumed; a session order assumed; an

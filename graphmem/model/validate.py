@@ -167,7 +167,8 @@ def _check_text(graph: onnx.GraphProto, path: str) -> None:
         dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else ()
         if bad(vi.name) or any(bad(d.dim_param) for d in dims):
             raise InvalidModelError(
-                f"{path}: not a valid ONNX model: a graph input, output or value_info name is not UTF-8 text ({vi.name!r})"
+                f"{path}: not a valid ONNX model: a graph input, output or value_info name is not UTF-8 text "
+                f"({vi.name!r})"
             )
     for node in graph.node:
         if bad(node.name) or bad(node.op_type) or bad(node.domain) or any(bad(x) for x in (*node.input, *node.output)):

@@ -1,7 +1,8 @@
 """Graph rewrites onnxruntime 1.31 applies even with optimizations disabled (ORT_DISABLE_ALL).
 
 EnsureUniqueDQForNodeUnit (:func:`ensure_unique_dq`) gives each further reader of a
-DequantizeLinear its own copy. The other one that changes a float32 graph is the duplicate-Cast remover that ``InsertCastTransformer`` runs
+DequantizeLinear its own copy. The other one that changes a float32 graph is the duplicate-Cast remover that
+``InsertCastTransformer`` runs
 on the main graph (``core/optimizer/insert_cast_transformer.cc``,
 ``RemoveDuplicateCastTransformer``). For each Cast, in node-index order, whose consumers include
 Casts: a child Cast that casts back to the first Cast's input type (and is not a graph output)

@@ -7,7 +7,8 @@ SequenceEmpty has none; SequenceConstruct has its inputs; SequenceInsert its inp
 and the tensor, at ``position`` (default: appended); SequenceErase drops the one at ``position``
 (default: the last); SplitToSequence the pieces of its input; Identity passes a sequence on.
 SequenceAt, SequenceLength and ConcatFromSequence read them. An optional holds a tensor or a
-sequence's elements (Optional, OptionalGetElement, an optional graph input bound with ``--shape``). A position or split that is not a
+sequence's elements (Optional, OptionalGetElement, an optional graph input bound with ``--shape``). A position or split
+that is not a
 known value leaves the elements unknown (the sequence is then unresolved, never guessed).
 
 How the elements' buffers are shared between sequences is the program's business
@@ -262,7 +263,8 @@ def _split(node: onnx.NodeProto, x: TensorType | None, values: Mapping[str, np.n
     of length 1 without one, the axis dropped when ``keepdims`` is 0 (without ``split``, or with a
     scalar one: onnxruntime's kernel keeps the dims only for a list, sequence_ops.cc ComputeImpl).
     What the kernel refuses at run time (axis out of range, a scalar split not > 0, lengths that do not
-    add up, a negative length, keepdims 0 on pieces longer than 1) is an error naming the node; more than :data:`MAX_PIECES` pieces leave the sequence's
+    add up, a negative length, keepdims 0 on pieces longer than 1) is an error naming the node; more than
+    :data:`MAX_PIECES` pieces leave the sequence's
     elements unknown (bounded before the list is built)."""
     if x is None or not is_concrete(x.shape):
         return sequence_of(x.dtype if x is not None else 0, None)

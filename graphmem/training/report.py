@@ -81,7 +81,8 @@ def training_table(e: TrainingEstimate, *, top: int = 10) -> str:
     ]
     lines = [
         f"graphmem train: {a.model.path}",
-        f"  dims: {dims}{inputs_text(a.model.shapes, a.model.values)}; optimizer {c.optimizer}, grads {c.grads}, precision {c.precision}{frozen}",
+        f"  dims: {dims}{inputs_text(a.model.shapes, a.model.values)}; optimizer {c.optimizer}, grads {c.grads}, "
+        f"precision {c.precision}{frozen}",
         f"  host: {host_line(a.host)}, PyTorch threads {a.host.torch_threads}",
         "",
         *byte_table(rows, width=20),

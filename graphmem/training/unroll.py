@@ -109,13 +109,15 @@ def inline_control_flow(
             elif node.op_type == "Loop":
                 if cfs.problem is not None:
                     raise UnsupportedOpError(
-                        f"{model.path}: graphmem train cannot unroll Loop '{name}': {cfs.problem} (bind it with --value)"
+                        f"{model.path}: graphmem train cannot unroll Loop '{name}': {cfs.problem} (bind it with "
+                        "--value)"
                     )
                 notes.append(flat.unroll_loop(node, name, cfs.runs))
             else:
                 if cfs.problem is not None:
                     raise UnsupportedOpError(
-                        f"{model.path}: graphmem train cannot unroll Scan '{name}': {cfs.problem} (bind it with --shape or --value)"
+                        f"{model.path}: graphmem train cannot unroll Scan '{name}': {cfs.problem} (bind it with "
+                        "--shape or --value)"
                     )
                 v8 = model.opsets.get("", 0) < 9
                 first = shaped.types.get(node.input[-1]) if v8 else None  # Scan 8: [batch, sequence, ...]

@@ -269,7 +269,8 @@ def session_source(model: onnx.ModelProto | str | Path, workdir: Path, *, limit:
     external = next((tensor.name for tensor in _all_tensors(model.graph) if _is_external(tensor)), None)
     if external is not None:
         raise ExternalDataError(
-            f"initializer {external!r} refers to external data the in-memory model cannot locate; pass the model's path instead"
+            f"initializer {external!r} refers to external data the in-memory model cannot locate; pass the model's "
+            "path instead"
         )
     if model.ByteSize() < limit:
         return model.SerializeToString()

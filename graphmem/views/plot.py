@@ -325,7 +325,8 @@ def diff_figure(
             where="post",
             color=colour,
             linewidth=1.3,
-            label=f"{name}: {Path(a.model.path).name}, peak {format_bytes(a.activations.peak_bytes)} ({a.activations.peak_bytes:,} B) at '{short_name(a.activations.peak_node, 40)}'",
+            label=f"{name}: {Path(a.model.path).name}, peak {format_bytes(a.activations.peak_bytes)} "
+            f"({a.activations.peak_bytes:,} B) at '{short_name(a.activations.peak_node, 40)}'",
             gid=gid,
         )
         ax.plot([t.peak_step + 0.5], [a.activations.peak_bytes], marker="o", color=colour, markersize=6)
@@ -389,7 +390,8 @@ def training_figure(e: TrainingEstimate) -> Figure:
     top_span = next(p for p in tl.phases if p.name == e.peak_phase)
     peak_x = top_span.peak_at + (width / 2 if top_span.name == "optimizer" else 0.5)
     ax.annotate(
-        f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\nin {e.peak_phase}, at '{short_name(top_span.at, 48)}'",
+        f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\n"
+        f"in {e.peak_phase}, at '{short_name(top_span.at, 48)}'",
         xy=(peak_x, e.step_peak_bytes),
         xytext=(0.02, 0.90),
         textcoords="axes fraction",

@@ -66,7 +66,8 @@ def peak_table(a: Analysis) -> str:
     )
     if f.int_ops:
         lines.append(
-            f"  {'integer ops':<18} {format_count(f.int_ops):>12} {f.int_ops:>16,}  quantized kernels and shape arithmetic"
+            f"  {'integer ops':<18} {format_count(f.int_ops):>12} {f.int_ops:>16,}  quantized kernels and shape "
+            "arithmetic"
         )
     if p is not None:
         fallback = ", ".join(f"{op} {n}" for op, n in p.no_cuda_kernel.items()) or "none"

@@ -18,7 +18,8 @@ it follows, and the kernel facts are in :mod:`graphmem.ort.cuda.rules`.
    whose every fp16 neighbour is such a node is forced to float32 as well (never a CUDA node);
    then the duplicate-Cast remover. :func:`graphmem.ort.insert_cast.insert_fp16_casts` does it
    with the partition given; the Casts' tensors live in the CPU arena.
-4. Copies (``optimizer/transformer_memcpy.cc``, TransformGraph step 7, after the Casts): a MemcpyFromHost node for each value written in
+4. Copies (``optimizer/transformer_memcpy.cc``, TransformGraph step 7, after the Casts): a MemcpyFromHost node for each
+value written in
    CPU memory and read by a CUDA kernel in device memory (and for a graph input read on both
    sides), a MemcpyToHost node for each value written on the device and read on CPU; they are
    new nodes, numbered after the others. Graph inputs read on the device only are copied by the

@@ -71,7 +71,8 @@ HALF = (TensorProto.BFLOAT16, TensorProto.FLOAT16)
 def half_kernels_known(dtype: int, flags: frozenset[str]) -> bool:
     """Whether the kernels of the module doc are the ones oneDNN picks on a CPU with ``flags``:
     bf16 convolutions on ``avx512_core_amx`` (AMX tiles with bf16), f16 on ``avx512_core_fp16``."""
-    # oneDNN v3.12 src/cpu/x64/cpu_isa_traits.hpp, mayiuse: avx512_core_amx = amx_tile + amx_int8 + amx_bf16; avx512_core_fp16 = avx512_fp16
+    # oneDNN v3.12 src/cpu/x64/cpu_isa_traits.hpp, mayiuse: avx512_core_amx = amx_tile + amx_int8 + amx_bf16;
+    # avx512_core_fp16 = avx512_fp16
     if dtype == TensorProto.BFLOAT16:
         return {"amx_tile", "amx_int8", "amx_bf16"} <= flags
     return dtype == TensorProto.FLOAT16 and "avx512_fp16" in flags
@@ -114,7 +115,8 @@ def jit_bf16_weights_scratchpad(op: OpView, threads: int) -> int | None:
     bf16), one f32 reduction buffer of the 16x16-padded weights and bias (a bf16 gradient is
     reduced in f32 even on one minibatch thread) and one barrier context (4096 B, page-aligned);
     each entry aligned as ``registry_t::book`` does."""
-    # oneDNN v3.12 src/cpu/x64/jit_avx512_core_bf16_conv_kernel.cpp, jit_avx512_core_bf16_conv_bwd_weights_kernel_f32_t::init_conf and init_scratchpad
+    # oneDNN v3.12 src/cpu/x64/jit_avx512_core_bf16_conv_kernel.cpp,
+    # jit_avx512_core_bf16_conv_bwd_weights_kernel_f32_t::init_conf and init_scratchpad
     x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
     groups = op.attr("group", 1)
     if x is None or w is None or y is None or len(w) != 4 or groups < threads:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import if_model, init, model, save, tensor
-from onnx import TensorProto, helper
+from builders import if_model, init, model, tensor
+from onnx import helper
 
 from graphmem.analysis.assemble import assemble
 from graphmem.analysis.plans import (

@@ -14,12 +14,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import wraps
+from typing import TypeGuard
 
 import numpy as np
 import onnx
 
 from graphmem.errors import InvariantError
-from graphmem.model.types import TensorType, is_concrete
+from graphmem.model.types import Shape, TensorType
 
 __all__ = [
     "Cost",
@@ -213,9 +214,17 @@ def rule(fn: Rule) -> Rule:
 
 
 def _maybe(t: TensorType | None) -> tuple[int, ...] | None:
-    if t is None or not is_concrete(t.shape) or any(d < 0 for d in t.shape):
-        return None
-    return t.shape
+    return t.shape if t is not None and _sizes_known(t.shape) else None
+
+
+def _sizes_known(shape: Shape | None) -> TypeGuard[tuple[int, ...]]:
+    """Every dim a known size (an int, not negative); one pass (this runs for every operand)."""
+    if shape is None:
+        return False
+    for d in shape:
+        if not isinstance(d, int) or d < 0:
+            return False
+    return True
 
 
 def _concrete(t: TensorType | None) -> tuple[int, ...]:

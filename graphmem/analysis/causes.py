@@ -10,6 +10,10 @@ root is named with its inputs' shapes; for the first refusal, the values of a ``
 the node does resolve: the shape inference of its ancestors is rerun at other values of that one
 dim (bisection, assuming the values that work are a range: ``seq ≤ 512``, or ``seq ≥ K``).
 Nothing is guessed: when no value of one dim alone makes the node resolve, no range is given.
+
+Shapes that infer can still be refused when the session runs (:mod:`graphmem.shapes.refusals`:
+an index past its table, a window wider than its input): :func:`check_runnable` raises for the
+first such node, with the range of a bound dim it runs in, found the same way.
 """
 
 from __future__ import annotations
@@ -21,14 +25,15 @@ import networkx as nx
 import numpy as np
 
 from graphmem.analysis.dims import resolve_inputs
-from graphmem.analysis.result import UnresolvedCause
-from graphmem.errors import GraphmemError
+from graphmem.analysis.result import UnresolvedCause, range_text
+from graphmem.errors import GraphmemError, KernelRefusalError
 from graphmem.model.graph import OpGraph
 from graphmem.model.program import value_size
 from graphmem.model.types import TensorType
-from graphmem.shapes.infer import RUNTIME, infer_types
+from graphmem.shapes.infer import RUNTIME, ShapeResult, infer_types
+from graphmem.shapes.refusals import CHECKS, Span, refusal
 
-__all__ = ["UnresolvedCause", "unresolved_causes", "MAX_PROBES"]
+__all__ = ["UnresolvedCause", "unresolved_causes", "check_runnable", "MAX_PROBES"]
 
 #: Shape inferences of a root's ancestors, at most, over the dims searched.
 MAX_PROBES = 64
@@ -63,25 +68,85 @@ def unresolved_causes(
         cause = UnresolvedCause(node=label, op_type=node.op_type, tensors=missing, inputs=_inputs(inputs, types, values),
                                 kind="value_dependent" if ranked else "refused")
         if not out and not ranked:  # the first refusal: the ones after it usually follow from it, and probing costs inferences
-            upstream = nx.ancestors(g.dag, nid) | {nid}
-            sub = tuple(n for n in order if n in upstream)
-
-            def resolves(name: str, value: int) -> bool:
-                try:
-                    given = resolve_inputs(g.model.inputs, dims={**dims, name: value}, shapes=shapes, values=input_values)
-                except GraphmemError:  # a value the inputs cannot take
-                    return False
-                r = infer_types(g, sub, view=RUNTIME, dims=given.dims, shapes=given.shapes, input_values=given.values)
-                return all(value_size(r.types.get(o)) is not None for o in missing)
-
-            budget = [MAX_PROBES]
-            for name, value in sorted(dims.items(), key=lambda kv: -kv[1]):  # a long seq before batch=1
-                low, high = _working_range(lambda v, name=name: resolves(name, v), value, budget)  # type: ignore[misc]
-                if low is not None or high is not None:
-                    cause = replace(cause, dim=name, value=value, low=low, high=high)
-                    break
+            found = _search(g, order, nid, lambda r: all(value_size(r.types.get(o)) is not None for o in missing),
+                            dims=dims, shapes=shapes, input_values=input_values)
+            if found is not None:
+                cause = replace(cause, dim=found[0], value=found[1], low=found[2], high=found[3])
         out.append(cause)
     return tuple(out)
+
+
+def check_runnable(
+    g: OpGraph,
+    order: Sequence[int],
+    types: Mapping[str, TensorType],
+    values: Mapping[str, np.ndarray],
+    *,
+    dims: Mapping[str, int],
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    input_values: Mapping[str, Sequence[int | float]] | None = None,
+) -> None:
+    """Raise :class:`KernelRefusalError` for the first node (in ``order``) whose kernel
+    onnxruntime's session would refuse at these shapes and values although they infer
+    (:mod:`graphmem.shapes.refusals`: GPT-2's position table at ``seq`` past its 128 rows, a
+    convolution wider than its input): figures for that binding describe a run that cannot
+    happen. For a *ranged* check, the range of one of the user's ``dims`` the node runs in is
+    searched as :func:`unresolved_causes` searches one (``seq ≤ 128``, ``h ≥ 5``)."""
+    spans: dict[str, Span | None] = {}
+    for nid in order:
+        why = refusal(g, nid, types, values, spans)
+        if why is None:
+            if _inference_refuses(g, nid, types):
+                return  # onnxruntime fails here first: an unresolved cause (unresolved_causes) names it
+            continue
+        node = g.node(nid)
+        label = f"node '{node.name or f'{node.op_type}_{nid}'}' ({node.op_type})"
+        found = None
+        if CHECKS.of(node).ranged:
+            inputs = [x for x in node.input if x]
+            found = _search(g, order, nid, lambda r: all(value_size(r.types.get(x)) is not None for x in inputs)
+                            and refusal(g, nid, r.types, r.values) is None,
+                            dims=dims, shapes=shapes, input_values=input_values)
+        bound = ", ".join(f"{k}={v}" for k, v in dims.items())
+        if found is not None:
+            name, value, low, high = found
+            raise KernelRefusalError(f"{label} fails in onnxruntime at {name}={value}: {why}; "
+                                     f"it runs for {range_text(name, low, high)}")
+        raise KernelRefusalError(f"{label} fails in onnxruntime at {bound or 'these shapes'}: {why}")
+
+
+def _inference_refuses(g: OpGraph, nid: int, types: Mapping[str, TensorType]) -> bool:
+    """Shape inference gives node ``nid`` no rank for an output although every input's size is known."""
+    inputs = [x for x in g.node(nid).input if x]
+    if g.implicit.get(nid) or any(value_size(types.get(x)) is None for x in inputs):
+        return False
+    return any(o and (types.get(o) is None or types[o].shape is None) for o in g.node(nid).output)
+
+
+def _search(
+    g: OpGraph, order: Sequence[int], nid: int, works: Callable[[ShapeResult], bool], *,
+    dims: Mapping[str, int], shapes: Mapping[str, Sequence[int]] | None,
+    input_values: Mapping[str, Sequence[int | float]] | None,
+) -> tuple[str, int, int | None, int | None] | None:
+    """(dim, its value, low, high): the first of the user's ``dims`` (largest value first: a long
+    ``seq`` before ``batch=1``) with a range of values at which the shape inference of node
+    ``nid`` and its ancestors ``works``; None when no dim has one within :data:`MAX_PROBES`."""
+    upstream = nx.ancestors(g.dag, nid) | {nid}
+    sub = tuple(n for n in order if n in upstream)
+
+    def at(name: str, value: int) -> bool:
+        try:
+            given = resolve_inputs(g.model.inputs, dims={**dims, name: value}, shapes=shapes, values=input_values)
+        except GraphmemError:  # a value the inputs cannot take
+            return False
+        return works(infer_types(g, sub, view=RUNTIME, dims=given.dims, shapes=given.shapes, input_values=given.values))
+
+    budget = [MAX_PROBES]
+    for name, value in sorted(dims.items(), key=lambda kv: -kv[1]):
+        low, high = _working_range(lambda v, name=name: at(name, v), value, budget)  # type: ignore[misc]
+        if low is not None or high is not None:
+            return name, value, low, high
+    return None
 
 
 def _inputs(names: Sequence[str], types: Mapping[str, TensorType], values: Mapping[str, np.ndarray]) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from graphmem.analysis.causes import unresolved_causes
+from graphmem.analysis.causes import check_runnable, unresolved_causes
 from graphmem.analysis.dims import resolve_inputs
 from graphmem.analysis.exactness import approximations
 from graphmem.analysis.result import (
@@ -184,6 +184,8 @@ def analyze_model(
         return g, order, runtime, static
 
     g, order, runtime, static = typed(model)
+    # a node onnxruntime's kernel refuses at these dims (an index past its table): no figures
+    check_runnable(g, order, runtime.types, runtime.values, dims=dims or {}, shapes=shapes, input_values=values)
     _check_domains(g, runtime.types)
     _check_type_conflicts(static.type_conflicts)
     host = _host_kernels(g, static.types) if provider == "cpu" and kernel_rules else ()

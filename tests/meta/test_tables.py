@@ -12,13 +12,14 @@ from graphmem.ort.contrib_shapes import RULES as CONTRIB_SHAPES
 from graphmem.ort.cuda.rules import CPU_INPUTS, CPU_OUTPUTS, CUDA_KERNELS, CUDA_SHARING
 from graphmem.ort.rules import ALIAS, MAY_INPLACE, RUNS_AS_FUNCTION, UNWRITTEN_OUTPUTS
 from graphmem.ort.scratch import SCRATCH_RULES
+from graphmem.shapes.refusals import CHECKS as KERNEL_CHECKS
 from graphmem.training.saved import RULES as SAVED
 
 TABLES = {
     "flops": REGISTRY, "saved": SAVED, "scratch": SCRATCH_RULES, "contrib shapes": CONTRIB_SHAPES,
     "alias": ALIAS, "may-inplace": MAY_INPLACE, "unwritten": UNWRITTEN_OUTPUTS,
     "as function": RUNS_AS_FUNCTION, "cuda kernels": CUDA_KERNELS, "cuda cpu inputs": CPU_INPUTS,
-    "cuda cpu outputs": CPU_OUTPUTS, "cuda sharing": CUDA_SHARING,
+    "cuda cpu outputs": CPU_OUTPUTS, "cuda sharing": CUDA_SHARING, "kernel checks": KERNEL_CHECKS,
 }
 
 

@@ -18,7 +18,7 @@ first such node, with the range of a bound dim it runs in, found the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 import networkx as nx
@@ -50,12 +50,15 @@ def unresolved_causes(
     dims: Mapping[str, int],
     shapes: Mapping[str, Sequence[int]] | None = None,
     input_values: Mapping[str, Sequence[int | float]] | None = None,
+    failed: Collection[str] = (),
 ) -> tuple[UnresolvedCause, ...]:
     """The root nodes of the unresolved tensors of ``g`` (run in ``order``, typed ``types``, with
     the small ``values`` inference computed), in order; the first with the range of one of the
     user's ``dims`` it resolves in (the first dim for which one is found). ``dims``, ``shapes``
     and ``input_values``: the ``--dim``, ``--shape`` and ``--value`` given, as
-    :func:`graphmem.analysis.dims.resolve_inputs` takes them."""
+    :func:`graphmem.analysis.dims.resolve_inputs` takes them. ``failed``: the outputs of the nodes
+    whose shape inference raised (``ShapeResult.failed_outputs``): a refusal even where the file
+    declares the output's rank (onnxruntime's optimized graphs declare every tensor)."""
     out = []
     for nid in order:
         node = g.node(nid)
@@ -64,10 +67,10 @@ def unresolved_causes(
         if not missing or g.implicit.get(nid) or any(value_size(types.get(x)) is None for x in inputs):
             continue
         label = node.name or f"{node.op_type}_{nid}"
-        ranked = all(types.get(o) is not None and types[o].shape is not None for o in missing)
+        refused = any(o in failed or types.get(o) is None or types[o].shape is None for o in missing)
         cause = UnresolvedCause(node=label, op_type=node.op_type, tensors=missing, inputs=_inputs(inputs, types, values),
-                                kind="value_dependent" if ranked else "refused")
-        if not out and not ranked:  # the first refusal: the ones after it usually follow from it, and probing costs inferences
+                                kind="refused" if refused else "value_dependent")
+        if not out and refused:  # the first refusal: the ones after it usually follow from it, and probing costs inferences
             found = _search(g, order, nid, lambda r: all(value_size(r.types.get(o)) is not None for o in missing),
                             dims=dims, shapes=shapes, input_values=input_values)
             if found is not None:
@@ -85,6 +88,7 @@ def check_runnable(
     dims: Mapping[str, int],
     shapes: Mapping[str, Sequence[int]] | None = None,
     input_values: Mapping[str, Sequence[int | float]] | None = None,
+    failed: Collection[str] = (),
 ) -> None:
     """Raise :class:`KernelRefusalError` for the first node (in ``order``) whose kernel
     onnxruntime's session would refuse at these shapes and values although they infer
@@ -96,7 +100,7 @@ def check_runnable(
     for nid in order:
         why = refusal(g, nid, types, values, spans)
         if why is None:
-            if _inference_refuses(g, nid, types):
+            if _inference_refuses(g, nid, types, failed):
                 return  # onnxruntime fails here first: an unresolved cause (unresolved_causes) names it
             continue
         node = g.node(nid)
@@ -115,12 +119,14 @@ def check_runnable(
         raise KernelRefusalError(f"{label} fails in onnxruntime at {bound or 'these shapes'}: {why}")
 
 
-def _inference_refuses(g: OpGraph, nid: int, types: Mapping[str, TensorType]) -> bool:
-    """Shape inference gives node ``nid`` no rank for an output although every input's size is known."""
-    inputs = [x for x in g.node(nid).input if x]
-    if g.implicit.get(nid) or any(value_size(types.get(x)) is None for x in inputs):
+def _inference_refuses(g: OpGraph, nid: int, types: Mapping[str, TensorType], failed: Collection[str]) -> bool:
+    """Shape inference refuses node ``nid`` (raises, or gives an output no rank) although every
+    input's size is known, and an output has no size: an unresolved cause of kind "refused"."""
+    node = g.node(nid)
+    missing = [o for o in node.output if o and value_size(types.get(o)) is None]
+    if not missing or g.implicit.get(nid) or any(value_size(types.get(x)) is None for x in node.input if x):
         return False
-    return any(o and (types.get(o) is None or types[o].shape is None) for o in g.node(nid).output)
+    return any(o in failed or types.get(o) is None or types[o].shape is None for o in missing)
 
 
 def _search(
@@ -166,7 +172,8 @@ def _inputs(names: Sequence[str], types: Mapping[str, TensorType], values: Mappi
 def _working_range(works: Callable[[int], bool], value: int, budget: list[int]) -> tuple[int | None, int | None]:
     """(low, high) such that the values from low to high work, by bisection from ``value`` (which
     does not work): below it when 1 works (low 1), else above it when some value up to
-    ``value * 2**16`` does (high None); (None, None) when neither, or when the ``budget`` of
+    ``value * 2**16`` does (high None); (None, None) when neither, when the two values inside
+    the range next to its end do not both work (not a range), or when the ``budget`` of
     inferences (shared by the dims searched) runs out."""
 
     def ok(v: int) -> bool | None:
@@ -183,7 +190,7 @@ def _working_range(works: Callable[[int], bool], value: int, budget: list[int]) 
             if found is None:
                 return None, None
             lo, hi = (mid, hi) if found else (lo, mid)
-        return 1, lo
+        return (1, lo) if _holds(ok, [v for v in (lo - 1, lo - 2) if v > 1]) else (None, None)
     above, limit = max(value, 1) * 2, max(value, 1) << _MAX_DOUBLINGS
     while above <= limit:
         found = ok(above)
@@ -201,4 +208,11 @@ def _working_range(works: Callable[[int], bool], value: int, budget: list[int]) 
         if found is None:
             return None, None
         lo, hi = (lo, mid) if found else (mid, hi)
-    return hi, None
+    return (hi, None) if _holds(ok, [hi + 1, hi + 2]) else (None, None)
+
+
+def _holds(ok: Callable[[int], bool | None], inside: Sequence[int]) -> bool:
+    """The values next to the end of a range found by bisection work too: bisection assumes the
+    values that work are a range, which a divisibility breaks (an equal Split of ``n`` works at
+    4 and 6, not 5: no range is claimed then)."""
+    return all(ok(v) is True for v in inside)

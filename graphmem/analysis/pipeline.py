@@ -185,7 +185,8 @@ def analyze_model(
 
     g, order, runtime, static = typed(model)
     # a node onnxruntime's kernel refuses at these dims (an index past its table): no figures
-    check_runnable(g, order, runtime.types, runtime.values, dims=dims or {}, shapes=shapes, input_values=values)
+    check_runnable(g, order, runtime.types, runtime.values, dims=dims or {}, shapes=shapes, input_values=values,
+                   failed=runtime.failed_outputs)
     _check_domains(g, runtime.types)
     _check_type_conflicts(static.type_conflicts)
     host = _host_kernels(g, static.types) if provider == "cpu" and kernel_rules else ()
@@ -283,7 +284,8 @@ def analyze_model(
         produced = produced + list(flow.tensors)
     assumed = {c.node: c.assumed for c in flow.choices} if flow is not None else {}
     causes = unresolved_causes(  # the nodes that cannot take their inputs, and the dims' ranges that work
-        g, order, runtime.types, runtime.values, dims=dims or {}, shapes=shapes, input_values=values
+        g, order, runtime.types, runtime.values, dims=dims or {}, shapes=shapes, input_values=values,
+        failed=runtime.failed_outputs,
     ) if top_unresolved else ()
     flop_report, bodies = flops_with_bodies(g, runtime, order, assumed=assumed)
     activations = ActivationsInfo(

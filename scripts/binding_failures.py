@@ -370,10 +370,13 @@ CASES = (
 
 #: Exported models (scripts/export_corpus.py, under $GRAPHMEM_CORPUS), with --corpus.
 CORPUS = (
-    ("gpt2_small.onnx", ({"batch": 1, "seq": 1024}, {"batch": 1, "seq": 1025})),
-    ("bert_base.onnx", ({"batch": 1, "seq": 512}, {"batch": 1, "seq": 513})),
-    ("lstm.onnx", ({"batch": 0, "seq": 8},)),
-    ("resnet18.onnx", ({"batch": 0},)),
+    ("gpt2_small.onnx", ({"batch": 1, "seq": 1024}, {"batch": 1, "seq": 1025}), "none"),
+    ("gpt2_small.onnx", ({"batch": 1, "seq": 1025},), "all"),
+    ("bert_base.onnx", ({"batch": 1, "seq": 512}, {"batch": 1, "seq": 513}), "none"),
+    ("bert_base.onnx", ({"batch": 1, "seq": 513},), "all"),
+    ("lstm.onnx", ({"batch": 0, "seq": 8}, {"batch": 1, "seq": 0}), "none"),
+    ("resnet18.onnx", ({"batch": 0},), "none"),
+    ("vit_b16.onnx", ({"batch": 0},), "none"),
 )
 
 
@@ -458,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from corpus import EXPORTED
 
-        cases += [Case(name, EXPORTED / name, bindings) for name, bindings in CORPUS if (EXPORTED / name).exists()]
+        cases += [Case(name + ("@all" if opt == "all" else ""), EXPORTED / name, bindings, opt)
+                  for name, bindings, opt in CORPUS if (EXPORTED / name).exists()]
     bad = rows = 0
     print(f"{'case':<24} {'binding':<16} {'graphmem':<16} {'onnxruntime':<11} verdict")
     with tempfile.TemporaryDirectory() as tmp:

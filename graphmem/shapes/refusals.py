@@ -231,15 +231,17 @@ def _conv_transpose(node: onnx.NodeProto, x: NodeInputs) -> str | None:
 
 
 def _pool(node: onnx.NodeProto, x: NodeInputs) -> str | None:
-    # pool_attributes.h SetOutputSize: "Invalid input shape. Only N can be zero"; ComputeOutputSize:
-    # "Calculated output dimension is negative" ((float)(in + pads - dilated kernel) / stride + 1,
-    # truncated or ceiled; an output dim of 0 runs: an empty tensor)
+    # pool_attributes.h SetOutputSize: "Invalid input shape. Only N can be zero" (global pools
+    # too); ComputeOutputSize: "Calculated output dimension is negative" ((float)(in + pads -
+    # dilated kernel) / stride + 1, truncated or ceiled; an output dim of 0 runs: an empty tensor)
     xs = x.shape(0)
-    kernel = _attrs(node).get("kernel_shape") or []
-    if xs is None or len(xs) < 3 or len(kernel) != len(xs) - 2:  # type: ignore[arg-type]
+    if xs is None or len(xs) < 3:
         return None
     if math.prod(xs) == 0 and xs[0] != 0:
         return f"its input {list(xs)} is empty (only N may be 0)"
+    kernel = _attrs(node).get("kernel_shape") or []
+    if len(kernel) != len(xs) - 2:  # type: ignore[arg-type]
+        return None  # a global pool, or a kernel onnx's checker refuses
     w = _window(node, kernel)  # type: ignore[arg-type]
     rank = len(w.kernel)
     ceil_mode = int(_attrs(node).get("ceil_mode", 0))  # type: ignore[call-overload]
@@ -400,6 +402,18 @@ def _einsum(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     return None
 
 
+def _arg_reduce(node: onnx.NodeProto, x: NodeInputs) -> str | None:
+    # reduction_ops.cc: ArgMax/ArgMin over an axis of 0 with a non-empty output fail with an
+    # empty message (measured on 1.31: [2, 0] on axis 1 fails, on axis 0 ([1, 0]: empty) runs)
+    xs = x.shape(0)
+    if xs is None or not xs:
+        return None
+    axis = _axis(node, len(xs))
+    if xs[axis] == 0 and math.prod(d for j, d in enumerate(xs) if j != axis) > 0:
+        return f"it reduces axis {axis} of {list(xs)}, which is empty, to a non-empty output"
+    return None
+
+
 def _recurrent(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     # deep_cpu_lstm.cc, deep_cpu_gru.cc: measured on 1.31, an LSTM of batch 0 and a GRU of batch
     # or sequence 0 abort the process ("terminate called without an active exception"); RNN runs.
@@ -428,6 +442,11 @@ _DEFAULT: dict[str, Check] = {
     "MaxPool": Check(rule=_pool, ranged=True),
     "AveragePool": Check(rule=_pool, ranged=True),
     "LpPool": Check(rule=_pool, ranged=True),
+    "GlobalAveragePool": Check(rule=_pool, ranged=True),
+    "GlobalMaxPool": Check(rule=_pool, ranged=True),
+    "GlobalLpPool": Check(rule=_pool, ranged=True),
+    "ArgMax": Check(rule=_arg_reduce, ranged=True),
+    "ArgMin": Check(rule=_arg_reduce, ranged=True),
     "Reshape": Check(rule=_reshape, ranged=False),
     "Split": Check(rule=_split, ranged=False),
     "Pad": Check(rule=_pad, ranged=True),

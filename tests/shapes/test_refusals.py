@@ -95,6 +95,18 @@ def maxpool() -> onnx.ModelProto:
     return model(nodes, [tensor("x", [1, 1, "h"])], [tensor("y", None)])
 
 
+def global_pool() -> onnx.ModelProto:
+    # GlobalAveragePool(x [1, 1, h]): an empty input with N = 1
+    nodes = _named(helper.make_node("GlobalAveragePool", ["x"], ["y"]))
+    return model(nodes, [tensor("x", [1, 1, "h"])], [tensor("y", None)])
+
+
+def argmax() -> onnx.ModelProto:
+    # ArgMax(x [2, n], axis 1) -> [2, 1]: from no elements
+    nodes = _named(helper.make_node("ArgMax", ["x"], ["y"], axis=1))
+    return model(nodes, [tensor("x", [2, "n"])], [tensor("y", None, TensorProto.INT64)])
+
+
 def reshape() -> onnx.ModelProto:
     # Reshape(x [n, 4], [2, 8]): 4n elements to 16
     nodes = _named(helper.make_node("Reshape", ["x", "shape"], ["y"]))
@@ -195,6 +207,14 @@ CASES = {
                           "node 'MaxPool_0' (MaxPool) fails in onnxruntime at h=0: its input [1, 1, 0] is empty (only N may be 0); "
                           "it runs for h ≥ 4",
                           "Invalid input shape. Only N can be zero. Got:{1,1,0}"),
+    "global_pool": Case(global_pool, "h", 0, 1,
+                        "node 'GlobalAveragePool_0' (GlobalAveragePool) fails in onnxruntime at h=0: its input [1, 1, 0] is "
+                        "empty (only N may be 0); it runs for h ≥ 1",
+                        "Invalid input shape. Only N can be zero. Got:{1,1,0}"),
+    "argmax": Case(argmax, "n", 0, 1,
+                   "node 'ArgMax_0' (ArgMax) fails in onnxruntime at n=0: it reduces axis 1 of [2, 0], which is empty, "
+                   "to a non-empty output; it runs for n ≥ 1",
+                   "Non-zero status code returned while running ArgMax node. Name:'ArgMax_0' Status Message: "),
     "reshape": Case(reshape, "n", 3, 4,
                     "node 'Reshape_0' (Reshape) fails in onnxruntime at n=3: its input [3, 4] has 12 elements, the shape [2, 8] 16",
                     "The input tensor cannot be reshaped to the requested shape. Input shape:{3,4}, requested shape:{2,8}"),

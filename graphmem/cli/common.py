@@ -16,7 +16,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -27,8 +27,11 @@ from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
     "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
-    "JsonOption", "ModelArg", "PlotOption", "terminating_signals",
+    "JsonOption", "ModelArg", "PlotOption", "terminating_signals", "HostOption", "host_of",
 ]
+
+if TYPE_CHECKING:
+    from graphmem.host import HostProfile
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,6 +79,27 @@ PlotOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+HostOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--host",
+        metavar="FILE",
+        help="Predict for the machine this profile describes (JSON written by `graphmem host --json`, "
+        "or TOML with its keys): CPU flags, caches and threads decide some kernels' buffers. "
+        "Default: this machine (or the profile $GRAPHMEM_HOST names).",
+        show_default=False,
+    ),
+]
+
+
+def host_of(option: Path | None) -> HostProfile:
+    """The host profile a command passes down, read once here at the edge: the ``--host`` file,
+    else this machine (:func:`graphmem.host.this_host`)."""
+    from graphmem.host import resolve_host
+
+    return resolve_host(option)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]

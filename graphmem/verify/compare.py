@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmem.errors import UsageError
+from graphmem.host import HostProfile, host_differences, resolve_host, this_host
 
 __all__ = ["Verification", "Divergence", "verify", "parse_tolerance", "matching_order"]
 
@@ -95,8 +96,14 @@ def verify(
     random_weights: bool = False,
     int_range: tuple[int, int] | None = None,
     seed: int = 0,
+    host: HostProfile | str | Path | None = None,
 ) -> Verification:
-    """Predict, run and measure ``path``; see the module doc."""
+    """Predict, run and measure ``path``; see the module doc.
+
+    The run is on this machine, so the prediction is for this machine
+    (:func:`graphmem.host.this_host`); a ``host`` profile (``--host``) that differs from it is
+    refused (UsageError naming the fields): a prediction for another machine cannot be checked
+    by a measurement here."""
     import tempfile
 
     import onnx
@@ -109,6 +116,7 @@ def verify(
 
     path = Path(path)
     dims = dict(dims or {})
+    here = _this_machine(host)
     check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
@@ -127,7 +135,7 @@ def verify(
         # the prediction is exactly `graphmem peak --graph-opt LEVEL`'s (one code path for the
         # optimized graph: onnxruntime writes it, the session's static shapes are restored); an
         # inexact one (unresolved tensors, ...) is measured all the same and says so
-        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values)
+        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values, host=here)
         proto = onnx.load(str(runnable), load_external_data=False)
         run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
         feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
@@ -146,7 +154,8 @@ def verify(
         if m.providers and m.providers[0] == CUDA and graph_opt == "none":
             # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
             # inputs the session copied in before the first kernel are in the baseline, as there)
-            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda")
+            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda",
+                                          host=here)
     run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))
@@ -188,6 +197,22 @@ def verify(
         cuda_outside_arena=m.cuda_footprint,
         cuda_problem=m.cuda_footprint_problem,
     )
+
+
+def _this_machine(host: HostProfile | str | Path | None) -> HostProfile:
+    """This machine's profile; ``host``, when given, must be the same (see :func:`verify`)."""
+    here = this_host()
+    if host is None:
+        return here
+    given = resolve_host(host)
+    differences = host_differences(given, here)
+    if differences:
+        raise UsageError(
+            f"verify measures on this machine, and the host given differs from it ({'; '.join(differences)}): "
+            "a prediction for another machine cannot be checked here; "
+            "leave --host out (graphmem host shows this machine)"
+        )
+    return here
 
 
 def matching_order(peaks: Sequence[int], measured: int, tolerance: float) -> int | None:

@@ -134,6 +134,12 @@ def layer_norm() -> onnx.ModelProto:
                  [init("s", np.ones(4, np.float32)), init("b", np.zeros(4, np.float32))])
 
 
+def layer_norm_one() -> onnx.ModelProto:
+    # LayerNormalization(x [2, n], scale [1]): the scale broadcasts; nothing to normalize at n = 0
+    nodes = _named(helper.make_node("LayerNormalization", ["x", "s"], ["y"]))
+    return model(nodes, [tensor("x", [2, "n"])], [tensor("y", None)], [init("s", np.ones(1, np.float32))])
+
+
 def depth_to_space() -> onnx.ModelProto:
     # DepthToSpace(x [1, c, 2, 2], blocksize 2): c must be a multiple of 4
     nodes = _named(helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2))
@@ -242,6 +248,10 @@ CASES = {
                        "node 'LayerNormalization_0' (LayerNormalization) fails in onnxruntime at n=5: its scale [4] does not "
                        "broadcast to its input [2, 5]",
                        "Scale and (optional) bias must match X.shape[axis:] or be NumPy-broadcastable to it."),
+    "layer_norm_empty": Case(layer_norm_one, "n", 0, 1,
+                             "node 'LayerNormalization_0' (LayerNormalization) fails in onnxruntime at n=0: its input [2, 0] "
+                             "has no elements from axis 1",
+                             "Size of X.shape[axis:] must be at least 1, got 0"),
     "depth_to_space": Case(depth_to_space, "c", 6, 4,
                            "node 'DepthToSpace_0' (DepthToSpace) fails in onnxruntime at c=6: its 6 channels are not a multiple "
                            "of blocksize² = 4",

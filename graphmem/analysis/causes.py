@@ -123,10 +123,10 @@ def _inference_refuses(g: OpGraph, nid: int, types: Mapping[str, TensorType], fa
     """Shape inference refuses node ``nid`` (raises, or gives an output no rank) although every
     input's size is known, and an output has no size: an unresolved cause of kind "refused"."""
     node = g.node(nid)
-    missing = [o for o in node.output if o and value_size(types.get(o)) is None]
-    if not missing or g.implicit.get(nid) or any(value_size(types.get(x)) is None for x in node.input if x):
+    refused = [o for o in node.output if o and (o in failed or types.get(o) is None or types[o].shape is None)]
+    if not refused or all(value_size(types.get(o)) is not None for o in refused):  # the usual case, cheaply
         return False
-    return any(o in failed or types.get(o) is None or types[o].shape is None for o in missing)
+    return not g.implicit.get(nid) and all(value_size(types.get(x)) is not None for x in node.input if x)
 
 
 def _search(

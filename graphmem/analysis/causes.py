@@ -24,13 +24,14 @@ from dataclasses import replace
 import networkx as nx
 import numpy as np
 
-from graphmem.analysis.dims import resolve_inputs
+from graphmem.analysis.request import Bindings
 from graphmem.analysis.result import UnresolvedCause, range_text
 from graphmem.errors import GraphmemError, KernelRefusalError
 from graphmem.model.graph import OpGraph
 from graphmem.model.program import value_size
 from graphmem.model.types import TensorType
-from graphmem.shapes.infer import RUNTIME, ShapeResult, infer_types
+from graphmem.ort.inference import infer_types
+from graphmem.shapes.infer import RUNTIME, ShapeResult
 from graphmem.shapes.refusals import CHECKS, Span, refusal
 
 __all__ = ["UnresolvedCause", "unresolved_causes", "check_runnable", "MAX_PROBES"]
@@ -47,16 +48,13 @@ def unresolved_causes(
     types: Mapping[str, TensorType],
     values: Mapping[str, np.ndarray],
     *,
-    dims: Mapping[str, int],
-    shapes: Mapping[str, Sequence[int]] | None = None,
-    input_values: Mapping[str, Sequence[int | float]] | None = None,
+    bindings: Bindings,
     failed: Collection[str] = (),
 ) -> tuple[UnresolvedCause, ...]:
     """The root nodes of the unresolved tensors of ``g`` (run in ``order``, typed ``types``, with
     the small ``values`` inference computed), in order; the first with the range of one of the
-    user's ``dims`` it resolves in (the first dim for which one is found). ``dims``, ``shapes``
-    and ``input_values``: the ``--dim``, ``--shape`` and ``--value`` given, as
-    :func:`graphmem.analysis.dims.resolve_inputs` takes them. ``failed``: the outputs of the nodes
+    user's ``dims`` it resolves in (the first dim for which one is found). ``bindings``: the
+    ``--dim``, ``--shape`` and ``--value`` given. ``failed``: the outputs of the nodes
     whose shape inference raised (``ShapeResult.failed_outputs``): a refusal even where the file
     declares the output's rank (onnxruntime's optimized graphs declare every tensor)."""
     out = []
@@ -72,7 +70,7 @@ def unresolved_causes(
                                 kind="refused" if refused else "value_dependent")
         if not out and refused:  # the first refusal: the ones after it usually follow from it, and probing costs inferences
             found = _search(g, order, nid, lambda r: all(value_size(r.types.get(o)) is not None for o in missing),
-                            dims=dims, shapes=shapes, input_values=input_values)
+                            bindings=bindings)
             if found is not None:
                 cause = replace(cause, dim=found[0], value=found[1], low=found[2], high=found[3])
         out.append(cause)
@@ -85,9 +83,7 @@ def check_runnable(
     types: Mapping[str, TensorType],
     values: Mapping[str, np.ndarray],
     *,
-    dims: Mapping[str, int],
-    shapes: Mapping[str, Sequence[int]] | None = None,
-    input_values: Mapping[str, Sequence[int | float]] | None = None,
+    bindings: Bindings,
     failed: Collection[str] = (),
 ) -> None:
     """Raise :class:`KernelRefusalError` for the first node (in ``order``) whose kernel
@@ -95,7 +91,8 @@ def check_runnable(
     (:mod:`graphmem.shapes.refusals`: GPT-2's position table at ``seq`` past its 128 rows, a
     convolution wider than its input): figures for that binding describe a run that cannot
     happen. For a *ranged* check, the range of one of the user's ``dims`` the node runs in is
-    searched as :func:`unresolved_causes` searches one (``seq ≤ 128``, ``h ≥ 5``)."""
+    searched as :func:`unresolved_causes` searches one (``seq ≤ 128``, ``h ≥ 5``). ``bindings``:
+    the ``--dim``, ``--shape`` and ``--value`` given; ``failed`` as for :func:`unresolved_causes`."""
     spans: dict[str, Span | None] = {}
     for nid in order:
         why = refusal(g, nid, types, values, spans)
@@ -109,9 +106,8 @@ def check_runnable(
         if CHECKS.of(node).ranged:
             inputs = [x for x in node.input if x]
             found = _search(g, order, nid, lambda r: all(value_size(r.types.get(x)) is not None for x in inputs)
-                            and refusal(g, nid, r.types, r.values) is None,
-                            dims=dims, shapes=shapes, input_values=input_values)
-        bound = ", ".join(f"{k}={v}" for k, v in dims.items())
+                            and refusal(g, nid, r.types, r.values) is None, bindings=bindings)
+        bound = ", ".join(f"{k}={v}" for k, v in bindings.dims.items())
         if found is not None:
             name, value, low, high = found
             raise KernelRefusalError(f"{label} fails in onnxruntime at {name}={value}: {why}; "
@@ -130,9 +126,7 @@ def _inference_refuses(g: OpGraph, nid: int, types: Mapping[str, TensorType], fa
 
 
 def _search(
-    g: OpGraph, order: Sequence[int], nid: int, works: Callable[[ShapeResult], bool], *,
-    dims: Mapping[str, int], shapes: Mapping[str, Sequence[int]] | None,
-    input_values: Mapping[str, Sequence[int | float]] | None,
+    g: OpGraph, order: Sequence[int], nid: int, works: Callable[[ShapeResult], bool], *, bindings: Bindings,
 ) -> tuple[str, int, int | None, int | None] | None:
     """(dim, its value, low, high): the first of the user's ``dims`` (largest value first: a long
     ``seq`` before ``batch=1``) with a range of values at which the shape inference of node
@@ -142,13 +136,13 @@ def _search(
 
     def at(name: str, value: int) -> bool:
         try:
-            given = resolve_inputs(g.model.inputs, dims={**dims, name: value}, shapes=shapes, values=input_values)
+            given = bindings.bind({name: value}).resolve(g.model.inputs)
         except GraphmemError:  # a value the inputs cannot take
             return False
         return works(infer_types(g, sub, view=RUNTIME, dims=given.dims, shapes=given.shapes, input_values=given.values))
 
     budget = [MAX_PROBES]
-    for name, value in sorted(dims.items(), key=lambda kv: -kv[1]):
+    for name, value in sorted(bindings.dims.items(), key=lambda kv: -kv[1]):
         low, high = _working_range(lambda v, name=name: at(name, v), value, budget)  # type: ignore[misc]
         if low is not None or high is not None:
             return name, value, low, high

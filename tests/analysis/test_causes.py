@@ -143,7 +143,7 @@ def test_equal_split_names_its_node_without_a_range(tmp_path) -> None:  # type: 
 def test_optimized_graph_refusal_is_a_refusal_with_its_range() -> None:
     # at --graph-opt all onnxruntime's file declares every tensor's rank: the Expand's output is
     # [?, ?], not rankless, yet its inference refused the inputs: a refusal (not a value-dependent size)
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
 
     # (the mask's Ranges after it have limits computed from its output: value-dependent sizes)
     causes = analyze_graph_opt(BERT, graph_opt="all", dims={"batch": 1, "seq": 600}).shapes.causes

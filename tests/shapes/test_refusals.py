@@ -23,7 +23,8 @@ from graphmem.errors import KernelRefusalError
 from graphmem.model.graph import build_graph
 from graphmem.model.loading import load_model
 from graphmem.ort.order import ort_order
-from graphmem.shapes.infer import RUNTIME, infer_types
+from graphmem.ort.inference import infer_types
+from graphmem.shapes.infer import RUNTIME
 from graphmem.shapes.refusals import index_span
 
 GPT2 = MODELS / "tiny_gpt2.onnx"

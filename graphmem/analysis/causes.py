@@ -11,7 +11,7 @@ the node does resolve: the shape inference of its ancestors is rerun at other va
 dim (bisection, assuming the values that work are a range: ``seq ≤ 512``, or ``seq ≥ K``).
 Nothing is guessed: when no value of one dim alone makes the node resolve, no range is given.
 
-Shapes that infer can still be refused when the session runs (:mod:`graphmem.shapes.refusals`:
+Shapes that infer can still be refused when the session runs (:mod:`graphmem.ort.refusals`:
 an index past its table, a window wider than its input): :func:`check_runnable` raises for the
 first such node, with the range of a bound dim it runs in, found the same way.
 """
@@ -32,7 +32,7 @@ from graphmem.model.program import value_size
 from graphmem.model.types import TensorType
 from graphmem.ort.inference import infer_types
 from graphmem.shapes.infer import RUNTIME, ShapeResult
-from graphmem.shapes.refusals import CHECKS, Span, refusal
+from graphmem.ort.refusals import CHECKS, Span, refusal
 
 __all__ = ["UnresolvedCause", "unresolved_causes", "check_runnable", "MAX_PROBES"]
 
@@ -88,7 +88,7 @@ def check_runnable(
 ) -> None:
     """Raise :class:`KernelRefusalError` for the first node (in ``order``) whose kernel
     onnxruntime's session would refuse at these shapes and values although they infer
-    (:mod:`graphmem.shapes.refusals`: GPT-2's position table at ``seq`` past its 128 rows, a
+    (:mod:`graphmem.ort.refusals`: GPT-2's position table at ``seq`` past its 128 rows, a
     convolution wider than its input): figures for that binding describe a run that cannot
     happen. For a *ranged* check, the range of one of the user's ``dims`` the node runs in is
     searched as :func:`unresolved_causes` searches one (``seq ≤ 128``, ``h ≥ 5``). ``bindings``:

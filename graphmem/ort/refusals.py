@@ -8,7 +8,7 @@ what inference does not, and fail when the session runs ("indices element out of
 such a binding describe a run that cannot happen. Each rule below is one kernel's own check, on
 the node's concrete input shapes and the values graphmem knows; it gives the reason in one
 phrase, or None when the kernel runs. Rules were confirmed against onnxruntime 1.31 sessions
-(``tests/shapes/test_refusals.py``; ``scripts/binding_failures.py``); each cites its kernel.
+(``tests/ort/test_refusals.py``; ``scripts/binding_failures.py``); each cites its kernel.
 
 Index values are known exactly (small tensors, :mod:`graphmem.shapes.infer`) or by their least
 and greatest element (:func:`index_span`): GPT-2's position ids are ``Range(0, seq, 1)``, whose

@@ -1,5 +1,5 @@
 """Inputs onnxruntime's kernels refuse at run time although their shapes infer
-(graphmem.shapes.refusals): graphmem refuses the binding in one line naming the node, why, and
+(graphmem.ort.refusals): graphmem refuses the binding in one line naming the node, why, and
 the range of the dim it runs in; a real onnxruntime session fails at that node with the message
 quoted, and runs at the binding the line says works. Each model is one tiny inline graph."""
 
@@ -25,7 +25,7 @@ from graphmem.model.loading import load_model
 from graphmem.ort.order import ort_order
 from graphmem.ort.inference import infer_types
 from graphmem.shapes.infer import RUNTIME
-from graphmem.shapes.refusals import index_span
+from graphmem.ort.refusals import index_span
 
 GPT2 = MODELS / "tiny_gpt2.onnx"
 LSTM_MODEL = MODELS / "tiny_lstm.onnx"

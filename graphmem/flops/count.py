@@ -240,7 +240,7 @@ def _graph_cost(
         _keep_value(init, local_values)
     # typeshed types ChainMap's maps as MutableMappings; only maps[0] (local) is ever written
     types: ChainMap[str, TensorType] = ChainMap(local, outer)  # type: ignore[arg-type]
-    values: ChainMap[str, np.ndarray] = ChainMap(local_values, outer_values)  # type: ignore[arg-type]
+    values: ChainMap[str, np.ndarray] = ChainMap(local_values, outer_values)  # type: ignore[arg-type]  # as above
     inner_weights = frozenset(weights)
     flops = macs = int_ops = 0
     any_counted = False

@@ -28,7 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphmem.analysis.result import Analysis, Approximation
+from graphmem.errors import UsageError
+from graphmem.ort.allocation import plan_ort
+from graphmem.ort.held.life import replay_life
 from graphmem.ort.held.options import SessionOptions
+from graphmem.ort.held.prepack import session_creation
+from graphmem.ort.scratch import step_scratch
+from graphmem.planner.program import Program
 
 __all__ = ["ArenaFigures", "Region", "arena_figures", "ARENA_APPROXIMATION_KINDS"]
 
@@ -87,10 +93,93 @@ class ArenaFigures:
 
 def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, runs: int = 5) -> ArenaFigures:
     """The CPU arena's held bytes for ``analysis`` under ``options`` (onnxruntime's defaults when
-    None, one intra-op thread), replaying session creation and ``runs`` runs (at least 2).
+    None, one intra-op thread), replaying session creation and at least ``runs`` runs (>= 2;
+    more while the arena still grows, up to :data:`graphmem.ort.held.life.MAX_RUNS`).
 
     ``options.graph_optimization_level`` must be the level ``analysis`` was made at
-    (``analysis.model.graph_opt``). Raises :class:`graphmem.errors.UsageError` otherwise, or when
-    ``runs`` < 2.
+    (``analysis.model.graph_opt``). With ``enable_cpu_mem_arena`` off there is no arena: every
+    figure is 0 (the session's buffers come and go through the system allocator).
+    Raises :class:`graphmem.errors.UsageError` on a level mismatch, ``runs`` < 2, or a CUDA
+    analysis (its arena is not emulated here); :class:`graphmem.errors.ArenaLimitError` when
+    ``max_mem`` is too small for the session.
     """
-    raise NotImplementedError("interface only; the replay lands in the next commits")
+    opts = options if options is not None else SessionOptions(intra_op_num_threads=1)
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
+        raise UsageError(f"runs must be an int >= 2, got {runs!r}")
+    if analysis.activations.provider != "cpu":
+        raise UsageError("arena figures emulate the CPU provider's arena; this analysis is for "
+                         f"{analysis.activations.provider}")
+    if opts.graph_opt != analysis.model.graph_opt:
+        raise UsageError(f"session options are for --graph-opt {opts.graph_opt}, the analysis for "
+                         f"--graph-opt {analysis.model.graph_opt}")
+    if not opts.enable_cpu_mem_arena:
+        return ArenaFigures(options=opts, before_run_bytes=0, first_run_bytes=0, steady_bytes=0, steady_after_run=1,
+                            held_after_run=(0,) * (runs + 1), reserved_bytes=0, pattern_bytes=0, regions=())
+    graph = analysis.graph
+    creation = session_creation(graph, disable_prepacking=opts.disable_prepacking, mem_pattern=opts.enable_mem_pattern)
+    notes = _approximations(analysis, opts, creation.unmodelled)
+    steps = analysis.steps
+    if steps is None:  # control flow: run 1 is many plans (analysis.replay), not replayed here
+        life = replay_life(_EMPTY, _EMPTY_PLAN, (), creation.events, opts, runs=runs)
+    else:
+        scratch, _ = step_scratch(graph, analysis.order, analysis.types, analysis.values)
+        life = replay_life(steps.program, steps.plan, scratch, creation.events, opts,
+                           pattern_allowed=_pattern_allowed(analysis), runs=runs)
+    if not life.stable:
+        notes.append(Approximation(kind="activations_not_exact", node="", detail=(
+            f"the arena still grew in run {len(life.held_after_run) - 1}: steady state not reached")))
+    held = life.held_after_run
+    return ArenaFigures(
+        options=opts,
+        before_run_bytes=held[0],
+        first_run_bytes=held[1],
+        steady_bytes=held[-1],
+        steady_after_run=life.steady_after_run,
+        held_after_run=held[: runs + 1],
+        reserved_bytes=life.reserved_bytes,
+        pattern_bytes=life.pattern.peak if life.pattern is not None else 0,
+        regions=tuple(Region(size=r.size, run=r.run, step=r.step, request=r.request) for r in life.regions),
+        approximations=tuple(notes),
+    )
+
+
+_EMPTY = Program(values=(), steps=())
+_EMPTY_PLAN = plan_ort(_EMPTY)
+
+#: Ops whose scratch depends on the intra-op thread count (MLAS's Conv working buffer is one
+#: segment per thread, ``core/mlas/lib/convolve.cpp``; the flash attention tiles of
+#: GroupQueryAttention per thread): the scratch rules model one thread.
+_THREAD_SCRATCH = frozenset({"Conv", "FusedConv", "NhwcFusedConv", "GroupQueryAttention"})
+
+
+def _approximations(analysis: Analysis, opts: SessionOptions, unmodelled_prepack: tuple[str, ...]) -> list[Approximation]:
+    out = [
+        Approximation(kind="activations_not_exact", node=a.node, detail=f"{a.kind}: {a.detail}")
+        for a in analysis.activations.approximations
+        if a.kind != "scratch_not_modelled"
+    ]
+    out += [
+        Approximation(kind="scratch_not_modelled", node="", detail=f"{op}: kernel scratch counted 0 in the arena")
+        for op in analysis.activations.scratch_unmodelled
+    ]
+    out += [
+        Approximation(kind="prepack_not_modelled", node=n, detail="its pre-packed weights are not in the figures")
+        for n in unmodelled_prepack
+    ]
+    if analysis.steps is None:
+        out.append(Approximation(kind="control_flow_not_replayed", node="", detail=(
+            "control-flow bodies are not replayed through the arena: the run figures count session creation only")))
+    if opts.intra_op_num_threads != 1:
+        ops = sorted({analysis.graph.node(n).op_type for n in analysis.order} & _THREAD_SCRATCH)
+        out += [
+            Approximation(kind="threads_not_modelled", node="", detail=(
+                f"{op}: its scratch is modelled for one intra-op thread, not {opts.intra_op_num_threads}"))
+            for op in ops
+        ]
+    return out
+
+
+def _pattern_allowed(analysis: Analysis) -> bool:
+    """``SessionState::ResolveMemoryPatternFlag``: the pattern is off when a graph input has no
+    shape at all (``NodeArg::HasTensorOrScalarShape``)."""
+    return all(t is not None and t.shape is not None for t in analysis.graph.model.inputs.values())

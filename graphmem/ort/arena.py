@@ -18,6 +18,11 @@ NEXT_POWER_OF_TWO = "kNextPowerOfTwo"
 SAME_AS_REQUESTED = "kSameAsRequested"
 
 _SIZE_MAX = (1 << 64) - 1
+#: glibc's ``M_MMAP_THRESHOLD`` default: a larger malloc is served by mmap (each new mapping below
+#: the previous one), a smaller one from the heap (rising addresses, below every mapping).
+MMAP_THRESHOLD = 128 << 10
+#: What ``posix_memalign(64, n)`` asks glibc's ``_int_malloc`` for beyond ``n`` (alignment + MINSIZE).
+MALLOC_OVERHEAD = 64 + 32
 
 
 class Chunk:
@@ -116,6 +121,7 @@ class BfcArena:
         self._curr = self.rounded(min(memory_limit, initial_region))
         self._descending = descending
         self._next_base = 1 << 60 if descending else 1 << 40
+        self._next_heap = 1 << 30  # below every mmap'd region
         self._reserved: dict[int, Reserved] = {}
         self._next_ident = 0
         self.regions: list[ArenaRegion] = []
@@ -246,7 +252,10 @@ class BfcArena:
             region = min(self._curr, available)
             if not grew:
                 self._curr = self._curr * 2 if self._curr < self.max_extend // 2 else self.max_extend
-        if self._descending:
+        if self._descending and region + MALLOC_OVERHEAD < MMAP_THRESHOLD:
+            base = self._next_heap  # glibc serves it from the heap, rising
+            self._next_heap += region + (1 << 20)
+        elif self._descending:
             self._next_base -= region + (1 << 20)
             base = self._next_base
         else:

@@ -29,12 +29,10 @@ from dataclasses import dataclass
 
 from graphmem.analysis.result import Analysis, Approximation
 from graphmem.errors import UsageError
-from graphmem.ort.allocation import plan_ort
-from graphmem.ort.held.life import replay_life
+from graphmem.ort.held.life import replay_life, replay_lifetimes
 from graphmem.ort.held.options import SessionOptions
 from graphmem.ort.held.prepack import session_creation
 from graphmem.ort.scratch import step_scratch
-from graphmem.planner.program import Program
 
 __all__ = ["ArenaFigures", "Region", "arena_figures", "ARENA_APPROXIMATION_KINDS"]
 
@@ -119,8 +117,12 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
     creation = session_creation(graph, disable_prepacking=opts.disable_prepacking, mem_pattern=opts.enable_mem_pattern)
     notes = _approximations(analysis, opts, creation.unmodelled)
     steps = analysis.steps
-    if steps is None:  # control flow: run 1 is many plans (analysis.replay), not replayed here
-        life = replay_life(_EMPTY, _EMPTY_PLAN, (), creation.events, opts, runs=runs)
+    if steps is None and analysis.replay is not None:  # control flow: run 1 is many plans
+        replay = analysis.replay
+        lifetimes = [(life.bytes, life.first, life.last) for life in replay.lives]
+        life = replay_lifetimes(lifetimes, len(replay.samples), creation.events, opts, runs=runs)
+    elif steps is None:
+        raise UsageError("this analysis keeps no per-step plan to replay through the arena")
     else:
         scratch, _ = step_scratch(graph, analysis.order, analysis.types, analysis.values)
         life = replay_life(steps.program, steps.plan, scratch, creation.events, opts,
@@ -142,9 +144,6 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
         approximations=tuple(notes),
     )
 
-
-_EMPTY = Program(values=(), steps=())
-_EMPTY_PLAN = plan_ort(_EMPTY)
 
 #: Ops whose scratch depends on the intra-op thread count (MLAS's Conv working buffer is one
 #: segment per thread, ``core/mlas/lib/convolve.cpp``; the flash attention tiles of
@@ -168,7 +167,8 @@ def _approximations(analysis: Analysis, opts: SessionOptions, unmodelled_prepack
     ]
     if analysis.steps is None:
         out.append(Approximation(kind="control_flow_not_replayed", node="", detail=(
-            "control-flow bodies are not replayed through the arena: the run figures count session creation only")))
+            "with control flow, run 1 is replayed from its requests' lifetimes without kernel scratch, and "
+            "later runs repeat it without the memory pattern")))
     if opts.intra_op_num_threads != 1:
         ops = sorted({analysis.graph.node(n).op_type for n in analysis.order} & _THREAD_SCRATCH)
         out += [

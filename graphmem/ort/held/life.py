@@ -39,7 +39,7 @@ from graphmem.ort.held.prepack import ALLOC_ALIGNMENT, CreationEvent
 from graphmem.ort.scratch_common import KernelScratch
 from graphmem.planner.program import Program
 
-__all__ = ["Life", "NewRegion", "replay_life", "MAX_RUNS"]
+__all__ = ["Life", "NewRegion", "replay_life", "replay_lifetimes", "MAX_RUNS"]
 
 #: Runs replayed at most while looking for the one after which the arena stops growing.
 MAX_RUNS = 16
@@ -128,6 +128,55 @@ def replay_life(
         pattern=pattern,
         stable=not grew,
     )
+
+
+def replay_lifetimes(
+    lifetimes: Sequence[tuple[int, int, int | None]],
+    samples: int,
+    creation: Sequence[CreationEvent],
+    options: SessionOptions,
+    *,
+    runs: int = 5,
+) -> Life:
+    """An estimate for a run known only as request lifetimes — (bytes, first sample, last sample
+    or None for the run's end), samples in completion order, as
+    :class:`graphmem.ort.controlflow.Replay` keeps them for a graph with control flow: per sample,
+    its requests in order, then the sample, then the releases after it. Kernel scratch is not in
+    the lifetimes, and every run repeats run 1 (the top graph's memory pattern is not traced):
+    the caller says so."""
+    arena = arena_for(options)
+    seen = _RegionLog(arena)
+    _replay_creation(arena, creation)
+    seen.note(run=0, step=-1)
+    held, run_held = [arena.held], []
+    reserved = arena.reserved_bytes
+    taking: dict[int, list[int]] = {}
+    giving: dict[int, list[int]] = {}
+    for i, (_, first, last) in enumerate(lifetimes):
+        taking.setdefault(first, []).append(i)
+        giving.setdefault(samples - 1 if last is None else last, []).append(i)
+    steady, grew, k = 1, True, 0
+    while k < MAX_RUNS and (k < max(runs, 2) or grew):
+        k += 1
+        before = len(arena.regions)
+        chunks: dict[int, Chunk | None] = {}
+        steps = []
+        for s in range(samples):
+            for i in taking.get(s, ()):
+                chunks[i] = arena.alloc(lifetimes[i][0])
+            seen.note(run=k, step=s)
+            steps.append(arena.held)
+            for i in giving.get(s, ()):
+                arena.free(chunks.pop(i, None))
+        for c in chunks.values():
+            arena.free(c)
+        run_held.append(tuple(steps))
+        held.append(arena.held)
+        grew = len(arena.regions) > before
+        if grew and k > 1:
+            steady = k
+    return Life(held_after_run=tuple(held), steady_after_run=steady, run_held=tuple(run_held), reserved_bytes=reserved,
+                regions=seen.regions(), pattern=None, stable=not grew)
 
 
 def _replay_creation(arena: BfcArena, events: Sequence[CreationEvent]) -> None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import onnx
 
+from graphmem.model.dtypes import tensor_bytes
 from graphmem.optable import MS_DOMAIN, OpRule, OpTable, op_key
 from graphmem.ort.scratch import prepack_order
 from graphmem.ort.scratch_common import attr
@@ -228,6 +229,8 @@ def session_creation(graph: OpGraph, *, disable_prepacking: bool = False, mem_pa
         if w.nbytes <= SMALL_INITIALIZER_MAX and w.nbytes > 0:
             events.append(CreationEvent(kind="reserve", key=f"init:{name}", nbytes=w.nbytes, weight=name))
             held_small.add(name)
+    for key, nbytes in _small_body_initializers(graph):
+        events.append(CreationEvent(kind="reserve", key=key, nbytes=nbytes))
     if disable_prepacking:
         if mem_pattern:
             block = sum(-(-w.nbytes // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
@@ -267,6 +270,53 @@ def session_creation(graph: OpGraph, *, disable_prepacking: bool = False, mem_pa
                     if name in held_small:
                         events.append(CreationEvent(kind="free", key=f"init:{name}", nbytes=0, weight=name))
     return Creation(events=tuple(events), released=tuple(released), unmodelled=tuple(unmodelled))
+
+
+def _small_body_initializers(graph: OpGraph) -> list[tuple[str, int]]:
+    """(key, bytes) of the initializers (and Constant outputs) of at most 127 bytes that a
+    control-flow body's nodes read: each body's session state saves its own initializers
+    (``SessionState::FinalizeSessionStateImpl`` recurses into subgraphs), reserved like the main
+    graph's."""
+    out: list[tuple[str, int]] = []
+
+    def walk(body: onnx.GraphProto, prefix: str) -> None:
+        read = {x for n in body.node for x in n.input} | {o.name for o in body.output}
+        for n in body.node:
+            for a in n.attribute:
+                for sub in (*([a.g] if a.HasField("g") else []), *a.graphs):
+                    read |= _outer_reads(sub)
+        tensors = [(t.name, t) for t in body.initializer]
+        tensors += [(n.output[0], a.t) for n in body.node if n.op_type == "Constant" and n.output
+                    for a in n.attribute if a.name == "value" and a.HasField("t")]
+        for name, t in tensors:
+            nbytes = tensor_bytes(t.data_type, math.prod(t.dims))
+            if name in read and nbytes is not None and 0 < nbytes <= SMALL_INITIALIZER_MAX and not _external(t):
+                out.append((f"init:{prefix}{name}", nbytes))
+        for i, n in enumerate(body.node):
+            for a in n.attribute:
+                for j, sub in enumerate((*([a.g] if a.HasField("g") else []), *a.graphs)):
+                    walk(sub, f"{prefix}{n.name or i}/{a.name}{j}/")
+
+    for nid in graph.dag.nodes:
+        node = graph.node(nid)
+        for a in node.attribute:
+            for j, sub in enumerate((*([a.g] if a.HasField("g") else []), *a.graphs)):
+                walk(sub, f"{node.name or nid}/{a.name}{j}/")
+    return out
+
+
+def _outer_reads(body: onnx.GraphProto) -> set[str]:
+    """Every name a body's nodes read, nested bodies included."""
+    names = {x for n in body.node for x in n.input}
+    for n in body.node:
+        for a in n.attribute:
+            for sub in (*([a.g] if a.HasField("g") else []), *a.graphs):
+                names |= _outer_reads(sub)
+    return names
+
+
+def _external(t: onnx.TensorProto) -> bool:
+    return t.HasField("data_location") and t.data_location == onnx.TensorProto.EXTERNAL
 
 
 def _use_counts(graph: OpGraph) -> dict[str, int]:

@@ -27,6 +27,7 @@ __all__ = [
     "MissingExtraError",
     "SchemaError",
     "PlanInvariantError",
+    "ArenaLimitError",
     "Terminated",
     "one_line",
     "EXIT_OK",
@@ -139,6 +140,11 @@ class SchemaError(GraphmemError, ValueError):
 
 class PlanInvariantError(GraphmemError):
     """A plan broke an invariant: a bug in a planner, never a user error."""
+
+
+class ArenaLimitError(GraphmemError):
+    """The arena's ``max_mem`` (a session option) is too small for what the session allocates:
+    onnxruntime would fail the same request."""
 
 
 def one_line(text: str) -> str:

@@ -61,6 +61,7 @@ class Region:
     run: int
     step: int
     request: int
+    touched: int = 0  # bytes of its pages a request covered over the replayed runs (resident once written)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,7 +141,8 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
         held_after_run=held[: runs + 1],
         reserved_bytes=life.reserved_bytes,
         pattern_bytes=life.pattern.peak if life.pattern is not None else 0,
-        regions=tuple(Region(size=r.size, run=r.run, step=r.step, request=r.request) for r in life.regions),
+        regions=tuple(Region(size=r.size, run=r.run, step=r.step, request=r.request, touched=t)
+                      for r, t in zip(life.regions, life.touched or (0,) * len(life.regions))),
         approximations=tuple(notes),
     )
 

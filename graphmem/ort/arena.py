@@ -125,6 +125,9 @@ class BfcArena:
         self._reserved: dict[int, Reserved] = {}
         self._next_ident = 0
         self.regions: list[ArenaRegion] = []
+        # region ident -> the byte ranges (offsets in the region, merged) its chunks ever covered
+        # with requested bytes: the pages a session writes, which become resident (``touched``)
+        self._touched: dict[int, list[tuple[int, int]]] = {}
         self.in_use = 0
         self.high = 0
         self.held = 0
@@ -138,6 +141,16 @@ class BfcArena:
     def reserved_bytes(self) -> int:
         """Bytes held in reserved buffers (the part of ``held`` outside the regions)."""
         return sum(r.size for r in self._reserved.values())
+
+    def touched(self, region: ArenaRegion, page: int = 4096) -> int:
+        """Bytes of ``region``'s pages that a request ever covered (whole pages of ``page`` bytes,
+        the region's first byte at a page start): what of it becomes resident once the session
+        writes its tensors there. A region is fresh from the system allocator, so a page no
+        request reached is never touched."""
+        pages: set[int] = set()
+        for lo, hi in self._touched.get(region.ident, ()):
+            pages.update(range(lo // page, -(-hi // page)))
+        return min(region.size, len(pages) * page)
 
     def _bin(self, size: int) -> int:
         v = max(size, self.MIN_ALLOC) >> 8
@@ -163,6 +176,7 @@ class BfcArena:
             raise PlanInvariantError(f"arena emulation found no chunk for {size} bytes after extending")
         c.used = True
         c.requested = nbytes
+        _cover(self._touched.setdefault(c.region.ident, []), c.ptr - c.region.base, c.ptr - c.region.base + nbytes)
         self.in_use += c.size
         self.requested += nbytes
         self.high = max(self.high, self.in_use)
@@ -265,6 +279,20 @@ class BfcArena:
         self.regions.append(r)
         self.held += region
         self._insert(Chunk(base, region, r))
+
+
+def _cover(spans: list[tuple[int, int]], lo: int, hi: int) -> None:
+    """Add ``[lo, hi)`` to ``spans`` (sorted, disjoint, merged in place)."""
+    if hi <= lo:
+        return
+    i = bisect.bisect_left(spans, (lo, lo))
+    if i > 0 and spans[i - 1][1] >= lo:
+        i -= 1
+    j = i
+    while j < len(spans) and spans[j][0] <= hi:
+        lo, hi = min(lo, spans[j][0]), max(hi, spans[j][1])
+        j += 1
+    spans[i:j] = [(lo, hi)]
 
 
 def _absorb(left: Chunk, right: Chunk) -> None:

@@ -71,6 +71,8 @@ class Life:
     regions: tuple[NewRegion, ...]
     pattern: MemoryPattern | None
     stable: bool  # a run added nothing within MAX_RUNS
+    # per region (``regions``' order): bytes of its pages some request covered (BfcArena.touched)
+    touched: tuple[int, ...] = ()
 
 
 def arena_for(options: SessionOptions) -> BfcArena:
@@ -127,6 +129,7 @@ def replay_life(
         regions=seen.regions(),
         pattern=pattern,
         stable=not grew,
+        touched=tuple(arena.touched(r) for r in arena.regions),
     )
 
 
@@ -176,7 +179,8 @@ def replay_lifetimes(
         if grew and k > 1:
             steady = k
     return Life(held_after_run=tuple(held), steady_after_run=steady, run_held=tuple(run_held), reserved_bytes=reserved,
-                regions=seen.regions(), pattern=None, stable=not grew)
+                regions=seen.regions(), pattern=None, stable=not grew,
+                touched=tuple(arena.touched(r) for r in arena.regions))
 
 
 def _replay_creation(arena: BfcArena, events: Sequence[CreationEvent]) -> None:

@@ -1,0 +1,296 @@
+"""What a session holds from the machine, not only what it requests: the ``session`` block of
+``graphmem peak --json`` (issue 26), from an :class:`Analysis` and the session options.
+
+* ``weights_held_bytes``: the bytes the session keeps for weights once created: every initializer
+  a node reads, in the buffer the graph copied it into (at most 127 bytes: reserved in the arena),
+  or mapped from its external-data file, except those every use of which a kernel pre-packed
+  (``SessionState::PrepackConstantInitializedTensors`` releases them), plus the pre-packed copies
+  the kernels keep (:mod:`graphmem.ort.held.prepack`). With ``session.disable_prepacking`` and the
+  memory pattern, onnxruntime also reserves one block for every initializer that nothing writes:
+  held by the arena (``arena_before_run_bytes``), not resident, not counted here;
+* ``arena_before_run_bytes`` / ``arena_first_run_bytes`` / ``arena_steady_bytes``: the CPU arena's
+  held bytes (:func:`graphmem.analysis.held.arena_figures`);
+* ``resident_bytes``: how much the process's resident memory (``VmRSS``) grows from just before
+  the session is created until after its fifth run, the caller's input arrays excluded: the
+  session's calls to the C allocator replayed through glibc's rules
+  (:mod:`graphmem.ort.held.loading` over :class:`graphmem.ort.held.heap.Heap`: the model read and
+  copied, the optimizers' new weights, the pre-packed copies, the arena's regions and the pages
+  the tensors write in them), plus what was measured once
+  (:data:`graphmem.ort.held.constants.RESIDENT_CONSTANTS`: onnxruntime's code pages and small
+  objects, each extra intra-op thread).
+
+"Exact, or says why": each :class:`SessionApproximation` names the figures it concerns.
+``resident_bytes`` always rests on measured constants and on how glibc's heap fragments while
+the model loads, which varies between processes (the small slivers ``aligned_alloc`` leaves stay
+apart or merge): the figure is for the case where they stay apart (the more frequent one
+measured), and the approximation gives the other.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from graphmem.analysis.held import ArenaFigures, arena_figures
+from graphmem.analysis.result import Analysis
+from graphmem.ort.held.constants import RESIDENT_CONSTANTS, ResidentConstants
+from graphmem.ort.held.heap import PAGE, Heap
+from graphmem.ort.held.loading import (
+    Weight,
+    graph_calls,
+    parse_calls,
+    region_calls,
+    replay,
+    rewrite_calls,
+    session_calls,
+)
+from graphmem.ort.held.options import SessionOptions
+from graphmem.ort.held.prepack import Creation, session_creation
+
+__all__ = [
+    "SessionFigures",
+    "SessionApproximation",
+    "ResidentParts",
+    "session_figures",
+    "SESSION_FIGURES",
+    "ARENA_FIGURES",
+]
+
+#: The figures of the block, in document order.
+SESSION_FIGURES = (
+    "weights_held_bytes", "arena_before_run_bytes", "arena_first_run_bytes", "arena_steady_bytes", "resident_bytes",
+)
+ARENA_FIGURES = ("arena_before_run_bytes", "arena_first_run_bytes", "arena_steady_bytes")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionApproximation:
+    """Why ``figures`` may differ from what a session shows: ``kind``, the node ('' when none), what."""
+
+    kind: str
+    figures: tuple[str, ...]
+    node: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResidentParts:
+    """Where ``resident_bytes`` comes from (the parts sum to it):
+
+    ``weights``: the weights held (:attr:`SessionFigures.weights_held_bytes`, resident once written);
+    ``arena``: the arena's pages the runs wrote and its regions' chunk handles;
+    ``loading``: what the C heap keeps from loading beyond those (holes left by the model's strings,
+    the optimizers' temporaries and the released weights; negative when the arena's regions reused
+    such holes);
+    ``runtime``: the measured constants (onnxruntime's code and small objects, extra threads)."""
+
+    weights: int
+    arena: int
+    loading: int
+    runtime: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionFigures:
+    """The ``session`` block (see the module doc); ``resident_other_case``: ``resident_bytes`` when
+    the heap's slivers merge instead (the less frequent case)."""
+
+    options: SessionOptions
+    weights_held_bytes: int
+    arena_before_run_bytes: int
+    arena_first_run_bytes: int
+    arena_steady_bytes: int
+    resident_bytes: int
+    resident_other_case: int
+    parts: ResidentParts
+    arena: ArenaFigures
+    approximations: tuple[SessionApproximation, ...]
+
+    @property
+    def exact(self) -> bool:
+        """True only when no approximation applies to any figure."""
+        return not self.approximations
+
+    def exact_figure(self, name: str) -> bool:
+        """Whether figure ``name`` (one of :data:`SESSION_FIGURES`) has no approximation."""
+        return not any(name in a.figures for a in self.approximations)
+
+
+def session_figures(
+    analysis: Analysis,
+    options: SessionOptions | None = None,
+    *,
+    constants: ResidentConstants = RESIDENT_CONSTANTS,
+    page_size: int = PAGE,
+) -> SessionFigures:
+    """The ``session`` block for ``analysis`` under ``options`` (onnxruntime's defaults with one
+    intra-op thread when None; its level must be the analysis's). ``page_size``: the user's
+    machine's (4 KiB on x86-64 Linux).
+
+    Raises :class:`graphmem.errors.UsageError` (from :func:`arena_figures`) on a level mismatch or
+    a provider other than CPU, and :class:`graphmem.errors.ArenaLimitError` when ``max_mem`` is too
+    small for the session.
+    """
+    opts = options if options is not None else SessionOptions(
+        intra_op_num_threads=1, graph_optimization_level=_level(analysis.model.graph_opt))
+    arena = arena_figures(analysis, opts)
+    graph = analysis.graph
+    creation = session_creation(graph, disable_prepacking=opts.disable_prepacking, mem_pattern=opts.enable_mem_pattern)
+    session = _session_weights(analysis)
+    original, loaded = _original_weights(analysis, session)
+    if original is not None and analysis.model.graph_opt != "none":
+        # graphmem had onnxruntime write the optimized graph's large initializers to a file of
+        # their own: whether one is external data is the user's file's business
+        external = {w.name for w in original if w.external}
+        session = {n: Weight(name=n, nbytes=w.nbytes, external=n in external) for n, w in session.items()}
+    used = _used(analysis)
+    released = set(creation.released)
+    kept = {n: w for n, w in session.items() if n in used and n not in released}
+    weights_held = sum(w.nbytes for w in kept.values()) + creation.kept_packed_bytes
+    notes = _arena_notes(arena)
+    if not loaded:
+        notes.append(SessionApproximation(kind="loading_not_modelled", figures=("resident_bytes",), node="", detail=(
+            f"the model file {analysis.model.path!r} cannot be read again: reading and copying it is not replayed")))
+    if any(w.external for w in kept.values()):
+        notes.append(SessionApproximation(kind="external_data_mapped", figures=("resident_bytes",), node="", detail=(
+            "external data is mapped from its file and counted resident in full (the kernels read every page each "
+            "run); the system may drop clean file pages under memory pressure")))
+    if not opts.enable_cpu_mem_arena:
+        notes.append(SessionApproximation(kind="arena_disabled", figures=("resident_bytes",), node="", detail=(
+            "without the arena every tensor is its own malloc: the runs' buffers are not replayed through the "
+            "C heap, the figure counts run 1's requested peak as resident")))
+    cases = [
+        _resident(analysis, arena, creation, original, session, kept, opts, constants, page_size, keep_slivers=keep)
+        for keep in (True, False)
+    ]
+    (resident, parts), (other, _) = cases
+    notes.append(SessionApproximation(kind="measured_constant", figures=("resident_bytes",), node="", detail=(
+        f"{_mib(parts.runtime)} of it is onnxruntime's code pages, small objects and extra threads, measured once "
+        f"({constants.script}, {constants.date}; {constants.runtime})")))
+    if other != resident:
+        notes.append(SessionApproximation(kind="heap_fragmentation", figures=("resident_bytes",), node="", detail=(
+            f"how glibc's heap fragments while the model loads varies between processes: this is the case where "
+            f"aligned_alloc's slivers stay apart (the more frequent one measured); where they merge the process "
+            f"holds {other:,} B ({_mib(other)})")))
+    return SessionFigures(
+        options=opts,
+        weights_held_bytes=weights_held,
+        arena_before_run_bytes=arena.before_run_bytes,
+        arena_first_run_bytes=arena.first_run_bytes,
+        arena_steady_bytes=arena.steady_bytes,
+        resident_bytes=resident,
+        resident_other_case=other,
+        parts=parts,
+        arena=arena,
+        approximations=tuple(notes),
+    )
+
+
+def _resident(  # noqa: PLR0913 - the replay's inputs, named
+    analysis: Analysis, arena: ArenaFigures, creation: Creation, original: list[Weight] | None,
+    session: dict[str, Weight], kept: dict[str, Weight], opts: SessionOptions, constants: ResidentConstants,
+    page_size: int, *, keep_slivers: bool,
+) -> tuple[int, ResidentParts]:
+    """Replay the session's C-allocator calls; ``resident_bytes`` and its parts."""
+    heap = Heap(threshold=constants.mmap_threshold, page=page_size, keep_slivers=keep_slivers)
+    blocks: dict = {}  # type: ignore[type-arg]
+    if original is not None:
+        path = analysis.model.path
+        blocks = replay(heap, parse_calls(original, os.path.getsize(path)), blocks)
+        blocks = replay(heap, graph_calls(original), blocks)
+        if analysis.model.graph_opt != "none":
+            names = {w.name for w in original}
+            made = sorted((w for n, w in session.items() if n not in names), key=_first_use(analysis))
+            dropped = [w for w in original if w.name not in session]
+            blocks = replay(heap, rewrite_calls(made, dropped), blocks)
+    else:  # the session's weights as if copied straight in
+        blocks = replay(heap, graph_calls(list(session.values())), blocks)
+    packed = [(e.key, e.nbytes, e.weight) for e in creation.events if e.kind == "reserve" and e.node]
+    block = next((e.nbytes for e in creation.events if e.key == "initializer-block"), 0)
+    sizes = {n: w.nbytes for n, w in session.items()}
+    blocks = replay(heap, session_calls(packed, creation.released, initializer_block=block, sizes=sizes), blocks)
+    regions = [(r.size, _pages(r.touched, page_size)) for r in arena.regions]
+    if opts.enable_cpu_mem_arena:
+        blocks = replay(heap, region_calls(regions), blocks)
+        arena_pages = sum(t + _pages(size // 32, page_size) for size, t in regions)
+    else:
+        arena_pages = analysis.activations.peak_bytes
+    mapped = sum(_pages(w.nbytes, page_size) for w in kept.values() if w.external)
+    heap_steady = heap.resident + (0 if opts.enable_cpu_mem_arena else arena_pages)
+    threads = max(opts.intra_op_num_threads, 1) - 1
+    runtime = constants.creation_bytes + constants.runs_bytes + threads * constants.thread_bytes
+    weights = sum(w.nbytes for w in kept.values()) + creation.kept_packed_bytes
+    total = heap_steady + mapped + runtime
+    loading = total - runtime - weights - arena_pages
+    return total, ResidentParts(weights=weights, arena=arena_pages, loading=loading, runtime=runtime)
+
+
+def _pages(n: int, page: int) -> int:
+    return -(-n // page) * page
+
+
+def _session_weights(analysis: Analysis) -> dict[str, Weight]:
+    """The initializers of the graph the session runs (bytes known; strings count 0)."""
+    return {n: Weight(name=n, nbytes=w.nbytes or 0, external=w.external) for n, w in analysis.graph.model.weights.items()}
+
+
+def _used(analysis: Analysis) -> set[str]:
+    """Initializers a node reads (subgraph bodies and outer-scope reads included) or a graph
+    output is: the others are dropped when the graph resolves (``Graph::CleanUnusedInitializersAndNodeArgs``)."""
+    graph = analysis.graph
+    weights = graph.model.weights
+    out = {x for x in graph.model.outputs if x in weights}
+    out |= {x for names in graph.implicit.values() for x in names if x in weights}
+    out |= {x for x in graph.consumers if x in weights}
+    return out
+
+
+def _original_weights(analysis: Analysis, session: dict[str, Weight]) -> tuple[list[Weight] | None, bool]:
+    """The file's initializers in file order (the session's at ``none``), and whether the file
+    could be read."""
+    path = analysis.model.path
+    if not os.path.isfile(path):
+        return None, False
+    if analysis.model.graph_opt == "none":
+        return list(session.values()), True
+    from graphmem.errors import ModelLoadError
+    from graphmem.model.loading import load_model
+
+    try:
+        model = load_model(path, validate=False)
+    except ModelLoadError:
+        return None, False
+    return [Weight(name=n, nbytes=w.nbytes or 0, external=w.external) for n, w in model.weights.items()], True
+
+
+def _first_use(analysis: Analysis):  # type: ignore[no-untyped-def]
+    """Sort key of an initializer an optimizer made: where its first reader stood in the file
+    (the node keeps its name; the passes walk the graph in order), else where it runs."""
+    nodes = analysis.graph.model.nodes
+    first: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for x in node.input:
+            first.setdefault(x, i)
+    return lambda w: (first.get(w.name, len(nodes)), w.name)
+
+
+def _arena_notes(arena: ArenaFigures) -> list[SessionApproximation]:
+    """The arena's approximations, for the figures they move (resident too: it holds the regions)."""
+    figures = {
+        "prepack_not_modelled": ("weights_held_bytes", *ARENA_FIGURES, "resident_bytes"),
+    }
+    return [
+        SessionApproximation(kind=a.kind, figures=figures.get(a.kind, (*ARENA_FIGURES, "resident_bytes")),
+                             node=a.node, detail=a.detail)
+        for a in arena.approximations
+    ]
+
+
+def _level(graph_opt: str) -> str:
+    from graphmem.ort.held.options import GRAPH_OPT_LEVELS
+
+    return GRAPH_OPT_LEVELS[graph_opt]
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"

@@ -96,6 +96,7 @@ class SessionFigures:
     the heap's slivers merge instead (the less frequent case)."""
 
     options: SessionOptions
+    provider: str
     weights_held_bytes: int
     arena_before_run_bytes: int
     arena_first_run_bytes: int
@@ -105,6 +106,12 @@ class SessionFigures:
     parts: ResidentParts
     arena: ArenaFigures
     approximations: tuple[SessionApproximation, ...]
+    device: None = None  # the CUDA provider's device memory outside the arena (CPU: none)
+
+    @property
+    def steady_after_run(self) -> int:
+        """The last run that grew the arena (1 when none after the first did)."""
+        return self.arena.steady_after_run
 
     @property
     def exact(self) -> bool:
@@ -174,6 +181,7 @@ def session_figures(
             f"holds {other:,} B ({_mib(other)})")))
     return SessionFigures(
         options=opts,
+        provider="cpu",
         weights_held_bytes=weights_held,
         arena_before_run_bytes=arena.before_run_bytes,
         arena_first_run_bytes=arena.first_run_bytes,

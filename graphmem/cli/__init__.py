@@ -24,8 +24,8 @@ from graphmem.cli.batch import (
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, internal_error, parse_dims,
-    parse_inputs, terminating_signals,
+    DimOption, JsonOption, ModelArg, PlotOption, SessionOptionOption, ShapeOption, ValueOption, fail, handled,
+    internal_error, parse_dims, parse_inputs, session_figures_for, terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -102,8 +102,10 @@ def peak(
         ),
     ] = "none",
     plot: PlotOption = None,
+    session_option: SessionOptionOption = None,
 ) -> None:
-    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs.
+    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs, and
+    what the session holds (weights, arena, resident memory) under --session-option.
 
     With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
     the model fits and gives a roofline latency bound.
@@ -127,6 +129,8 @@ def peak(
             raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
         if shape or value:
             raise UsageError("--symbolic leaves named dims free: give --shape and --value without it")
+        if session_option:
+            raise UsageError("--symbolic gives formulas: --session-option needs every dim bound")
         _symbolic(model, parse_dims(dim), as_json)
         return
     fmt = resolve_format(fmt, as_json=as_json)
@@ -145,7 +149,8 @@ def peak(
         from graphmem.views.plot import peak_plot, write_plot
 
         write_plot(peak_plot(result), plot, inputs=[model])
-    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
+    session = session_figures_for(result, session_option)
+    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes, session=session)
     inputs = [model, *([devices_file] if devices_file else [])]
     raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs))
 

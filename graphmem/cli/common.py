@@ -25,6 +25,7 @@ from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_lin
 from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
+    "SessionOptionOption", "session_figures_for", "host_intra_op_threads",
     "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
     "JsonOption", "ModelArg", "PlotOption", "terminating_signals",
 ]
@@ -59,6 +60,17 @@ ValueOption = Annotated[
         help="Values of a small input: INPUT=V[,V...] (repeatable), e.g. --value sr=16000, --value speed=1.0 "
         "(numbers only for a float input); "
         "used by shape inference and by verify's feeds.",
+        show_default=False,
+    ),
+]
+SessionOptionOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--session-option",
+        help="An onnxruntime session option the session figures assume: KEY=VALUE (repeatable, onnxruntime's "
+        "names), e.g. --session-option enable_mem_pattern=0, session.disable_prepacking=1, "
+        "arena_extend_strategy=kSameAsRequested, intra_op_num_threads=1; with --provider cuda also "
+        "gpu_mem_limit, cudnn_conv_algo_search, cudnn_conv_use_max_workspace. Unset: onnxruntime's defaults.",
         show_default=False,
     ),
 ]
@@ -148,3 +160,37 @@ def internal_error(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     detail = text[0][:200] if text else ""
     return f"internal error: {type(exc).__name__}{where}: {detail} (a bug in graphmem: please report it)"
+
+
+def host_intra_op_threads() -> int:
+    """onnxruntime's default intra-op thread count on this machine: its physical cores
+    (``PosixEnv::GetDefaultThreadAffinities``). Read here, at the command line's edge, from the
+    host profile when graphmem has one, else from ``/proc/cpuinfo`` (distinct physical id and
+    core id pairs), else the CPUs Python sees."""
+    try:
+        from graphmem.host import this_host  # type: ignore[import-not-found]
+
+        return max(1, int(this_host().ort_intra_op_threads))
+    except ImportError:
+        pass
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return max(1, os.cpu_count() or 1)
+    cores, package = set(), "0"
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "physical id":
+            package = value.strip()
+        elif key == "core id":
+            cores.add((package, value.strip()))
+    return max(1, len(cores) or os.cpu_count() or 1)
+
+
+def session_figures_for(analysis: Any, pairs: list[str] | None, *, threads: int | None = None) -> Any:
+    """:func:`graphmem.views.session.figures_for` with this machine's default thread count
+    (``threads`` when given)."""
+    from graphmem.views.session import figures_for
+
+    return figures_for(analysis, pairs, default_threads=threads if threads is not None else host_intra_op_threads())

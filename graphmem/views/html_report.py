@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import UsageError
 from graphmem.model.dtypes import dtype_name
@@ -55,11 +55,12 @@ svg.chart{display:block;margin:4px 0}svg .hover rect:hover{fill:rgba(0,0,0,0.07)
 """
 
 
-def render_report(a: Analysis, *, sweep: Sweep | None = None) -> str:
-    """The report page of analysis ``a`` (and of ``sweep``, when given): :func:`report_html` with
-    ``a``'s own timeline and :func:`layer_table_rows`."""
+def render_report(a: Analysis, *, sweep: Sweep | None = None, session: Any = None) -> str:
+    """The report page of analysis ``a`` (and of ``sweep``, when given; ``session``: what the session
+    holds, :func:`graphmem.views.session.figures_for`): :func:`report_html` with ``a``'s own
+    timeline and :func:`layer_table_rows`."""
     rows, note = layer_table_rows(a)
-    return report_html(a, memory_timeline(a), layers=rows, layers_note=note, sweep=sweep)
+    return report_html(a, memory_timeline(a), layers=rows, layers_note=note, sweep=sweep, session=session)
 
 
 def report_html(
@@ -69,6 +70,7 @@ def report_html(
     layers: Sequence[LayerRow],
     layers_note: str = "",
     sweep: Sweep | None = None,
+    session: Any = None,
 ) -> str:
     """The report page for analysis ``a`` with its timeline ``t``. ``layers`` are the rows of
     the per-layer table (see :func:`layer_table_rows`); ``sweep``, when given, adds the
@@ -84,6 +86,7 @@ def report_html(
         _exactness(a),
         "<h2>Figures</h2>",
         _figures(a),
+        *(["<h2>Held by the session</h2>", _held(session)] if session is not None else []),
         "<h2>Memory over the run</h2>",
         _timeline(a, t),
         "<h2>Tensors live at the peak</h2>",
@@ -117,6 +120,17 @@ def _row(label: str, n: int | None, note: str = "", *, cls: str = "") -> str:
     size = format_bytes(n)
     exact = f"{n:,}" if n is not None else "unknown"
     return f'<tr class="{cls}"><td>{escape(label)}</td><td class="n">{size}</td><td class="n">{exact}</td><td>{escape(note)}</td></tr>'
+
+
+def _held(s: Any) -> str:
+    """The session's figures (:func:`graphmem.views.session.session_rows`) and why they are not exact."""
+    from graphmem.views.session import session_rows
+
+    head = '<tr><th></th><th class="n">size</th><th class="n">bytes</th><th>note</th></tr>'
+    rows = "".join(_row(label, n, note) for label, n, note in session_rows(s))
+    notes = "".join(f"<li>{escape(a.kind)} [{escape(', '.join(a.figures))}]: {escape(a.detail)}</li>" for a in s.approximations)
+    verdict = "Exact." if s.exact else f"Not exact:<ul>{notes}</ul>"
+    return f'<table>{head}{rows}</table><div class="exact {"yes" if s.exact else "no"}">{verdict}</div>'
 
 
 def _figures(a: Analysis) -> str:
@@ -298,6 +312,8 @@ def build_report(
     graph_opt: str = "none",
     provider: str = "cpu",
     sweep: str | None = None,
+    session_options: list[str] | None = None,
+    default_threads: int = 1,
 ) -> str:
     """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
     with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
@@ -324,4 +340,7 @@ def build_report(
         swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points))
         dims.setdefault(name, points[-1])
     a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider)
-    return render_report(a, sweep=swept)
+    from graphmem.views.session import figures_for
+
+    session = figures_for(a, session_options, default_threads=default_threads)
+    return render_report(a, sweep=swept, session=session)

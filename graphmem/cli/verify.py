@@ -7,7 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import (
+    DimOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_intra_op_threads,
+    parse_inputs,
+)
 from graphmem.cli.gate import (
     MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption, RequireExactOption,
 )
@@ -39,11 +42,15 @@ def verify_command(
     max_params: MaxParamsOption = None,
     max_flops: MaxFlopsOption = None,
     require_exact: RequireExactOption = False,
+    session_option: SessionOptionOption = None,
 ) -> None:
-    """Run the graph with onnxruntime, measure its activation peak, compare with the prediction.
+    """Run the graph with onnxruntime, measure its activation peak and what the session holds (the
+    arena before, over and after five runs from the profiler; the resident growth of three fresh
+    processes), compare each with its prediction, under --session-option (one intra-op thread
+    unless given).
 
-    Exit 0 within tolerance (and budgets, --max-*, on the predicted figures), 1 outside, 2 on
-    errors.
+    Exit 0 within tolerance (the arena's figures at --tolerance, resident at 10%; and budgets,
+    --max-*, on the predicted figures), 1 outside, 2 on errors.
     """
     from graphmem.gate.budgets import evaluate, parse_budgets
     from graphmem.views.output import report_failures
@@ -66,6 +73,8 @@ def verify_command(
         random_weights=random_weights,
         int_range=int_range,
         seed=seed,
+        session_options=session_option,
+        default_threads=host_intra_op_threads(),
     )
     gate = evaluate(peak_json(v.analysis), budgets) if budgets.active else None
     passed = v.passed and (gate is None or gate.passed)

@@ -68,9 +68,12 @@ class ArenaFigures:
     """The CPU arena's ``mem_arena_held`` through a session's life (see the module doc).
 
     ``held_after_run[k]`` is what it holds after run *k* (``[0]``: before run 1);
+    ``first_run_steps``: what it holds after each step of run 1 (the profiler's node events);
     ``reserved_bytes``: the part of every figure taken with ``Reserve``, outside the regions
     (small initializers, pre-packed weights — weights the session holds, not activations);
-    ``pattern_bytes``: the memory pattern's block from run 2 on (0 when there is none)."""
+    ``pattern_bytes``: the memory pattern's block from run 2 on (0 when there is none);
+    ``prepacked_bytes``: the pre-packed weight buffers the kernels keep (reserved or in chunks);
+    ``released_weights``: initializers the session frees because every use was pre-packed."""
 
     options: SessionOptions
     before_run_bytes: int
@@ -82,6 +85,9 @@ class ArenaFigures:
     pattern_bytes: int
     regions: tuple[Region, ...]
     approximations: tuple[Approximation, ...] = ()
+    first_run_steps: tuple[int, ...] = ()
+    prepacked_bytes: int = 0
+    released_weights: tuple[str, ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -142,6 +148,9 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
         pattern_bytes=life.pattern.peak if life.pattern is not None else 0,
         regions=tuple(Region(size=r.size, run=r.run, step=r.step, request=r.request) for r in life.regions),
         approximations=tuple(notes),
+        first_run_steps=life.run_held[0] if life.run_held else (),
+        prepacked_bytes=creation.kept_packed_bytes,
+        released_weights=creation.released,
     )
 
 

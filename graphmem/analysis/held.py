@@ -25,14 +25,19 @@ cover, …); ``exact`` is True only when there is none.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+import onnx
 
 from graphmem.analysis.result import Analysis, Approximation
 from graphmem.errors import UsageError
 from graphmem.ort.held.life import replay_life, replay_lifetimes
 from graphmem.ort.held.options import SessionOptions
 from graphmem.ort.held.prepack import session_creation
+from graphmem.model.types import TensorType
 from graphmem.ort.scratch import step_scratch
+from graphmem.planner.program import Program
 
 __all__ = ["ArenaFigures", "Region", "arena_figures", "ARENA_APPROXIMATION_KINDS"]
 
@@ -132,7 +137,7 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
     else:
         scratch, _ = step_scratch(graph, analysis.order, analysis.types, analysis.values)
         life = replay_life(steps.program, steps.plan, scratch, creation.events, opts,
-                           pattern_allowed=_pattern_allowed(analysis), runs=runs)
+                           pattern_allowed=_pattern_allowed(analysis), untraced=_untraced(steps.program, analysis.types), runs=runs)
     if not life.stable:
         notes.append(Approximation(kind="activations_not_exact", node="", detail=(
             f"the arena still grew in run {len(life.held_after_run) - 1}: steady state not reached")))
@@ -186,6 +191,17 @@ def _approximations(analysis: Analysis, opts: SessionOptions, unmodelled_prepack
             for op in ops
         ]
     return out
+
+
+def _untraced(program: Program, types: Mapping[str, TensorType]) -> frozenset[int]:
+    """Values the frame allocates without tracing them in the memory pattern: string tensors
+    (``ExecutionFrame::AllocateMLValueTensorSelfOwnBufferHelper``) and values that are not tensors."""
+    out = set()
+    for i, v in enumerate(program.values):
+        t = types.get(v.name)
+        if t is None or t.kind != "tensor" or t.dtype == onnx.TensorProto.STRING:
+            out.add(i)
+    return frozenset(out)
 
 
 def _pattern_allowed(analysis: Analysis) -> bool:

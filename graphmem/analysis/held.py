@@ -44,14 +44,14 @@ __all__ = ["ArenaFigures", "Region", "arena_figures", "ARENA_APPROXIMATION_KINDS
 #: Why an arena figure is not exact (``Approximation.kind``): the activation figures it replays are
 #: not exact; a control-flow body not replayed through the arena; a kernel whose pre-packed
 #: weights are not modelled; a kernel whose scratch is not modelled; a thread count other than
-#: one where a kernel's scratch depends on it; a provider other than CPU.
+#: one where a kernel's scratch depends on it; an arena still growing after the runs replayed.
 ARENA_APPROXIMATION_KINDS = (
     "activations_not_exact",
     "control_flow_not_replayed",
     "prepack_not_modelled",
     "scratch_not_modelled",
     "threads_not_modelled",
-    "provider_not_modelled",
+    "not_steady",
 )
 
 
@@ -139,7 +139,7 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
         life = replay_life(steps.program, steps.plan, scratch, creation.events, opts,
                            pattern_allowed=_pattern_allowed(analysis), untraced=_untraced(steps.program, analysis.types), runs=runs)
     if not life.stable:
-        notes.append(Approximation(kind="activations_not_exact", node="", detail=(
+        notes.append(Approximation(kind="not_steady", node="", detail=(
             f"the arena still grew in run {len(life.held_after_run) - 1}: steady state not reached")))
     held = life.held_after_run
     return ArenaFigures(

@@ -12,7 +12,7 @@ import pytest
 from builders import CNN, MODELS, arena_held, init, model, save, tensor
 from onnx import TensorProto, helper
 
-from graphmem.analysis.held import arena_figures
+from graphmem.analysis.held import ARENA_APPROXIMATION_KINDS, arena_figures
 from graphmem.analysis.pipeline import analyze_graph_opt
 from graphmem.errors import UsageError
 from graphmem.ort.held.options import SessionOptions, parse_session_options
@@ -110,6 +110,7 @@ def test_a_loop_as_onnxruntime_holds_it(tmp_path: Path) -> None:
     options = parse_session_options(["intra_op_num_threads=1"], default_threads=1)
     f = arena_figures(analyze_graph_opt(path, "none", values={"M": (3,), "c": (1,)}), options)
     assert [a.kind for a in f.approximations] == ["control_flow_not_replayed"]
+    assert {a.kind for a in f.approximations} <= set(ARENA_APPROXIMATION_KINDS)
     assert f.held_after_run[:5] == (12, M + 12, M + 12, M + 12, M + 12)
     feeds = {"x": np.ones(x, np.float32), "M": np.array(3, np.int64), "c": np.array(True)}
     assert arena_held(path, options, feeds=feeds) == list(f.held_after_run[:5])

@@ -244,3 +244,57 @@ def ort_loads(path: Path) -> bool:
     except Exception:  # noqa: BLE001  (onnxruntime raises its own Fail/InvalidGraph types)
         return False
     return True
+
+
+# --- the arena a real session holds -----------------------------------------------------------
+
+_ARENA_HELD = """
+import json, sys, tempfile
+from pathlib import Path
+import numpy as np, onnx, onnxruntime as ort
+from graphmem.verify import make_feeds
+from graphmem.verify.measure import load_events, split_runs
+spec = json.loads(sys.argv[1])
+if spec["arena_cfg"]:
+    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+    ort.create_and_register_allocator(info, ort.OrtArenaCfg(spec["arena_cfg"]))
+so = ort.SessionOptions()
+so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, spec["level"])
+so.intra_op_num_threads = spec["threads"]
+so.enable_mem_pattern = spec["pattern"]
+so.enable_profiling = True
+so.log_severity_level = 3
+for k, v in spec["config"].items():
+    so.add_session_config_entry(k, v)
+if spec["feeds"] is not None:
+    feeds = {k: np.array(v, dtype=d) for k, (d, v) in spec["feeds"].items()}
+else:
+    feeds = make_feeds(onnx.load(spec["path"], load_external_data=False), spec["dims"], seed=0)
+with tempfile.TemporaryDirectory() as tmp:
+    so.profile_file_prefix = tmp + "/p"
+    s = ort.InferenceSession(spec["path"], so, providers=["CPUExecutionProvider"])
+    for _ in range(spec["runs"]):
+        out = s.run(None, feeds)
+        del out
+    runs = split_runs(load_events(Path(s.end_profiling())), spec["runs"])
+first = runs[0][0]
+print(json.dumps([first.arena_held - first.arena_held_delta] + [max(n.arena_held for n in r) for r in runs]))
+"""
+
+
+def arena_held(path: Path, options, dims=None, feeds=None, runs: int = 4) -> list[int]:  # type: ignore[no-untyped-def]
+    """The profiler's ``mem_arena_held`` before run 1 and at the end of each of ``runs`` runs of a
+    real session of ``path`` under ``options`` (a :class:`graphmem.ort.held.options.SessionOptions`),
+    in a fresh process: the regions' addresses, which break ties between equal free chunks, are
+    those of a process's first session. ``feeds``: name -> numpy array (else random, bound by ``dims``)."""
+    import json
+
+    spec = {
+        "path": str(path), "dims": dims or {}, "level": options.graph_optimization_level,
+        "threads": options.intra_op_num_threads or 1, "pattern": options.enable_mem_pattern,
+        "config": options.session_config(), "arena_cfg": options.arena_cfg(), "runs": runs,
+        "feeds": None if feeds is None else {k: (str(v.dtype), v.tolist()) for k, v in feeds.items()},
+    }
+    done = subprocess.run([sys.executable, "-c", _ARENA_HELD, json.dumps(spec)], capture_output=True, text=True,
+                          check=True, timeout=300)
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -25,28 +25,33 @@ cover, …); ``exact`` is True only when there is none.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+import onnx
 
 from graphmem.analysis.result import Analysis, Approximation
 from graphmem.errors import UsageError
 from graphmem.ort.held.life import replay_life, replay_lifetimes
 from graphmem.ort.held.options import SessionOptions
 from graphmem.ort.held.prepack import session_creation
+from graphmem.model.types import TensorType
 from graphmem.ort.scratch import step_scratch
+from graphmem.planner.program import Program
 
 __all__ = ["ArenaFigures", "Region", "arena_figures", "ARENA_APPROXIMATION_KINDS"]
 
 #: Why an arena figure is not exact (``Approximation.kind``): the activation figures it replays are
 #: not exact; a control-flow body not replayed through the arena; a kernel whose pre-packed
 #: weights are not modelled; a kernel whose scratch is not modelled; a thread count other than
-#: one where a kernel's scratch depends on it; a provider other than CPU.
+#: one where a kernel's scratch depends on it; an arena still growing after the runs replayed.
 ARENA_APPROXIMATION_KINDS = (
     "activations_not_exact",
     "control_flow_not_replayed",
     "prepack_not_modelled",
     "scratch_not_modelled",
     "threads_not_modelled",
-    "provider_not_modelled",
+    "not_steady",
 )
 
 
@@ -69,9 +74,12 @@ class ArenaFigures:
     """The CPU arena's ``mem_arena_held`` through a session's life (see the module doc).
 
     ``held_after_run[k]`` is what it holds after run *k* (``[0]``: before run 1);
+    ``first_run_steps``: what it holds after each step of run 1 (the profiler's node events);
     ``reserved_bytes``: the part of every figure taken with ``Reserve``, outside the regions
     (small initializers, pre-packed weights — weights the session holds, not activations);
-    ``pattern_bytes``: the memory pattern's block from run 2 on (0 when there is none)."""
+    ``pattern_bytes``: the memory pattern's block from run 2 on (0 when there is none);
+    ``prepacked_bytes``: the pre-packed weight buffers the kernels keep (reserved or in chunks);
+    ``released_weights``: initializers the session frees because every use was pre-packed."""
 
     options: SessionOptions
     before_run_bytes: int
@@ -83,6 +91,9 @@ class ArenaFigures:
     pattern_bytes: int
     regions: tuple[Region, ...]
     approximations: tuple[Approximation, ...] = ()
+    first_run_steps: tuple[int, ...] = ()
+    prepacked_bytes: int = 0
+    released_weights: tuple[str, ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -127,9 +138,9 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
     else:
         scratch, _ = step_scratch(graph, analysis.order, analysis.types, analysis.values)
         life = replay_life(steps.program, steps.plan, scratch, creation.events, opts,
-                           pattern_allowed=_pattern_allowed(analysis), runs=runs)
+                           pattern_allowed=_pattern_allowed(analysis), untraced=_untraced(steps.program, analysis.types), runs=runs)
     if not life.stable:
-        notes.append(Approximation(kind="activations_not_exact", node="", detail=(
+        notes.append(Approximation(kind="not_steady", node="", detail=(
             f"the arena still grew in run {len(life.held_after_run) - 1}: steady state not reached")))
     held = life.held_after_run
     return ArenaFigures(
@@ -144,6 +155,9 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
         regions=tuple(Region(size=r.size, run=r.run, step=r.step, request=r.request, touched=t)
                       for r, t in zip(life.regions, life.touched or (0,) * len(life.regions))),
         approximations=tuple(notes),
+        first_run_steps=life.run_held[0] if life.run_held else (),
+        prepacked_bytes=creation.kept_packed_bytes,
+        released_weights=creation.released,
     )
 
 
@@ -179,6 +193,17 @@ def _approximations(analysis: Analysis, opts: SessionOptions, unmodelled_prepack
             for op in ops
         ]
     return out
+
+
+def _untraced(program: Program, types: Mapping[str, TensorType]) -> frozenset[int]:
+    """Values the frame allocates without tracing them in the memory pattern: string tensors
+    (``ExecutionFrame::AllocateMLValueTensorSelfOwnBufferHelper``) and values that are not tensors."""
+    out = set()
+    for i, v in enumerate(program.values):
+        t = types.get(v.name)
+        if t is None or t.kind != "tensor" or t.dtype == onnx.TensorProto.STRING:
+            out.add(i)
+    return frozenset(out)
 
 
 def _pattern_allowed(analysis: Analysis) -> bool:

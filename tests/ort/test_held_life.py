@@ -5,16 +5,14 @@ between equal free chunks, are those of a process's first session)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
-from builders import CNN, MODELS, model, save, tensor
-from onnx import helper
+from builders import CNN, MODELS, arena_held, init, model, save, tensor
+from onnx import TensorProto, helper
 
-from graphmem.analysis.held import arena_figures
+from graphmem.analysis.held import ARENA_APPROXIMATION_KINDS, arena_figures
 from graphmem.analysis.pipeline import analyze_graph_opt
 from graphmem.errors import UsageError
 from graphmem.ort.held.options import SessionOptions, parse_session_options
@@ -69,49 +67,11 @@ def test_options_must_match_the_analysis_level(tmp_path: Path) -> None:
 
 # --- against onnxruntime ----------------------------------------------------------------------
 
-_MEASURE = """
-import json, sys, tempfile
-from pathlib import Path
-import onnx, onnxruntime as ort
-from graphmem.verify import make_feeds
-from graphmem.verify.measure import load_events, split_runs
-spec = json.loads(sys.argv[1])
-if spec["arena_cfg"]:
-    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
-    ort.create_and_register_allocator(info, ort.OrtArenaCfg(spec["arena_cfg"]))
-so = ort.SessionOptions()
-so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, spec["level"])
-so.intra_op_num_threads = 1
-so.enable_mem_pattern = spec["pattern"]
-so.enable_profiling = True
-so.log_severity_level = 3
-for k, v in spec["config"].items():
-    so.add_session_config_entry(k, v)
-with tempfile.TemporaryDirectory() as tmp:
-    so.profile_file_prefix = tmp + "/p"
-    s = ort.InferenceSession(spec["path"], so, providers=["CPUExecutionProvider"])
-    feeds = make_feeds(onnx.load(spec["path"], load_external_data=False), spec["dims"], seed=0)
-    for _ in range(4):
-        out = s.run(None, feeds)
-        del out
-    runs = split_runs(load_events(Path(s.end_profiling())), 4)
-first = runs[0][0]
-print(json.dumps([first.arena_held - first.arena_held_delta] + [max(n.arena_held for n in r) for r in runs]))
-"""
-
-
-def measured(path: Path, options: SessionOptions, dims: dict[str, int] | None = None) -> list[int]:
-    """``mem_arena_held`` before run 1 and at the end of runs 1-4, in a fresh process."""
-    spec = {"path": str(path), "dims": dims or {}, "level": options.graph_optimization_level,
-            "pattern": options.enable_mem_pattern, "config": options.session_config(), "arena_cfg": options.arena_cfg()}
-    done = subprocess.run([sys.executable, "-c", _MEASURE, json.dumps(spec)], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
 
 @pytest.mark.parametrize("pairs", [(), ("enable_mem_pattern=0",), ("arena_extend_strategy=kSameAsRequested",)])
 def test_exp_chain_as_onnxruntime_holds_it(tmp_path: Path, pairs: tuple[str, ...]) -> None:
     f = figures(exp_chain(tmp_path), *pairs)
-    assert measured(tmp_path / "chain.onnx", f.options) == list(f.held_after_run[:5])
+    assert arena_held(tmp_path / "chain.onnx", f.options) == list(f.held_after_run[:5])
 
 
 @pytest.mark.parametrize(
@@ -124,4 +84,33 @@ def test_committed_models_as_onnxruntime_holds_them(path: Path, level: str, dims
     # before run 1); tiny_lstm's LSTM and Gemm weights are MLAS-packed and reserved
     f = figures(path, level=level, dims=dims)
     assert f.exact
-    assert measured(path, f.options, dims) == list(f.held_after_run[:5])
+    assert arena_held(path, f.options, dims) == list(f.held_after_run[:5])
+
+
+def test_a_loop_as_onnxruntime_holds_it(tmp_path: Path) -> None:
+    # x0 = Relu(x); Loop (3 iterations) carries h and scans y; out = Relu(h_final). The loop
+    # body's two 4-byte initializers and W are reserved (12 B before run 1); run 1 fits in the
+    # first 1M region. Control flow is replayed from the requests' lifetimes: said, not exact.
+    f32, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    x = [4, 100]
+    body = helper.make_graph(
+        [helper.make_node("Add", ["h_in", "one"], ["a"]), helper.make_node("Mul", ["a", "two"], ["h_out"]),
+         helper.make_node("Mul", ["h_in", "W"], ["y"]), helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [tensor("i", [], i64), tensor("cond_in", [], b), tensor("h_in", x)],
+        [tensor("cond_out", [], b), tensor("h_out", x), tensor("y", x)],
+        [init("one", np.ones(1, np.float32)), init("two", np.full(1, 2.0, np.float32))],
+    )
+    m = model(
+        [helper.make_node("Relu", ["x"], ["x0"]), helper.make_node("Loop", ["M", "c", "x0"], ["hf", "ys"], body=body),
+         helper.make_node("Relu", ["hf"], ["out"])],
+        [tensor("x", x), tensor("M", [], i64), tensor("c", [], b)], [tensor("out", x), tensor("ys", [None, 4, 100])],
+        [init("W", np.full(1, 3.0, np.float32))],
+    )
+    path = save(m, tmp_path / "loop.onnx")
+    options = parse_session_options(["intra_op_num_threads=1"], default_threads=1)
+    f = arena_figures(analyze_graph_opt(path, "none", values={"M": (3,), "c": (1,)}), options)
+    assert [a.kind for a in f.approximations] == ["control_flow_not_replayed"]
+    assert {a.kind for a in f.approximations} <= set(ARENA_APPROXIMATION_KINDS)
+    assert f.held_after_run[:5] == (12, M + 12, M + 12, M + 12, M + 12)
+    feeds = {"x": np.ones(x, np.float32), "M": np.array(3, np.int64), "c": np.array(True)}
+    assert arena_held(path, options, feeds=feeds) == list(f.held_after_run[:5])

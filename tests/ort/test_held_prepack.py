@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from builders import init, model, save, tensor
+from builders import arena_held, init, model, save, tensor
 from onnx import TensorProto, helper
 
 from graphmem.analysis.held import arena_figures
@@ -14,8 +14,6 @@ from graphmem.model.graph import build_graph
 from graphmem.model.loading import model_from_proto
 from graphmem.ort.held.options import parse_session_options
 from graphmem.ort.held.prepack import mlas_pack_b_size, session_creation
-
-from test_held_life import measured
 
 F = np.float32
 
@@ -107,7 +105,7 @@ def test_before_run_as_onnxruntime_holds_it(tmp_path, pairs) -> None:  # type: i
         assert f.before_run_bytes == 48 + 48 + 256 * (4 + 2 + 1 + 1 + 45 + 54 + 30 + 36 + 36 + 2 + 1 + 7)
     else:
         assert f.before_run_bytes == 48 + sum(v for k, v in PACKED.items() if k != "ct") + (1 << 20)
-    assert measured(path, f.options)[0] == f.before_run_bytes
+    assert arena_held(path, f.options, runs=1)[0] == f.before_run_bytes
 
 
 def test_quantized_kernels_are_named_not_counted(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -95,11 +95,14 @@ def replay_life(
     options: SessionOptions,
     *,
     pattern_allowed: bool = True,
+    untraced: frozenset[int] = frozenset(),
     runs: int = 5,
 ) -> Life:
     """Replay creation and runs (at least ``runs``, more until the arena stops growing, at most
     :data:`MAX_RUNS`); see the module doc. ``pattern_allowed``: False when onnxruntime turns the
-    memory pattern off whatever the option says (a graph input without a shape)."""
+    memory pattern off whatever the option says (a graph input without a shape); ``untraced``:
+    values the frame allocates without tracing them (string tensors, ``TraceAllocate``; values
+    that are not tensors)."""
     arena = arena_for(options)
     seen = _RegionLog(arena)
     _replay_creation(arena, creation)
@@ -114,7 +117,8 @@ def replay_life(
         k += 1
         before = len(arena.regions)
         planner = MemPatternPlanner() if k == 1 and tracing else None
-        run_held.append(_run(arena, seen, program, plan, scratch, run=k, planner=planner, pattern=pattern))
+        run_held.append(_run(arena, seen, program, plan, scratch, run=k, planner=planner, pattern=pattern,
+                             untraced=untraced))
         if planner is not None:
             pattern = planner.pattern()
         held.append(arena.held)
@@ -204,6 +208,7 @@ def _run(
     run: int,
     planner: MemPatternPlanner | None,
     pattern: MemoryPattern | None,
+    untraced: frozenset[int] = frozenset(),
 ) -> tuple[int, ...]:
     """One run; the arena's held bytes after each step."""
     requests: dict[int, list[int]] = {}
@@ -225,7 +230,7 @@ def _run(
         seen.note(run=run, step=s)
         for v in requests.get(s, ()):
             size = program.values[v].size or 0
-            traced = _traced(program, plan, v)
+            traced = None if v in untraced else _traced(program, plan, v)
             if traced is not None and pattern is not None and pattern.blocks.get(traced, (0, -1))[1] == _aligned(size):
                 continue  # placed in the pattern's block
             chunks[v] = arena.alloc(size)
@@ -239,8 +244,9 @@ def _run(
         out.append(arena.held)
         for v in releases.get(s, ()):
             arena.free(chunks.pop(v, None))
-            if planner is not None and _traced(program, plan, v) is not None:
-                planner.trace_free(_traced(program, plan, v))  # type: ignore[arg-type]
+            traced = None if v in untraced else _traced(program, plan, v)
+            if planner is not None and traced is not None:
+                planner.trace_free(traced)
     for c in chunks.values():
         arena.free(c)
     arena.free(block)

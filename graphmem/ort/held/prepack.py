@@ -233,8 +233,9 @@ def session_creation(graph: OpGraph, *, disable_prepacking: bool = False, mem_pa
         events.append(CreationEvent(kind="reserve", key=key, nbytes=nbytes))
     if disable_prepacking:
         if mem_pattern:
+            # a weight in an external file is mapped, not traced (``SaveInitializedTensors``)
             block = sum(-(-w.nbytes // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
-                        for n, w in model.weights.items() if n in used and w.nbytes)
+                        for n, w in model.weights.items() if n in used and w.nbytes and not w.external)
             if block:
                 events.append(CreationEvent(kind="reserve", key="initializer-block", nbytes=block))
         return Creation(events=tuple(events), released=(), unmodelled=())

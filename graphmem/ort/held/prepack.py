@@ -240,6 +240,7 @@ def session_creation(graph: OpGraph, *, disable_prepacking: bool = False, mem_pa
                 events.append(CreationEvent(kind="reserve", key="initializer-block", nbytes=block))
         return Creation(events=tuple(events), released=(), unmodelled=())
     remaining = dict(used)
+    shared: set[tuple[object, ...]] = set()  # pre-packed buffers the session holds once
     released: list[str] = []
     unmodelled: dict[str, None] = {}
     for nid in prepack_order(graph):
@@ -258,6 +259,15 @@ def session_creation(graph: OpGraph, *, disable_prepacking: bool = False, mem_pa
                 unmodelled[label] = None
                 continue
             buffers, packed = outcome
+            # the session keeps one copy of identical pre-packed buffers: PrepackedWeightsForGraph
+            # (core/framework/prepacked_weights_container.h) keys them by op type and the packed
+            # bytes' hash (GenerateKeyForPrepackedWeightsMap, session_state.cc); measured: two
+            # transB Gemms (or two MatMuls) reading one 64x64 weight hold 16,384 B, a transB and a
+            # plain Gemm, or a Gemm and a MatMul, 32,768
+            same = (op_key(node), name, idx, tuple(b.nbytes for b in buffers), attr(node, "transB", 0))
+            if buffers and same in shared:
+                buffers = ()
+            shared.add(same)
             for j, b in enumerate(buffers):
                 key = f"pack:{nid}:{idx}:{j}"
                 events.append(CreationEvent(kind="reserve" if b.reserve else "alloc", key=key, nbytes=b.nbytes,

@@ -103,6 +103,7 @@ class SessionFigures:
     arena_steady_bytes: int
     resident_bytes: int
     resident_other_case: int
+    resident_after_creation: int  # the growth once the session is created, before run 1
     parts: ResidentParts
     arena: ArenaFigures
     approximations: tuple[SessionApproximation, ...]
@@ -170,7 +171,7 @@ def session_figures(
         _resident(analysis, arena, creation, original, session, kept, opts, constants, page_size, keep_slivers=keep)
         for keep in (True, False)
     ]
-    (resident, parts), (other, _) = cases
+    (resident, parts, created), (other, _, _) = cases
     notes.append(SessionApproximation(kind="measured_constant", figures=("resident_bytes",), node="", detail=(
         f"{_mib(parts.runtime)} of it is onnxruntime's code pages, small objects and extra threads, measured once "
         f"({constants.script}, {constants.date}; {constants.runtime})")))
@@ -188,6 +189,7 @@ def session_figures(
         arena_steady_bytes=arena.steady_bytes,
         resident_bytes=resident,
         resident_other_case=other,
+        resident_after_creation=created,
         parts=parts,
         arena=arena,
         approximations=tuple(notes),
@@ -198,8 +200,9 @@ def _resident(  # noqa: PLR0913 - the replay's inputs, named
     analysis: Analysis, arena: ArenaFigures, creation: Creation, original: list[Weight] | None,
     session: dict[str, Weight], kept: dict[str, Weight], opts: SessionOptions, constants: ResidentConstants,
     page_size: int, *, keep_slivers: bool,
-) -> tuple[int, ResidentParts]:
-    """Replay the session's C-allocator calls; ``resident_bytes`` and its parts."""
+) -> tuple[int, ResidentParts, int]:
+    """Replay the session's C-allocator calls; ``resident_bytes``, its parts, and the growth once
+    the session is created."""
     heap = Heap(threshold=constants.mmap_threshold, page=page_size, keep_slivers=keep_slivers)
     blocks: dict = {}  # type: ignore[type-arg]
     if original is not None:
@@ -217,20 +220,21 @@ def _resident(  # noqa: PLR0913 - the replay's inputs, named
     block = next((e.nbytes for e in creation.events if e.key == "initializer-block"), 0)
     sizes = {n: w.nbytes for n, w in session.items()}
     blocks = replay(heap, session_calls(packed, creation.released, initializer_block=block, sizes=sizes), blocks)
+    mapped = sum(_pages(w.nbytes, page_size) for w in kept.values() if w.external)
+    threads = max(opts.intra_op_num_threads, 1) - 1
+    created = heap.resident + mapped + constants.creation_bytes + threads * constants.thread_bytes
     regions = [(r.size, _pages(r.touched, page_size)) for r in arena.regions]
     if opts.enable_cpu_mem_arena:
         blocks = replay(heap, region_calls(regions), blocks)
         arena_pages = sum(t + _pages(size // 32, page_size) for size, t in regions)
     else:
         arena_pages = analysis.activations.peak_bytes
-    mapped = sum(_pages(w.nbytes, page_size) for w in kept.values() if w.external)
     heap_steady = heap.resident + (0 if opts.enable_cpu_mem_arena else arena_pages)
-    threads = max(opts.intra_op_num_threads, 1) - 1
     runtime = constants.creation_bytes + constants.runs_bytes + threads * constants.thread_bytes
     weights = sum(w.nbytes for w in kept.values()) + creation.kept_packed_bytes
     total = heap_steady + mapped + runtime
     loading = total - runtime - weights - arena_pages
-    return total, ResidentParts(weights=weights, arena=arena_pages, loading=loading, runtime=runtime)
+    return total, ResidentParts(weights=weights, arena=arena_pages, loading=loading, runtime=runtime), created
 
 
 def _pages(n: int, page: int) -> int:

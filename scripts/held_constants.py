@@ -11,10 +11,12 @@ onnxruntime, load the inputs, read VmRSS, create the session, run it five times,
 * ``mmap_threshold``: glibc's mmap threshold at the point the session is created, probed with
   ``malloc`` of growing sizes (128 KiB up, 4 KiB steps) until one is a mapping of its own (the
   chunk header's IS_MMAPPED bit);
-* ``creation_bytes`` / ``runs_bytes``: over the committed models (``models/``, inference ones) at
-  ``--graph-opt none`` with one intra-op thread, the median of the growth measured at creation minus
-  the growth replayed there (:func:`graphmem.analysis.session.session_figures` with every constant 0),
-  and of the growth over the runs minus the replayed one;
+* ``creation_bytes`` / ``node_bytes`` / ``runs_bytes``: over the committed models (``models/``,
+  inference ones) and the onnx wheel's light models at ``--graph-opt none`` with one intra-op
+  thread: the growth measured at creation minus the growth replayed there
+  (:func:`graphmem.analysis.session.session_figures` with every constant 0), fitted as a constant
+  plus a cost per node (least squares); and the median of the growth over the runs minus the
+  replayed one;
 * ``thread_bytes``: the growth after five runs with 1, 2 and 4 intra-op threads, per extra thread
   (the slope from 1 to 4), median over tiny_cnn and tiny_bert.
 
@@ -134,16 +136,17 @@ def constants(processes: int) -> int:
     from graphmem.ort.held.options import parse_session_options
     from graphmem.verify.resident import measure_resident
 
-    models = [p for p in corpus.committed_models() if not p.stem.startswith("train_")]
+    models = [p for p in corpus.committed_models() if not p.stem.startswith("train_")] + corpus.light_models()
     with tempfile.TemporaryDirectory(prefix="held-constants-") as tmp:
         work = Path(tmp)
         _, npz, _ = _feeds(models[0], corpus.bindings(models[0], (1,), seq=64)[0], work)
         done = subprocess.run([sys.executable, "-c", _THRESHOLD_CHILD, str(npz)], capture_output=True, text=True, check=True)
         threshold = json.loads(done.stdout.strip().splitlines()[-1])["threshold"]
         print(f"mmap threshold when the session is created: {threshold:,} B")
-        zero = replace(RESIDENT_CONSTANTS, creation_bytes=0, runs_bytes=0, thread_bytes=0, mmap_threshold=threshold)
-        at_creation, over_runs = [], []
-        print(f"{'model':<14} {'dims':<16} {'created meas':>13} {'replayed':>10} {'runs meas':>10} {'replayed':>10}")
+        zero = replace(RESIDENT_CONSTANTS, creation_bytes=0, node_bytes=0, runs_bytes=0, thread_bytes=0,
+                       mmap_threshold=threshold)
+        at_creation, over_runs, nodes = [], [], []
+        print(f"{'model':<20} {'dims':<16} {'nodes':>6} {'created meas':>13} {'replayed':>10} {'runs meas':>10} {'replayed':>10}")
         for path in models:
             dims = corpus.bindings(path, (1,), seq=64)[0]
             a, _, feeds = _feeds(path, dims, work)
@@ -153,7 +156,8 @@ def constants(processes: int) -> int:
             created, grown = int(statistics.median(m.created)), m.bytes
             at_creation.append(created - s.resident_after_creation)
             over_runs.append((grown - created) - (s.resident_bytes - s.resident_after_creation))
-            print(f"{path.stem:<14} {','.join(f'{k}={v}' for k, v in dims.items()):<16} {created:>13,} "
+            nodes.append(a.model.nodes)
+            print(f"{path.stem:<20} {','.join(f'{k}={v}' for k, v in dims.items()):<16} {a.model.nodes:>6} {created:>13,} "
                   f"{s.resident_after_creation:>10,} {grown - created:>10,} {s.resident_bytes - s.resident_after_creation:>10,}")
         slopes = []
         for path in (corpus.MODELS / "tiny_cnn.onnx", corpus.MODELS / "tiny_bert.onnx"):
@@ -162,10 +166,14 @@ def constants(processes: int) -> int:
             grown = {t: measure_resident(path, feeds, threads=t, processes=processes).bytes for t in (1, 2, 4)}
             slopes.append((grown[4] - grown[1]) // 3)
             print(f"{path.stem}: growth with 1, 2, 4 intra-op threads: {grown[1]:,}, {grown[2]:,}, {grown[4]:,} B")
-    creation = _round(statistics.median(at_creation))
+    per_node, constant = statistics.linear_regression(nodes, at_creation)
+    creation = _round(constant)
+    node = int(round(per_node))
     runs = _round(statistics.median(over_runs))
     thread = _round(statistics.median(slopes))
-    spread = (f"creation {min(at_creation):,}..{max(at_creation):,} B, runs {min(over_runs):,}..{max(over_runs):,} B, "
+    worst = max(abs(c - (constant + per_node * n)) for c, n in zip(at_creation, nodes))
+    spread = (f"creation fit within {worst:,.0f} B over {min(nodes)}..{max(nodes)} nodes, "
+              f"runs {min(over_runs):,}..{max(over_runs):,} B, "
               f"thread {min(slopes):,}..{max(slopes):,} B over {', '.join(p.stem for p in models)}")
     import onnxruntime
 
@@ -174,6 +182,7 @@ def constants(processes: int) -> int:
     print(f'    date="{datetime.date.today().isoformat()}",')
     print(f'    runtime="onnxruntime {onnxruntime.__version__} (CPU provider), Python {sys.version_info.major}.{sys.version_info.minor}",')
     print(f"    creation_bytes={creation:_},")
+    print(f"    node_bytes={node:_},")
     print(f"    runs_bytes={runs:_},")
     print(f"    thread_bytes={thread:_},")
     print(f"    mmap_threshold={threshold:_},")

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from graphmem.analysis.held import ArenaFigures, arena_figures
+from graphmem.analysis.held import ARENA_APPROXIMATION_KINDS, ArenaFigures, arena_figures
 from graphmem.analysis.result import Analysis
 from graphmem.ort.held.constants import RESIDENT_CONSTANTS, ResidentConstants
 from graphmem.ort.held.heap import PAGE, Heap
@@ -48,6 +48,7 @@ from graphmem.ort.held.options import SessionOptions
 from graphmem.ort.held.prepack import Creation, session_creation
 
 __all__ = [
+    "SESSION_APPROXIMATION_KINDS",
     "SessionFigures",
     "SessionApproximation",
     "ResidentParts",
@@ -61,6 +62,24 @@ SESSION_FIGURES = (
     "weights_held_bytes", "arena_before_run_bytes", "arena_first_run_bytes", "arena_steady_bytes", "resident_bytes",
 )
 ARENA_FIGURES = ("arena_before_run_bytes", "arena_first_run_bytes", "arena_steady_bytes")
+
+#: Why a session figure is not exact (``session.approximations[].kind``): the arena's reasons
+#: (:data:`graphmem.analysis.held.ARENA_APPROXIMATION_KINDS`), then the resident figure's: it rests
+#: on measured constants; glibc's heap fragments differently between processes; the file could not
+#: be read again; external data is counted resident; without the arena the runs are not replayed;
+#: a weight rewritten twice is replayed once; and the CUDA provider's (not checked on a GPU, the
+#: device memory outside the arena estimated).
+SESSION_APPROXIMATION_KINDS = (
+    *ARENA_APPROXIMATION_KINDS,
+    "measured_constant",
+    "heap_fragmentation",
+    "loading_not_modelled",
+    "external_data_mapped",
+    "arena_disabled",
+    "rewrite_not_replayed",
+    "not_checked_on_gpu",
+    "device_overhead_estimated",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +101,8 @@ class ResidentParts:
     ``loading``: what the C heap keeps from loading beyond those (holes left by the model's strings,
     the optimizers' temporaries and the released weights; negative when the arena's regions reused
     such holes);
-    ``runtime``: the measured constants (onnxruntime's code and small objects, extra threads)."""
+    ``runtime``: the measured constants (onnxruntime's code, the graph's and kernels' small objects
+    per node, extra threads)."""
 
     weights: int
     arena: int
@@ -145,7 +165,7 @@ def session_figures(
     graph = analysis.graph
     creation = session_creation(graph, disable_prepacking=opts.disable_prepacking, mem_pattern=opts.enable_mem_pattern)
     session = _session_weights(analysis)
-    original, loaded = _original_weights(analysis, session)
+    original, loaded, produced, fused = _original_weights(analysis, session)
     if original is not None and analysis.model.graph_opt != "none":
         # graphmem had onnxruntime write the optimized graph's large initializers to a file of
         # their own: whether one is external data is the user's file's business
@@ -159,6 +179,10 @@ def session_figures(
     if not loaded:
         notes.append(SessionApproximation(kind="loading_not_modelled", figures=("resident_bytes",), node="", detail=(
             f"the model file {analysis.model.path!r} cannot be read again: reading and copying it is not replayed")))
+    if fused:
+        notes.append(SessionApproximation(kind="rewrite_not_replayed", figures=("resident_bytes",), node=fused[0], detail=(
+            f"{len(fused)} Conv nodes are fused with the BatchNormalization after them before their filters are "
+            "re-laid out: a weight rewritten twice is replayed once, the figure may be low")))
     if any(w.external for w in kept.values()):
         notes.append(SessionApproximation(kind="external_data_mapped", figures=("resident_bytes",), node="", detail=(
             "external data is mapped from its file and counted resident in full (the kernels read every page each "
@@ -168,7 +192,8 @@ def session_figures(
             "without the arena every tensor is its own malloc: the runs' buffers are not replayed through the "
             "C heap, the figure counts run 1's requested peak as resident")))
     cases = [
-        _resident(analysis, arena, creation, original, session, kept, opts, constants, page_size, keep_slivers=keep)
+        _resident(analysis, arena, creation, original, produced, session, kept, opts, constants, page_size,
+                  keep_slivers=keep)
         for keep in (True, False)
     ]
     (resident, parts, created), (other, _, _) = cases
@@ -198,7 +223,7 @@ def session_figures(
 
 def _resident(  # noqa: PLR0913 - the replay's inputs, named
     analysis: Analysis, arena: ArenaFigures, creation: Creation, original: list[Weight] | None,
-    session: dict[str, Weight], kept: dict[str, Weight], opts: SessionOptions, constants: ResidentConstants,
+    produced: list[Weight], session: dict[str, Weight], kept: dict[str, Weight], opts: SessionOptions, constants: ResidentConstants,
     page_size: int, *, keep_slivers: bool,
 ) -> tuple[int, ResidentParts, int]:
     """Replay the session's C-allocator calls; ``resident_bytes``, its parts, and the growth once
@@ -210,10 +235,10 @@ def _resident(  # noqa: PLR0913 - the replay's inputs, named
         blocks = replay(heap, parse_calls(original, os.path.getsize(path)), blocks)
         blocks = replay(heap, graph_calls(original), blocks)
         if analysis.model.graph_opt != "none":
-            names = {w.name for w in original}
+            names = {w.name for w in original} | {w.name for w in produced}
             made = sorted((w for n, w in session.items() if n not in names), key=_first_use(analysis))
-            dropped = [w for w in original if w.name not in session]
-            blocks = replay(heap, rewrite_calls(made, dropped), blocks)
+            dropped = [w for w in (*original, *produced) if w.name not in session]
+            blocks = replay(heap, rewrite_calls(made, dropped, folded=produced), blocks)
     else:  # the session's weights as if copied straight in
         blocks = replay(heap, graph_calls(list(session.values())), blocks)
     packed = [(e.key, e.nbytes, e.weight) for e in creation.events if e.kind == "reserve" and e.node]
@@ -222,7 +247,8 @@ def _resident(  # noqa: PLR0913 - the replay's inputs, named
     blocks = replay(heap, session_calls(packed, creation.released, initializer_block=block, sizes=sizes), blocks)
     mapped = sum(_pages(w.nbytes, page_size) for w in kept.values() if w.external)
     threads = max(opts.intra_op_num_threads, 1) - 1
-    created = heap.resident + mapped + constants.creation_bytes + threads * constants.thread_bytes
+    nodes = constants.node_bytes * analysis.model.nodes
+    created = heap.resident + mapped + constants.creation_bytes + nodes + threads * constants.thread_bytes
     regions = [(r.size, _pages(r.touched, page_size)) for r in arena.regions]
     if opts.enable_cpu_mem_arena:
         blocks = replay(heap, region_calls(regions), blocks)
@@ -230,7 +256,7 @@ def _resident(  # noqa: PLR0913 - the replay's inputs, named
     else:
         arena_pages = analysis.activations.peak_bytes
     heap_steady = heap.resident + (0 if opts.enable_cpu_mem_arena else arena_pages)
-    runtime = constants.creation_bytes + constants.runs_bytes + threads * constants.thread_bytes
+    runtime = constants.creation_bytes + nodes + constants.runs_bytes + threads * constants.thread_bytes
     weights = sum(w.nbytes for w in kept.values()) + creation.kept_packed_bytes
     total = heap_steady + mapped + runtime
     loading = total - runtime - weights - arena_pages
@@ -257,22 +283,63 @@ def _used(analysis: Analysis) -> set[str]:
     return out
 
 
-def _original_weights(analysis: Analysis, session: dict[str, Weight]) -> tuple[list[Weight] | None, bool]:
-    """The file's initializers in file order (the session's at ``none``), and whether the file
-    could be read."""
+def _original_weights(
+    analysis: Analysis, session: dict[str, Weight],
+) -> tuple[list[Weight] | None, bool, list[Weight], list[str]]:
+    """The file's initializers in file order (the session's at ``none``), whether the file could
+    be read, what constant folding computes at the analysis's level (:func:`_folded`), and the
+    Conv nodes fused with a BatchNormalization (their filter is rewritten before it is re-laid out)."""
     path = analysis.model.path
     if not os.path.isfile(path):
-        return None, False
+        return None, False, [], []
     if analysis.model.graph_opt == "none":
-        return list(session.values()), True
+        return list(session.values()), True, [], []
     from graphmem.errors import ModelLoadError
     from graphmem.model.loading import load_model
 
     try:
         model = load_model(path, validate=False)
     except ModelLoadError:
-        return None, False
-    return [Weight(name=n, nbytes=w.nbytes or 0, external=w.external) for n, w in model.weights.items()], True
+        return None, False, [], []
+    weights = [Weight(name=n, nbytes=w.nbytes or 0, external=w.external) for n, w in model.weights.items()]
+    readers: dict[str, list[str]] = {}
+    for node in model.nodes:
+        for x in node.input:
+            readers.setdefault(x, []).append(node.op_type)
+    fused = [node.name or node.output[0] for node in model.nodes
+             if node.op_type == "Conv" and node.output and readers.get(node.output[0]) == ["BatchNormalization"]]
+    return weights, True, _folded(analysis, model, session), fused
+
+
+#: Nodes constant folding leaves alone (``constant_folding.cc``: non-deterministic ops, the QDQ
+#: pair it keeps for quantization, control flow).
+_NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                         "QuantizeLinear", "DequantizeLinear", "If", "Loop", "Scan"})
+
+
+def _folded(analysis: Analysis, model, session: dict[str, Weight]) -> list[Weight]:  # type: ignore[no-untyped-def]
+    """The outputs of the file's nodes whose inputs are all constant, in the file's node order:
+    constant folding computes them (level basic and above). Their bytes are the session's when it
+    kept them, else the file's analysed at ``none`` (a later pass rewrote them: NCHWc filters)."""
+    constant = set(model.weights)
+    outputs: list[str] = []
+    for node in model.nodes:
+        ins = [x for x in node.input if x]
+        if ins and node.op_type not in _NOT_FOLDED and node.domain in ("", "ai.onnx") and all(x in constant for x in ins):
+            outs = [x for x in node.output if x]
+            constant.update(outs)
+            outputs += outs
+    if not outputs:
+        return []
+    sizes = {n: w.nbytes for n, w in session.items()}
+    if any(x not in sizes for x in outputs):
+        from graphmem.analysis.pipeline import analyze_graph_opt
+        from graphmem.model.program import tensor_size
+
+        m = analysis.model
+        original = analyze_graph_opt(m.path, "none", dims=m.dims, shapes=m.shapes or None, values=m.values or None)
+        sizes = {x: sizes.get(x, tensor_size(original.types.get(x)) or 0) for x in outputs}
+    return [Weight(name=x, nbytes=sizes.get(x, 0)) for x in outputs]
 
 
 def _first_use(analysis: Analysis):  # type: ignore[no-untyped-def]

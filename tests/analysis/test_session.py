@@ -124,3 +124,14 @@ def test_bad_session_options_exit_2_with_one_line(args: tuple[str, ...], message
 def test_a_max_mem_too_small_is_refused() -> None:
     r = invoke("peak", str(CNN), "-d", "batch=4", "--session-option", "max_mem=4096")
     assert r.exit_code == 2 and "max_mem" in r.stderr
+
+
+def test_the_schemas_list_every_kind_of_approximation() -> None:
+    from graphmem.analysis.session import SESSION_APPROXIMATION_KINDS
+    from graphmem.schema import load_schema
+
+    block = load_schema("peak")["properties"]["session"]
+    assert tuple(block["properties"]["approximations"]["items"]["properties"]["kind"]["enum"]) == SESSION_APPROXIMATION_KINDS
+    verify = load_schema("verify")["properties"]["verify"]["properties"]["session"]["anyOf"][1]
+    prediction = verify["properties"]["prediction"]
+    assert tuple(prediction["properties"]["approximations"]["items"]["properties"]["kind"]["enum"]) == SESSION_APPROXIMATION_KINDS

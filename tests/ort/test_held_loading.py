@@ -49,11 +49,15 @@ def test_the_graph_copies_each_initializer_above_127_bytes_and_frees_its_string(
 
 
 def test_a_new_initializer_costs_four_buffers_one_kept_and_dropped_ones_are_freed_after() -> None:
-    calls = rewrite_calls([Weight(name="r", nbytes=4_096)], [W1, SMALL])
+    # a folded output is its kernel's aligned buffer, kept as the initializer (here dropped after a
+    # pass rewrote it); a new initializer: unpacked, new data, its string (bytes + 1), its buffer
+    folded = Weight(name="f", nbytes=2_048)
+    calls = rewrite_calls([Weight(name="r", nbytes=4_096)], [W1, SMALL, folded], folded=[folded])
     assert _sizes(calls) == [
-        ("malloc", "unpack:r", 4_096, 64), ("malloc", "data:r", 4_096, 16), ("malloc", "proto:r", 4_096, 16),
+        ("malloc", "init:f", 2_048, 64),
+        ("malloc", "unpack:r", 4_096, 64), ("malloc", "data:r", 4_096, 16), ("malloc", "proto:r", 4_097, 16),
         ("malloc", "init:r", 4_096, 64), ("free", "proto:r", 0, 16), ("free", "data:r", 0, 16),
-        ("free", "unpack:r", 0, 16), ("free", "init:w1", 0, 16),
+        ("free", "unpack:r", 0, 16), ("free", "init:w1", 0, 16), ("free", "init:f", 0, 16),
     ]
 
 

@@ -21,9 +21,10 @@ __all__ = ["ResidentConstants", "RESIDENT_CONSTANTS"]
 class ResidentConstants:
     """Measured by ``script`` on ``date`` with ``runtime`` (see the module doc):
 
-    * ``creation_bytes``: what creating a session adds beyond the buffers replayed (onnxruntime's
-      code pages and small objects): the median over the committed models of the measured growth
-      at creation minus the replayed heap's;
+    * ``creation_bytes`` + ``node_bytes`` per node of the graph the session runs: what creating a
+      session adds beyond the buffers replayed (onnxruntime's code pages; the graph's nodes, its
+      kernels and plans, in blocks below 64 KiB): fitted over the committed and the wheel's light
+      models to the measured growth at creation minus the replayed heap's;
     * ``runs_bytes``: what five runs add beyond the regions replayed (kernels' code pages, the
       frame's small buffers): the median of the growth over the runs minus the replayed regions';
     * ``thread_bytes``: what each intra-op thread beyond the first adds (its stack's touched pages,
@@ -38,6 +39,7 @@ class ResidentConstants:
     date: str
     runtime: str
     creation_bytes: int
+    node_bytes: int
     runs_bytes: int
     thread_bytes: int
     mmap_threshold: int
@@ -49,9 +51,15 @@ RESIDENT_CONSTANTS = ResidentConstants(
     script="scripts/held_constants.py",
     date="2026-12-07",
     runtime="onnxruntime 1.31.1 (CPU provider), Python 3.11",
-    creation_bytes=8_781_824,
-    runs_bytes=753_664,
-    thread_bytes=126_976,
+    creation_bytes=8_617_984,
+    node_bytes=5_477,
+    runs_bytes=1_126_400,
+    thread_bytes=143_360,
     mmap_threshold=266_240,
-    sample="creation 8,499,200..10,354,688 B, runs 610,304..1,622,016 B, thread 94,208..162,474 B over static_mlp, tiny_bert, tiny_cnn, tiny_gpt2, tiny_lstm, tiny_unet",
+    sample=(
+        "creation fit within 206,804 B over 5..1746 nodes, runs 606,208..2,244,608 B, thread 102,400..182,954 B "
+        "over static_mlp, tiny_bert, tiny_cnn, tiny_gpt2, tiny_lstm, tiny_unet, light_bvlc_alexnet, "
+        "light_densenet121, light_inception_v1, light_inception_v2, light_resnet50, light_shufflenet, "
+        "light_squeezenet, light_vgg19, light_zfnet512"
+    ),
 )

@@ -18,8 +18,11 @@ named per phase:
    graph has and the file has not: NCHWc re-laid-out filters, fused weights) costs four buffers of
    its size, in the order the pass makes them (``Initializer`` unpacks into an aligned buffer, the
    new data and its ``TensorProto`` string are two plain ones, the graph's copy an aligned one,
-   ``graph_utils::AddInitializer``), the first three freed at once; the file's initializers the
-   optimized graph no longer has are freed when the graph drops them, after the passes;
+   ``graph_utils::AddInitializer``), the first three freed at once; before them constant folding
+   (``constant_folding.cc``) computes each node whose inputs are all constant with its kernel,
+   into an aligned buffer that becomes the initializer; the initializers the optimized graph no
+   longer has (the file's, and folded ones a later pass rewrote) are freed when the graph drops
+   them, after the passes;
 4. **the session state** (``SessionState::FinalizeSessionStateImpl``): with the memory pattern
    and ``session.disable_prepacking``, one block for every initializer is reserved but never
    written (the tensors keep the graph's buffers: one page of it is resident); each weight a
@@ -128,10 +131,17 @@ def graph_calls(weights: Sequence[Weight]) -> list[SystemCall]:
     return calls
 
 
-def rewrite_calls(made: Sequence[Weight], dropped: Iterable[Weight]) -> list[SystemCall]:
-    """Phase 3: the initializers the optimizers make (four buffers each, one kept), then the
-    file's initializers they dropped, freed."""
-    calls: list[SystemCall] = []
+def rewrite_calls(
+    made: Sequence[Weight], dropped: Iterable[Weight], folded: Sequence[Weight] = (),
+) -> list[SystemCall]:
+    """Phase 3: constant folding's outputs (``folded``, in the file's node order: each computed by
+    its kernel into an aligned buffer that becomes the initializer), the initializers the other
+    passes make (``made``: four buffers each, one kept), then the initializers the optimized graph
+    no longer has (``dropped``: the file's, and folded ones a later pass replaced) freed."""
+    calls: list[SystemCall] = [
+        SystemCall(kind="malloc", key=f"init:{w.name}", size=w.nbytes, align=_ALIGNED)
+        for w in folded if w.nbytes > SMALL_INITIALIZER_MAX
+    ]
     for w in made:
         if w.nbytes <= SMALL_INITIALIZER_MAX:
             continue
@@ -139,7 +149,7 @@ def rewrite_calls(made: Sequence[Weight], dropped: Iterable[Weight]) -> list[Sys
         calls += [
             SystemCall(kind="malloc", key=f"unpack:{w.name}", size=n, align=_ALIGNED),
             SystemCall(kind="malloc", key=f"data:{w.name}", size=n),
-            SystemCall(kind="malloc", key=f"proto:{w.name}", size=n),
+            SystemCall(kind="malloc", key=f"proto:{w.name}", size=n + 1),
             SystemCall(kind="malloc", key=f"init:{w.name}", size=n, align=_ALIGNED),
             SystemCall(kind="free", key=f"proto:{w.name}"),
             SystemCall(kind="free", key=f"data:{w.name}"),

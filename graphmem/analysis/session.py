@@ -97,10 +97,10 @@ class ResidentParts:
     """Where ``resident_bytes`` comes from (the parts sum to it):
 
     ``weights``: the weights held (:attr:`SessionFigures.weights_held_bytes`, resident once written);
-    ``arena``: the arena's pages the runs wrote and its regions' chunk handles;
+    ``arena``: the arena's pages the runs wrote and its regions' chunk handles, those that became
+    resident (a region that reused a hole loading left adds only the pages beyond it);
     ``loading``: what the C heap keeps from loading beyond those (holes left by the model's strings,
-    the optimizers' temporaries and the released weights; negative when the arena's regions reused
-    such holes);
+    the optimizers' temporaries and the released weights);
     ``runtime``: the measured constants (onnxruntime's code, the graph's and kernels' small objects
     per node, extra threads)."""
 
@@ -260,6 +260,8 @@ def _resident(  # noqa: PLR0913 - the replay's inputs, named
     weights = sum(w.nbytes for w in kept.values()) + creation.kept_packed_bytes
     total = heap_steady + mapped + runtime
     loading = total - runtime - weights - arena_pages
+    if loading < 0:  # the arena's regions reused holes loading left: those pages are not new
+        arena_pages, loading = arena_pages + loading, 0
     return total, ResidentParts(weights=weights, arena=arena_pages, loading=loading, runtime=runtime), created
 
 

@@ -14,6 +14,7 @@ session's life, and the resident growth of a fresh process.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -104,8 +105,11 @@ def measure_resident(
             "path": str(path), "feeds": str(data), "level": graph_opt, "threads": threads, "mem_pattern": mem_pattern,
             "cpu_arena": cpu_arena, "config": dict(config or {}), "arena_cfg": dict(arena_cfg or {}), "runs": runs,
         }
+        # the child's temporary files (importing onnxruntime in a new interpreter writes one) go
+        # into this private folder, removed with it
+        env = {**os.environ, "TMPDIR": tmp}
         for _ in range(processes):
-            done = subprocess.run([sys.executable, str(_CHILD), json.dumps(spec)], capture_output=True, text=True)
+            done = subprocess.run([sys.executable, str(_CHILD), json.dumps(spec)], capture_output=True, text=True, env=env)
             if done.returncode != 0:
                 tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
                 raise MeasureError(f"the fresh process measuring resident memory failed: {tail}")

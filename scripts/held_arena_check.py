@@ -5,7 +5,8 @@ and every ``*.onnx`` in the exported corpus folder, ``GRAPHMEM_CORPUS``), each b
 and 4; other dims 128, or 64 for models/), at ``--graph-opt none`` and ``all``, under onnxruntime's
 default session options (one intra-op thread) and the variants asked for, prints what
 :func:`graphmem.analysis.held.arena_figures` predicts and what a fresh process measures with the
-profiler (``mem_arena_held`` of each node event; 5 runs, outputs dropped between runs):
+profiler (``mem_arena_held`` of each node event; 5 runs, outputs dropped between runs; the
+process only creates the session and runs it, feeds made beforehand as a user would):
 
 * ``before``: held before run 1's first node (the first event's value minus its delta);
 * ``first``: the largest value over run 1's events;
@@ -166,10 +167,24 @@ def _summary(rows: list[dict]) -> int:  # type: ignore[type-arg]
 
 
 def _measure(path: Path, dims: dict[str, int], options) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    """The figures a fresh process measures (``--measure-one``)."""
-    spec = {"path": str(path), "dims": dims, "level": options.graph_opt, "mem_pattern": options.enable_mem_pattern,
-            "config": options.session_config(), "arena_cfg": options.arena_cfg(), "runs": RUNS}
-    done = subprocess.run([sys.executable, __file__, "--measure-one", json.dumps(spec)], capture_output=True, text=True)
+    """The figures a fresh process measures (``--measure-one``). The feeds are made here and
+    handed over in a file: the measuring process only creates the session and runs it. Loading
+    the model with onnx there, between creating the session and its first run, frees large
+    buffers, which raises glibc's mmap threshold: the arena's next regions then come from the
+    heap at other addresses, and ties between equal free chunks can go the other way (GPT-2
+    small, batch 1, ``none``: 8 MiB more in run 1)."""
+    import numpy as np
+    import onnx
+
+    from graphmem.verify import make_feeds
+
+    feeds = make_feeds(onnx.load(str(path), load_external_data=False), dims, seed=0)
+    with tempfile.TemporaryDirectory(prefix="held-check-") as tmp:
+        np.savez(Path(tmp) / "feeds.npz", **feeds)
+        spec = {"path": str(path), "feeds": str(Path(tmp) / "feeds.npz"), "level": options.graph_opt,
+                "mem_pattern": options.enable_mem_pattern, "config": options.session_config(),
+                "arena_cfg": options.arena_cfg(), "runs": RUNS}
+        done = subprocess.run([sys.executable, __file__, "--measure-one", json.dumps(spec)], capture_output=True, text=True)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["?"])[-1]
         return {"error": tail}
@@ -178,13 +193,14 @@ def _measure(path: Path, dims: dict[str, int], options) -> dict:  # type: ignore
 
 def measure_one(spec: dict) -> dict:  # type: ignore[type-arg]
     """Run in a fresh process: one profiled session, ``runs`` runs, the arena's held bytes."""
-    import onnx
+    import numpy as np
     import onnxruntime as ort
 
-    from graphmem.verify import make_feeds
     from graphmem.verify.measure import load_events, split_runs
 
     ort.set_default_logger_severity(3)
+    with np.load(spec["feeds"], allow_pickle=False) as saved:
+        feeds = {name: saved[name] for name in saved.files}
     if spec["arena_cfg"]:
         info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
         ort.create_and_register_allocator(info, ort.OrtArenaCfg(spec["arena_cfg"]))
@@ -204,7 +220,6 @@ def measure_one(spec: dict) -> dict:  # type: ignore[type-arg]
         so.profile_file_prefix = str(Path(tmp) / "profile")
         t0 = time.perf_counter()
         session = ort.InferenceSession(spec["path"], so, providers=["CPUExecutionProvider"])
-        feeds = make_feeds(onnx.load(spec["path"], load_external_data=False), spec["dims"], seed=0)
         for _ in range(spec["runs"]):
             outputs = session.run(None, feeds)
             del outputs

@@ -252,7 +252,6 @@ _ARENA_HELD = """
 import json, sys, tempfile
 from pathlib import Path
 import numpy as np, onnxruntime as ort
-from graphmem.verify.measure import load_events, split_runs
 spec = json.loads(sys.argv[1])
 with np.load(spec["feeds"]) as saved:
     feeds = {k: saved[k] for k in saved.files}
@@ -273,9 +272,13 @@ with tempfile.TemporaryDirectory() as tmp:
     for _ in range(spec["runs"]):
         out = s.run(None, feeds)
         del out
-    runs = split_runs(load_events(Path(s.end_profiling())), spec["runs"])
+    events = json.loads(Path(s.end_profiling()).read_text())
+spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e["name"] == "model_run")
+nodes = sorted((e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")), key=lambda e: e["ts"])
+runs = [[e["args"] for e in nodes if a <= e["ts"] <= b] for a, b in spans]
 first = runs[0][0]
-print(json.dumps([first.arena_held - first.arena_held_delta] + [max(n.arena_held for n in r) for r in runs]))
+held = [int(first["mem_arena_held"]) - int(first["mem_arena_held_delta"])]
+print(json.dumps(held + [max(int(n["mem_arena_held"]) for n in r) for r in runs]))
 """
 
 

@@ -15,7 +15,10 @@ plus the buffers taken with ``Reserve``). :func:`arena_figures` predicts that fi
 Runs are replayed request by request through :class:`graphmem.ort.arena.BfcArena`, with the
 session options given (:class:`graphmem.ort.held.options.SessionOptions`). Between runs the
 caller's outputs are released (what ``graphmem verify`` does); a caller that keeps run *k*'s
-outputs while run *k+1* runs holds them too.
+outputs while run *k+1* runs holds them too. The process is assumed to create the session and
+run it: one that frees large buffers in between moves the arena's later regions (glibc's mmap
+threshold rises) and can change which of two equal free chunks a request takes
+(``docs/held-arena-rules.md``).
 
 "Exact, or says why": ``approximations`` names every reason a figure may differ from the
 measurement (an activation figure that is not exact, control flow not replayed through the arena,

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from graphmem.analysis.causes import unresolved_causes
 from graphmem.analysis.dims import resolve_inputs
 from graphmem.analysis.exactness import approximations
 from graphmem.analysis.result import (
@@ -32,7 +33,7 @@ from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import ModelLoadError, ShapeInferenceError, TensorSizeError, UnsupportedOpError, UsageError
 from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
-from graphmem.model.loading import Model, load_model
+from graphmem.model.loading import MAX_TENSOR_BYTES, Model, load_model
 from graphmem.model.program import build_program, tensor_size, value_size
 from graphmem.ort.functions import inline_functions
 from graphmem.model.subgraphs import all_weights
@@ -55,9 +56,6 @@ from graphmem.shapes.infer import ORT_STATIC, RUNTIME, infer_types
 from graphmem.model.types import TensorType, is_concrete
 
 __all__ = ["analyze", "analyze_model", "analyze_graph_opt"]
-
-#: Tensors larger than this (1 EiB) mean absurd dims, not a model.
-MAX_TENSOR_BYTES = 1 << 60
 
 KNOWN_DOMAINS = frozenset(
     {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
@@ -282,6 +280,9 @@ def analyze_model(
         unmodelled = tuple(dict.fromkeys((*unmodelled, *flow.scratch_unmodelled)))
         produced = produced + list(flow.tensors)
     assumed = {c.node: c.assumed for c in flow.choices} if flow is not None else {}
+    causes = unresolved_causes(  # the nodes that cannot take their inputs, and the dims' ranges that work
+        g, order, runtime.types, runtime.values, dims=dims or {}, shapes=shapes, input_values=values
+    ) if top_unresolved else ()
     flop_report, bodies = flops_with_bodies(g, runtime, order, assumed=assumed)
     activations = ActivationsInfo(
         peak_bytes=peak_bytes,
@@ -303,6 +304,7 @@ def analyze_model(
         approximations=approximations(
             g, order, unresolved=top_unresolved, scratch_unmodelled=unmodelled, provider=provider,
             planned=frozenset(runtime.bodies) if flow is not None else frozenset(),
+            causes={t: c.detail for c in causes for t in c.tensors},
         ) + _missing_bodies(model, missing) + tuple(flow_approximations)
         + (_duplicated_dq_in_bodies(model) if execution_order == "ort" else ())
         + _cuda_inlined(session) + host,
@@ -316,7 +318,8 @@ def analyze_model(
         activations=activations,
         io=IOInfo(inputs_bytes=inputs_bytes, outputs_bytes=outputs_bytes),
         shapes=ShapesInfo(
-            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved
+            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved,
+            causes=causes,
         ),
         total_bytes=weights.bytes + activations.peak_bytes + inputs_bytes,
         graph=g,
@@ -673,7 +676,9 @@ def _analyze_session_orders(model: Model, **inputs) -> Analysis:  # type: ignore
     node = f"ReorderOutput -> {reordered[0]}" if reordered else ""
     note = Approximation(kind="order_assumed", node=node, detail=detail)
     approximations = (*result.activations.approximations, note)
-    return replace(result, activations=replace(result.activations, approximations=approximations))
+    alternatives = tuple(sorted({peak for peak, _ in figures})) if figures is not None else ()
+    return replace(result, activations=replace(result.activations, approximations=approximations,
+                                               order_peaks=alternatives))
 
 
 def _order_figures(  # type: ignore[no-untyped-def]

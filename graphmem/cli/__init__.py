@@ -37,6 +37,7 @@ from graphmem.cli.gate import (
     OutputOption,
     RequireExactOption,
 )
+from graphmem.cli.helptext import MARKUP_MODE, Command, Group
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, UsageError
 
 __all__ = ["app", "main", "run"]
@@ -48,6 +49,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=MARKUP_MODE,
+    cls=Group,
 )
 
 
@@ -145,14 +148,18 @@ def peak(
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
     result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype)
+    plotted = None
     if plot is not None:
-        from graphmem.views.plot import peak_plot, write_plot
+        from graphmem.views.plot import peak_plot, write_plot, wrote
 
-        write_plot(peak_plot(result), plot, inputs=[model])
+        plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
     session = session_figures_for(result, session_option)
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes, session=session)
     inputs = [model, *([devices_file] if devices_file else [])]
-    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs))
+    code = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
+    if plotted is not None:
+        typer.echo(plotted, err=True)
+    raise typer.Exit(code)
 
 
 def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
@@ -225,9 +232,14 @@ def _register_commands() -> None:
     import importlib
     import importlib.util
 
+    from typer.core import TyperCommand
+
     for name in COMMAND_MODULES:
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name).register(app)
+    for info in app.registered_commands:  # every command's --help reads the same (cli/helptext.py)
+        if info.cls in (None, TyperCommand):
+            info.cls = Command
 
 
 _register_commands()

@@ -22,6 +22,7 @@ import typer
 
 from graphmem.analysis.dims import parse_dims, parse_inputs
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_line
+from graphmem.model.validate import ExternalDataWarning
 from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
@@ -39,7 +40,9 @@ DimOption = Annotated[
     typer.Option(
         "--dim",
         "-d",
-        help="Bind a symbolic dim: NAME=VALUE (repeatable), e.g. --dim batch=8.",
+        help="Bind a symbolic dim: NAME=VALUE (repeatable), e.g. --dim batch=8. A value of 0 is an empty "
+        "tensor (an empty KV-cache past), sized as onnxruntime runs it (0 bytes); a node that cannot "
+        "take it is named as the cause of the tensors left without a size.",
         show_default=False,
     ),
 ]
@@ -81,16 +84,17 @@ PlotOption = Annotated[
     typer.Option(
         "--plot",
         help="Also draw the memory timeline into FILE (.png or .svg, written atomically; needs "
-        "matplotlib: pip install 'graphmem[plot]').",
+        "matplotlib: pip install 'graphmem[plot]'); says where it wrote on stderr.",
         show_default=False,
     ),
 ]
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
-    """graphmem's own warnings (an onnxruntime version the emulation is not proven against) as
-    one ``graphmem: warning:`` line on stderr; others as Python shows them."""
-    if issubclass(category, RuntimeVersionWarning):
+    """graphmem's own warnings (an onnxruntime version the emulation is not proven against, an
+    absent external-data file) as one ``graphmem: warning:`` line on stderr; others as Python
+    shows them."""
+    if issubclass(category, (RuntimeVersionWarning, ExternalDataWarning)):
         typer.echo(f"graphmem: warning: {message}", err=True)
     else:
         _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)

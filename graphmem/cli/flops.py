@@ -21,8 +21,11 @@ __all__ = ["register", "layers_json"]
 
 LAYERS_HELP = """Per-layer table: op type, output shape, parameters, FLOPs and share, output bytes,
 and whether the layer's output is held at the activation peak ('*').
---format json|markdown|csv (--json = --format json) for CI and pull-request comments (csv: one
-row per layer); --output FILE writes the report atomically instead of printing it.
+
+Rows are in graph order (the order onnxruntime runs the nodes) unless --sort ranks them; --top N
+keeps the first N. --format json|markdown|csv (--json = --format json) for CI and pull-request
+comments (csv: one row per layer); --output FILE writes the report atomically instead of
+printing it.
 
 FLOP conventions: a multiply-add is 1 MAC and 2 FLOPs; add/sub/mul/div/compare 1 FLOP per
 output element; exp, log, sqrt, tanh, erf, pow 1 each; FLOPs are work per run, not FLOP/s.
@@ -35,8 +38,14 @@ def layers_command(
     dim: DimOption = None,
     shape: ShapeOption = None,
     value: ValueOption = None,
-    sort: Annotated[str, typer.Option(help="order, flops, params or memory.")] = "order",
-    top: Annotated[Optional[int], typer.Option(help="Show only the first N rows.")] = None,
+    sort: Annotated[
+        str, typer.Option(help="order (graph order: the order onnxruntime runs the nodes), flops, params or memory.")
+    ] = "order",
+    top: Annotated[
+        Optional[int],
+        typer.Option(help="Show only the first N rows: in graph order unless --sort ranks them (then the N largest).",
+                     show_default=False),
+    ] = None,
     group: Annotated[
         Optional[int], typer.Option(help="Group nodes by name scope to this depth (/layer1/... = 1).")
     ] = None,
@@ -62,6 +71,7 @@ def layers_json(
     from graphmem.views.report import SCHEMA_VERSION
 
     rows = layer_rows(a, sort=sort, top=top, group_depth=group)
+    total = len(layer_rows(a, group_depth=group)) if top else len(rows)
     layers = []
     for r in rows:
         row = asdict(r)
@@ -76,6 +86,7 @@ def layers_json(
             "values": {k: list(x) for k, x in a.model.values.items()},
         },
         "layers": layers,
+        "rows": {"sort": sort, "shown": len(layers), "of": total},
         "totals": {"params": a.weights.params, "flops": a.flops.flops, "macs": a.flops.macs},
         "activations": {"peak_bytes": a.activations.peak_bytes, "peak_node": a.activations.peak_node},
     }

@@ -186,14 +186,20 @@ def diff(
         typer.Option("--plot", show_default=False,
                      help="Also draw both timelines overlaid into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
     ] = None,
+    require_exact: Annotated[
+        bool,
+        typer.Option("--require-exact", help="Fail (exit 1) when either side's activation figures are approximate."),
+    ] = False,
 ) -> None:
     """Compare two models: weights, params, peak, total, FLOPs, nodes, and which layers changed.
 
-    Exit 1 when an increase is over its --max-increase* threshold.
+    Exit 1 when an increase is over its --max-increase* threshold, or with --require-exact when
+    either side is not exact. Each side's exactness is shown; a side with tensors of no static
+    size is warned about on stderr (its figures are lower estimates).
     """
     from graphmem.analysis.pipeline import analyze
     from graphmem.views.formats import render_diff, resolve_format
-    from graphmem.gate.diff import compare, parse_thresholds
+    from graphmem.gate.diff import compare, diff_warnings, parse_thresholds
     from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
@@ -213,10 +219,16 @@ def diff(
     inputs = parse_inputs(dim, shape, value)
     before = analyze(old, **inputs, provider=provider)
     after = analyze(new, **inputs, provider=provider)
+    plotted = None
     if plot is not None:
-        from graphmem.views.plot import diff_plot, write_plot
+        from graphmem.views.plot import diff_plot, write_plot, wrote
 
-        write_plot(diff_plot(before, after), plot, inputs=[old, new])
-    doc = compare(before, after, thresholds=thresholds, top=top)
+        plotted = wrote("diff", plot, write_plot(diff_plot(before, after), plot, inputs=[old, new]))
+    doc = compare(before, after, thresholds=thresholds, top=top, require_exact=require_exact)
+    for warning in diff_warnings(doc):
+        typer.echo(f"graphmem: warning: {one_line(warning)}", err=True)
     failures = [f["message"] for f in doc["gate"]["failures"]]
-    raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new]))
+    code = deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new])
+    if plotted is not None:
+        typer.echo(plotted, err=True)
+    raise typer.Exit(code)

@@ -72,16 +72,19 @@ def train(
         frozen=tuple(frozen or ()),
         foreach=foreach,
     )
+    plotted = None
     if plot is not None:
-        from graphmem.views.plot import training_figure, write_plot
+        from graphmem.views.plot import training_figure, write_plot, wrote
 
-        write_plot(training_figure(est), plot, inputs=[model])
+        plotted = wrote("train", plot, write_plot(training_figure(est), plot, inputs=[model]))
     for warning in est.warnings:
         typer.echo(f"graphmem: warning: {warning}", err=True)
     if as_json:
         typer.echo(json.dumps(training_json(est), indent=2))
     else:
         typer.echo(training_table(est))
+    if plotted is not None:
+        typer.echo(plotted, err=True)
 
 
 def register(app: typer.Typer) -> None:

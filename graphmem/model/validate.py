@@ -16,7 +16,7 @@ strict shape inference; ``core/framework/tensorprotoutils.cc``: payload sizes, e
 * external-data entries well formed: a location inside the model's folder, offsets and lengths
   that are non-negative integers, within the file when it exists. **An absent external-data file
   is accepted**: graphmem never reads weight bytes (the one documented difference from
-  onnxruntime, which needs them to load).
+  onnxruntime, which needs them to load); one :class:`ExternalDataWarning` names it.
 
 What only onnxruntime refuses (opsets newer than it supports, nodes without a CPU kernel for
 their types) is checked by :mod:`graphmem.ort.loadable` once types are known.
@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,7 +39,13 @@ from graphmem.errors import InvalidModelError
 from graphmem.model.dtypes import element_bits
 from graphmem.model.walk import all_nodes, node_bodies
 
-__all__ = ["check_model", "checker_proxy", "clear_invalid_dims"]
+__all__ = ["check_model", "checker_proxy", "clear_invalid_dims", "ExternalDataWarning", "missing_data_message"]
+
+
+class ExternalDataWarning(UserWarning):
+    """An external-data file the model names is absent: graphmem's figures do not need it,
+    onnxruntime does (it cannot load the model)."""
+
 
 _PAYLOAD_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
 _MAX_REASON = 300
@@ -392,14 +399,28 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
             if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_location != TensorProto.EXTERNAL:
                 _check_payload(attr.t, path, None, 0,
                                where=f"{path}: not a valid ONNX model: the tensor of {node.op_type} node '{node.name}'")
+    absent: dict[str, int] = {}  # external-data file -> bytes of weights it should hold
     for t in proto.graph.initializer:
         if any(d < 0 for d in t.dims):
             raise InvalidModelError(f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}")
         if t.data_location == TensorProto.EXTERNAL:
-            _check_external(t, path, base)
+            location = _check_external(t, path, base)
+            if location is not None:
+                absent[location] = absent.get(location, 0) + (_payload_bytes(t) or 0)
             continue
         field, length = skipped.get(t.name, (None, 0))
         _check_payload(t, path, field, length)
+    if absent:
+        warnings.warn(missing_data_message(path, absent), ExternalDataWarning, stacklevel=2)
+
+
+def missing_data_message(path: str, absent: Mapping[str, int]) -> str:
+    """One line naming the absent external-data file(s) of ``path`` (file -> bytes it should hold)."""
+    files = list(absent)
+    named = f"'{files[0]}' is" if len(files) == 1 else (
+        f"{len(files)} files are (" + ", ".join(f"'{f}'" for f in files[:3]) + (" …" if len(files) > 3 else "") + ")")
+    return (f"{path}: external-data {named} missing ({sum(absent.values()):,} bytes of weights): the figures do not "
+            "need the weight bytes, but onnxruntime cannot load this model without them")
 
 
 #: TensorProto payload fields: number -> (name, bytes per stored value; 0 = varint, uncountable).
@@ -473,9 +494,9 @@ def _payload_bytes(t: onnx.TensorProto) -> int | None:
     return (math.prod(t.dims) * bits + 7) // 8
 
 
-def _check_external(t: onnx.TensorProto, path: str, base: Path) -> None:
+def _check_external(t: onnx.TensorProto, path: str, base: Path) -> str | None:
     """Well-formed external-data entries (``tensorprotoutils.cc``, ``tensor_external_data_info.cc``);
-    an absent file is accepted (see module doc)."""
+    an absent file is accepted (see module doc): its location is returned, else None."""
     info = {e.key: e.value for e in t.external_data}
     location = info.get("location", "")
     where = f"{path}: not a valid ONNX model: initializer '{t.name}'"
@@ -497,11 +518,13 @@ def _check_external(t: onnx.TensorProto, path: str, base: Path) -> None:
             f"{where} has {numbers['length']:,} bytes of external data but its dims {list(t.dims)} need {want:,}"
         )
     file = base / location
-    if file.is_file():
-        end = numbers.get("offset", 0) + (numbers.get("length", want or 0))
-        size = file.stat().st_size
-        if end > size:
-            raise InvalidModelError(f"{where} reads bytes up to {end:,} of '{location}', which has {size:,}")
+    if not file.is_file():
+        return location
+    end = numbers.get("offset", 0) + (numbers.get("length", want or 0))
+    size = file.stat().st_size
+    if end > size:
+        raise InvalidModelError(f"{where} reads bytes up to {end:,} of '{location}', which has {size:,}")
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

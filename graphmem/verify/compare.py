@@ -17,7 +17,7 @@ from typing import Any
 from graphmem.errors import MeasureError, UsageError
 from graphmem.verify.resident import RUNS
 
-__all__ = ["Verification", "Divergence", "SessionCheck", "verify", "parse_tolerance", "RESIDENT_TOLERANCE"]
+__all__ = ["Verification", "Divergence", "SessionCheck", "verify", "parse_tolerance", "matching_order", "RESIDENT_TOLERANCE"]
 
 #: ``resident_bytes`` against the median growth of fresh processes (issue 26: within 10%).
 RESIDENT_TOLERANCE = 0.10
@@ -83,6 +83,11 @@ class Verification:
     ratio: float
     tolerance: float
     passed: bool
+    # onnxruntime picks the execution order per session (order_assumed): the peaks of the orders
+    # it may pick, ascending (predicted_bytes is the largest), and the one this session's
+    # measured peak matched within the tolerance (None: none did, or no alternatives)
+    order_peaks: tuple[int, ...] = ()
+    order_matched: int | None = None
     divergence: Divergence | None
     outputs_match: bool
     output_mismatches: tuple[str, ...]
@@ -189,6 +194,8 @@ def verify(
     run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))
+    alternatives = predicted.activations.order_peaks
+    matched = matching_order(alternatives, q, tolerance)
     mismatches = _output_mismatches(predicted, run1)
     bare = unpacked.runs[0]
     set_at_creation = _in_use_set_at_creation(run1, bare)
@@ -214,8 +221,11 @@ def verify(
         scratch_note=note,
         ratio=ratio,
         tolerance=tolerance,
-        passed=abs(ratio - 1) <= tolerance and not mismatches and (check is None or check.passed),
-        divergence=_first_divergence(predicted, run1, tolerance, q),
+        passed=(abs(ratio - 1) <= tolerance or matched is not None) and not mismatches and (check is None or check.passed),
+        order_peaks=alternatives,
+        order_matched=matched,
+        # the timeline predicted is the largest order's: beside another order's run it says nothing
+        divergence=_first_divergence(predicted, run1, tolerance, q) if matched in (None, p) else None,
         outputs_match=not mismatches,
         output_mismatches=mismatches,
         analysis=predicted,
@@ -294,6 +304,22 @@ def _check_session(figures, plan, m, runnable, feeds, graph_opt, tolerance, proc
         within[name] = None if got is None else (want == got or (got > 0 and abs(want / got - 1) <= tol))
     return SessionCheck(figures=figures, measured=measured, tolerances=tolerances, within=within,
                         resident_processes=processes_grown, notes=tuple(notes))
+
+
+def matching_order(peaks: Sequence[int], measured: int, tolerance: float) -> int | None:
+    """The peak among ``peaks`` (the execution orders a session may pick) that ``measured`` is
+    within ``tolerance`` of, the closest when several are; None when none is (or no peaks).
+
+    >>> matching_order((131_072, 135_168), 131_072, 0.0)
+    131072
+    >>> matching_order((131_072, 135_168), 133_000, 0.0) is None
+    True
+    """
+    def off(peak: int) -> float:
+        return abs(peak / measured - 1) if measured else (0.0 if peak == 0 else float("inf"))
+
+    near = [peak for peak in peaks if off(peak) <= tolerance]
+    return min(near, key=lambda peak: (off(peak), peak)) if near else None
 
 
 def _in_use_set_at_creation(run, unpacked) -> bool:  # type: ignore[no-untyped-def]

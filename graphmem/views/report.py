@@ -71,7 +71,10 @@ def peak_json(a: Analysis) -> dict[str, Any]:
         "placement": _placement_json(a.placement),
         "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
         "total_bytes": a.total_bytes,
-        "shapes": {"tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved)},
+        "shapes": {
+            "tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved),
+            "causes": [c.to_json() for c in a.shapes.causes],
+        },
         "flops": {
             "total": a.flops.flops,
             "macs": a.flops.macs,
@@ -166,6 +169,9 @@ def _unknowns(a: Analysis) -> list[str]:
         shown = ", ".join(unresolved[:8]) + (" …" if len(unresolved) > 8 else "")
         out.append(f"  UNRESOLVED: {len(unresolved)} tensors have no static size ({shown});")
         out.append("  they are not in the figures above, which are therefore lower estimates.")
+        out += [f"  cause: {c.detail}" for c in a.shapes.causes[:3]]
+        if len(a.shapes.causes) > 3:
+            out.append(f"  (+{len(a.shapes.causes) - 3} more nodes that cannot take their inputs: shapes.causes in --json)")
     else:
         out.append(f"  shapes: all {a.shapes.tensors} tensors resolved")
     if a.flops.unsupported:

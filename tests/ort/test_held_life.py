@@ -114,3 +114,16 @@ def test_a_loop_as_onnxruntime_holds_it(tmp_path: Path) -> None:
     assert f.held_after_run[:5] == (12, M + 12, M + 12, M + 12, M + 12)
     feeds = {"x": np.ones(x, np.float32), "M": np.array(3, np.int64), "c": np.array(True)}
     assert arena_held(path, options, feeds=feeds) == list(f.held_after_run[:5])
+
+
+def test_the_power_of_two_cap_as_onnxruntime_applies_it(tmp_path: Path) -> None:
+    # eight Exp(x) graph outputs of 1M each, all held to the run's end: regions 1M (curr -> 2M),
+    # 2M (curr 2M is not below 4M / 2: capped at 4M), 4M, 4M; uncapped the last would be 8M
+    # (tests/ort/test_held_bfc.py by hand). Set through an environment arena (OrtArenaCfg).
+    n = 1 << 18
+    m = model([helper.make_node("Exp", ["x"], [f"y{i}"]) for i in range(8)], [tensor("x", [n])],
+              [tensor(f"y{i}", [n]) for i in range(8)])
+    path = save(m, tmp_path / "eight.onnx")
+    f = figures(path, "max_power_of_two_extend_bytes=4194304")
+    assert [r.size for r in f.regions] == [M, 2 * M, 4 * M, 4 * M] and f.first_run_bytes == 11 * M
+    assert arena_held(path, f.options) == list(f.held_after_run[:5])

@@ -139,7 +139,7 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
     elif steps is None:
         raise UsageError("this analysis keeps no per-step plan to replay through the arena")
     else:
-        scratch, _ = step_scratch(graph, analysis.order, analysis.types, analysis.values)
+        scratch, _ = step_scratch(graph, analysis.order, analysis.types, analysis.values, host=analysis.host)
         life = replay_life(steps.program, steps.plan, scratch, creation.events, opts,
                            pattern_allowed=_pattern_allowed(analysis), untraced=_untraced(steps.program, analysis.types), runs=runs)
     if not life.stable:

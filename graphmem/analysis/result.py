@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphmem.flops import FlopReport
+from graphmem.host import HostProfile
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 from graphmem.ort.allocation import OrtPlan
@@ -41,7 +42,7 @@ class WeightsInfo:
     unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
 
 
-#: Why a figure is not exact (``activations.approximations[].kind``), documented in the README:
+#: Why a figure is not exact (``activations.approximations[].kind``), documented in docs/pages/memory-model.md (exactness):
 #: a tensor without a static size; a control-flow body whose buffers are not planned; an If
 #: branch assumed (the larger); a kernel graphmem has no rules for; kernel scratch not modelled
 #: (``in_use_peak_bytes`` may be low); an input value assumed; a session order assumed; an
@@ -193,6 +194,7 @@ class Analysis:
     order: tuple[int, ...]
     types: dict[str, TensorType]
     flops: FlopReport
+    host: HostProfile  # the machine the figures are for (graphmem.host)
     values: dict[str, Any] = field(default_factory=dict)  # tensor -> value (numpy) shape inference computed
     placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
     steps: StepMemory | None = None  # per-step planner results, for the pictures

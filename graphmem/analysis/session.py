@@ -149,11 +149,11 @@ def session_figures(
     options: SessionOptions | None = None,
     *,
     constants: ResidentConstants = RESIDENT_CONSTANTS,
-    page_size: int = PAGE,
+    page_size: int | None = None,
 ) -> SessionFigures:
     """The ``session`` block for ``analysis`` under ``options`` (onnxruntime's defaults with one
     intra-op thread when None; its level must be the analysis's). ``page_size``: the user's
-    machine's (4 KiB on x86-64 Linux).
+    machine's (the analysis's host profile's when None).
 
     Raises :class:`graphmem.errors.UsageError` (from :func:`arena_figures`) on a level mismatch or
     a provider other than CPU, and :class:`graphmem.errors.ArenaLimitError` when ``max_mem`` is too
@@ -161,6 +161,8 @@ def session_figures(
     """
     opts = options if options is not None else SessionOptions(
         intra_op_num_threads=1, graph_optimization_level=_level(analysis.model.graph_opt))
+    if page_size is None:
+        page_size = getattr(analysis, "host", None).page_size if getattr(analysis, "host", None) else PAGE
     arena = arena_figures(analysis, opts)
     graph = analysis.graph
     creation = session_creation(graph, disable_prepacking=opts.disable_prepacking, mem_pattern=opts.enable_mem_pattern)

@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,8 +24,8 @@ from graphmem.cli.batch import (
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, JsonOption, ModelArg, PlotOption, SessionOptionOption, ShapeOption, ValueOption, fail, handled,
-    internal_error, parse_dims, parse_inputs, session_figures_for, terminating_signals,
+    DimOption, HostOption, JsonOption, ModelArg, PlotOption, SessionOptionOption, ShapeOption, ValueOption, fail,
+    handled, host_of, internal_error, parse_dims, parse_inputs, session_figures_for, terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -39,6 +39,9 @@ from graphmem.cli.gate import (
 )
 from graphmem.cli.helptext import MARKUP_MODE, Command, Group
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, UsageError
+
+if TYPE_CHECKING:
+    from graphmem.host import HostProfile
 
 __all__ = ["app", "main", "run"]
 
@@ -105,6 +108,7 @@ def peak(
         ),
     ] = "none",
     plot: PlotOption = None,
+    host: HostOption = None,
     session_option: SessionOptionOption = None,
 ) -> None:
     """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs, and
@@ -134,7 +138,7 @@ def peak(
             raise UsageError("--symbolic leaves named dims free: give --shape and --value without it")
         if session_option:
             raise UsageError("--symbolic gives formulas: --session-option needs every dim bound")
-        _symbolic(model, parse_dims(dim), as_json)
+        _symbolic(model, parse_dims(dim), as_json, host_of(host))
         return
     fmt = resolve_format(fmt, as_json=as_json)
     budgets = parse_budgets(
@@ -147,13 +151,15 @@ def peak(
 
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
-    result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype)
+    here = host_of(host)
+    result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype,
+                               host=here)
     plotted = None
     if plot is not None:
         from graphmem.views.plot import peak_plot, write_plot, wrote
 
         plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
-    session = session_figures_for(result, session_option)
+    session = session_figures_for(result, session_option, here)
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes, session=session)
     inputs = [model, *([devices_file] if devices_file else [])]
     code = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
@@ -162,13 +168,13 @@ def peak(
     raise typer.Exit(code)
 
 
-def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
+def _symbolic(model: Path, dims: dict[str, int], as_json: bool, host: HostProfile) -> None:
     """``peak --symbolic``: the figures as formulas of the dims left unbound."""
     import json
 
     from graphmem.views.symbolic import symbolic_analysis, symbolic_json, symbolic_table
 
-    s = symbolic_analysis(model, dims)
+    s = symbolic_analysis(model, dims, host=host)
     if as_json:
         typer.echo(json.dumps(symbolic_json(s, path=str(model), dims=dims), indent=2))
     else:
@@ -219,6 +225,7 @@ def run() -> None:
 #: Command modules; each has ``register(app)``. Imported here so that ``graphmem --help`` lists
 #: them; each imports its heavy dependencies inside its commands, keeping start-up fast.
 COMMAND_MODULES = (
+    "graphmem.cli.host",
     "graphmem.cli.flops",
     "graphmem.cli.verify",
     "graphmem.cli.batch",

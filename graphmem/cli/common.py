@@ -16,7 +16,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -26,10 +26,13 @@ from graphmem.model.validate import ExternalDataWarning
 from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
-    "SessionOptionOption", "session_figures_for", "host_intra_op_threads",
+    "SessionOptionOption", "session_figures_for",
     "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
-    "JsonOption", "ModelArg", "PlotOption", "terminating_signals",
+    "JsonOption", "ModelArg", "PlotOption", "terminating_signals", "HostOption", "host_of",
 ]
+
+if TYPE_CHECKING:
+    from graphmem.host import HostProfile
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,6 +91,27 @@ PlotOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+HostOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--host",
+        metavar="FILE",
+        help="Predict for the machine this profile describes (JSON written by `graphmem host --json`, "
+        "or TOML with its keys): CPU flags, caches and threads decide some kernels' buffers. "
+        "Default: this machine (or the profile $GRAPHMEM_HOST names).",
+        show_default=False,
+    ),
+]
+
+
+def host_of(option: Path | None) -> HostProfile:
+    """The host profile a command passes down, read once here at the edge: the ``--host`` file,
+    else this machine (:func:`graphmem.host.this_host`)."""
+    from graphmem.host import resolve_host
+
+    return resolve_host(option)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
@@ -166,35 +190,9 @@ def internal_error(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}{where}: {detail} (a bug in graphmem: please report it)"
 
 
-def host_intra_op_threads() -> int:
-    """onnxruntime's default intra-op thread count on this machine: its physical cores
-    (``PosixEnv::GetDefaultThreadAffinities``). Read here, at the command line's edge, from the
-    host profile when graphmem has one, else from ``/proc/cpuinfo`` (distinct physical id and
-    core id pairs), else the CPUs Python sees."""
-    try:
-        from graphmem.host import this_host  # type: ignore[import-not-found]
-
-        return max(1, int(this_host().ort_intra_op_threads))
-    except ImportError:
-        pass
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return max(1, os.cpu_count() or 1)
-    cores, package = set(), "0"
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key == "physical id":
-            package = value.strip()
-        elif key == "core id":
-            cores.add((package, value.strip()))
-    return max(1, len(cores) or os.cpu_count() or 1)
-
-
-def session_figures_for(analysis: Any, pairs: list[str] | None, *, threads: int | None = None) -> Any:
-    """:func:`graphmem.views.session.figures_for` with this machine's default thread count
-    (``threads`` when given)."""
+def session_figures_for(analysis: Any, pairs: list[str] | None, host: HostProfile) -> Any:
+    """:func:`graphmem.views.session.figures_for` for the machine ``host`` describes: its
+    onnxruntime default intra-op threads (``intra_op_num_threads=0``) and page size."""
     from graphmem.views.session import figures_for
 
-    return figures_for(analysis, pairs, default_threads=threads if threads is not None else host_intra_op_threads())
+    return figures_for(analysis, pairs, default_threads=host.ort_intra_op_threads, page_size=host.page_size)

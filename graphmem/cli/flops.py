@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from graphmem.analysis.dims import shape_json
-from graphmem.optable import op_key
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.optable import domain_name, op_key
+from graphmem.cli.common import (
+    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs,
+)
 from graphmem.cli.gate import FormatOption, OutputOption
 
 if TYPE_CHECKING:
@@ -52,13 +54,14 @@ def layers_command(
     as_json: JsonOption = False,
     fmt: FormatOption = "table",
     output: OutputOption = None,
+    host: HostOption = None,
 ) -> None:
     from graphmem.analysis.pipeline import analyze
     from graphmem.views.formats import render_layers, resolve_format
     from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
-    a = analyze(model, **parse_inputs(dim, shape, value))
+    a = analyze(model, **parse_inputs(dim, shape, value), host=host_of(host))
     doc = layers_json(a, str(model), sort=sort, top=top, group=group)
     raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=(), inputs=[model]))
 
@@ -89,6 +92,7 @@ def layers_json(
         "rows": {"sort": sort, "shown": len(layers), "of": total},
         "totals": {"params": a.weights.params, "flops": a.flops.flops, "macs": a.flops.macs},
         "activations": {"peak_bytes": a.activations.peak_bytes, "peak_node": a.activations.peak_node},
+        "host": a.host.to_dict(),
     }
 
 
@@ -124,7 +128,7 @@ def ops_command(
             "schema_version": 1,
             "opset": opset,
             "ops": [
-                {"domain": d or "ai.onnx", "op_type": o, "outcome": k, "nodes": used.get((d, o), 0)}
+                {"domain": domain_name(d), "op_type": o, "outcome": k, "nodes": used.get((d, o), 0)}
                 for d, o, k in rows
             ],
         }

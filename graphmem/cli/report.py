@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from graphmem.cli.common import (
-    DimOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_intra_op_threads, parse_inputs,
+    DimOption, HostOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of, parse_inputs,
 )
 
 __all__ = ["register", "report"]
@@ -35,6 +35,7 @@ def report(
             "analysed on the file as given (CPU, graph-opt none).",
         ),
     ] = None,
+    host: HostOption = None,
     session_option: SessionOptionOption = None,
 ) -> None:
     """Write a self-contained HTML report: figures, exactness, the memory timeline (hover for the
@@ -44,7 +45,7 @@ def report(
     from graphmem.views.output import write_atomic
 
     page = build_report(model, **parse_inputs(dim, shape, value), graph_opt=graph_opt, provider=provider, sweep=sweep,
-                        session_options=session_option, default_threads=host_intra_op_threads())
+                        host=host_of(host), session_options=session_option)
     write_atomic(output, page, inputs=[model])
     typer.echo(f"graphmem report: wrote {output} ({len(page.encode('utf-8')):,} bytes)")
 

@@ -14,7 +14,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import (
+    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs,
+)
 
 __all__ = ["register", "train"]
 
@@ -53,6 +55,7 @@ def train(
         typer.Option("--plot", show_default=False,
                      help="Also draw the step's phases into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
     ] = None,
+    host: HostOption = None,
 ) -> None:
     """Weights, gradients, optimizer state, tensors saved for backward, and each phase's peak."""
     from graphmem.training import estimate_training
@@ -71,6 +74,7 @@ def train(
         precision=precision,
         frozen=tuple(frozen or ()),
         foreach=foreach,
+        host=host_of(host),
     )
     plotted = None
     if plot is not None:

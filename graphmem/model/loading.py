@@ -21,7 +21,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper
 
-from graphmem.optable import is_default_domain
+from graphmem.optable import is_default_domain, normalize_opsets
 from graphmem.model.dtypes import dtype_name, element_bits, tensor_bytes
 from graphmem.errors import CorruptProtobufError, ModelLoadError, TensorSizeError
 from graphmem.model.protoscan import read_stripped
@@ -88,7 +88,7 @@ class Model:
     @property
     def opset(self) -> int:
         """Opset of the default ONNX domain."""
-        return self.opsets.get("", 0)  # "ai.onnx" is normalised to "" when loading
+        return self.opsets.get("", 0)  # normalize_opsets files the default domain under ""
 
     @property
     def symbolic_dims(self) -> tuple[str, ...]:
@@ -181,9 +181,7 @@ def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model
     _check_is_model(proto, path)
     graph = proto.graph
     _drop_references(graph)
-    opsets = {o.domain or "": o.version for o in proto.opset_import}
-    if "ai.onnx" in opsets and "" not in opsets:
-        opsets[""] = opsets["ai.onnx"]
+    opsets = normalize_opsets({o.domain or "": o.version for o in proto.opset_import})
     return model_from_graph(
         graph, path=path, ir_version=proto.ir_version, opsets=opsets, functions=tuple(proto.functions)
     )

@@ -38,6 +38,7 @@ from onnx import TensorProto, helper
 from graphmem.errors import InvalidModelError
 from graphmem.model.dtypes import element_bits
 from graphmem.model.walk import all_nodes, node_bodies
+from graphmem.optable import is_default_domain, normalize_domain
 
 __all__ = ["check_model", "checker_proxy", "clear_invalid_dims", "ExternalDataWarning", "missing_data_message"]
 
@@ -167,11 +168,9 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     graph = proxy.graph
     clear_invalid_dims(graph)
     for opset in proxy.opset_import:
-        if opset.domain == "ai.onnx":
-            opset.domain = ""
+        opset.domain = normalize_domain(opset.domain)
     for node in graph.node:
-        if node.domain == "ai.onnx":
-            node.domain = ""
+        node.domain = normalize_domain(node.domain)
     inputs = {vi.name for vi in graph.input}
     kept = []
     for t in graph.initializer:
@@ -188,7 +187,7 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     # Constant nodes become initializers when onnxruntime builds the graph (graph.cc): their type
     # is their tensor's, whatever value_info declares (onnxruntime-genai declares [1] constants as
     # scalars, and onnxruntime loads them).
-    constants = {out for node in graph.node if node.op_type == "Constant" and node.domain in ("", "ai.onnx") for out in node.output}
+    constants = {out for node in graph.node if node.op_type == "Constant" and is_default_domain(node.domain) for out in node.output}
     if constants & {vi.name for vi in graph.value_info}:
         kept_info = [vi for vi in graph.value_info if vi.name not in constants]
         del graph.value_info[:]

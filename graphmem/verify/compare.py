@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmem.errors import MeasureError, UsageError
+from graphmem.host import HostProfile, host_differences, resolve_host, this_host
 from graphmem.verify.resident import RUNS
 
 __all__ = ["Verification", "Divergence", "SessionCheck", "verify", "parse_tolerance", "matching_order", "RESIDENT_TOLERANCE"]
@@ -121,17 +122,21 @@ def verify(
     random_weights: bool = False,
     int_range: tuple[int, int] | None = None,
     seed: int = 0,
+    host: HostProfile | str | Path | None = None,
     session_options: Sequence[str] | None = None,
-    default_threads: int = 1,
     resident_processes: int = 3,
 ) -> Verification:
     """Predict, run and measure ``path``; see the module doc.
 
+    The run is on this machine, so the prediction is for this machine
+    (:func:`graphmem.host.this_host`); a ``host`` profile (``--host``) that differs from it is
+    refused (UsageError naming the fields): a prediction for another machine cannot be checked
+    by a measurement here.
+
     ``session_options``: ``--session-option`` pairs; the session is measured under them and its
     figures (:func:`graphmem.views.session.figures_for`) compared; unset options are onnxruntime's
-    defaults except one intra-op thread (``intra_op_num_threads=0`` is ``default_threads``, the
-    machine's cores). ``resident_processes``: fresh processes whose median is the resident growth
-    (0: not measured)."""
+    defaults except one intra-op thread (``intra_op_num_threads=0`` is this machine's cores).
+    ``resident_processes``: fresh processes whose median is the resident growth (0: not measured)."""
     import tempfile
 
     import onnx
@@ -144,6 +149,7 @@ def verify(
 
     path = Path(path)
     dims = dict(dims or {})
+    here = _this_machine(host)
     check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
@@ -162,11 +168,11 @@ def verify(
         # the prediction is exactly `graphmem peak --graph-opt LEVEL`'s (one code path for the
         # optimized graph: onnxruntime writes it, the session's static shapes are restored); an
         # inexact one (unresolved tensors, ...) is measured all the same and says so
-        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values)
+        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values, host=here)
         proto = onnx.load(str(runnable), load_external_data=False)
         run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
         feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
-        session, plan = _session_plan(predicted, session_options, default_threads, provider)
+        session, plan = _session_plan(predicted, session_options, here, provider)
         m = measure(str(runnable), feeds, provider=provider, graph_opt=graph_opt, threads=plan["threads"],
                     runs=RUNS, mem_pattern=plan["mem_pattern"], session_config=plan["config"],
                     arena_cfg=plan["arena_cfg"], provider_opts=plan["provider_opts"])
@@ -184,10 +190,11 @@ def verify(
         if m.providers and m.providers[0] == CUDA and graph_opt == "none":
             # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
             # inputs the session copied in before the first kernel are in the baseline, as there)
-            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda")
-            session, _ = _session_plan(predicted, session_options, default_threads, provider)
+            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda",
+                                          host=here)
+            session, _ = _session_plan(predicted, session_options, here, provider)
         elif session is None and not (m.providers and m.providers[0] == CUDA):  # asked for CUDA, ran on CPU
-            session, _ = _session_plan(predicted, [], default_threads, "cpu")
+            session, _ = _session_plan(predicted, [], here, "cpu")
         check = None
         if session is not None:
             check = _check_session(session, plan, m, runnable, feeds, graph_opt, tolerance, resident_processes)
@@ -235,7 +242,7 @@ def verify(
     )
 
 
-def _session_plan(predicted, pairs, default_threads, provider):  # type: ignore[no-untyped-def]
+def _session_plan(predicted, pairs, here, provider):  # type: ignore[no-untyped-def]
     """The predicted session figures under ``pairs`` (None until the session shows where it ran,
     for a CUDA request) and how to measure a session with those options: intra-op threads, memory
     pattern, config entries, environment arena, CUDA provider options."""
@@ -255,9 +262,9 @@ def _session_plan(predicted, pairs, default_threads, provider):  # type: ignore[
     from graphmem.ort.held.options import SessionOptions, parse_session_options
 
     reject_cuda_keys(pairs or [])
-    options = parse_session_options(list(pairs or []), graph_opt=predicted.model.graph_opt, default_threads=default_threads,
-                                    base=SessionOptions(intra_op_num_threads=1))
-    figures = session_figures(predicted, options)
+    options = parse_session_options(list(pairs or []), graph_opt=predicted.model.graph_opt,
+                                    default_threads=here.ort_intra_op_threads, base=SessionOptions(intra_op_num_threads=1))
+    figures = session_figures(predicted, options, page_size=here.page_size)
     return figures, {"threads": options.intra_op_num_threads, "mem_pattern": options.enable_mem_pattern,
                      "config": options.session_config(), "arena_cfg": options.arena_cfg(), "provider_opts": None,
                      "cpu_arena": options.enable_cpu_mem_arena}
@@ -304,6 +311,22 @@ def _check_session(figures, plan, m, runnable, feeds, graph_opt, tolerance, proc
         within[name] = None if got is None else (want == got or (got > 0 and abs(want / got - 1) <= tol))
     return SessionCheck(figures=figures, measured=measured, tolerances=tolerances, within=within,
                         resident_processes=processes_grown, notes=tuple(notes))
+
+
+def _this_machine(host: HostProfile | str | Path | None) -> HostProfile:
+    """This machine's profile; ``host``, when given, must be the same (see :func:`verify`)."""
+    here = this_host()
+    if host is None:
+        return here
+    given = resolve_host(host)
+    differences = host_differences(given, here)
+    if differences:
+        raise UsageError(
+            f"verify measures on this machine, and the host given differs from it ({'; '.join(differences)}): "
+            "a prediction for another machine cannot be checked here; "
+            "leave --host out (graphmem host shows this machine)"
+        )
+    return here
 
 
 def matching_order(peaks: Sequence[int], measured: int, tolerance: float) -> int | None:

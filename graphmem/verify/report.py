@@ -62,6 +62,7 @@ def verify_json(
             "cuda_outside_arena": _cuda_json(v),
             "session": _session_json(v),
         },
+        "host": v.analysis.host.to_dict(),
     }
     if gate is not None:
         doc["gate"] = gate.to_json()

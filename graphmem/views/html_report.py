@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import UsageError
+from graphmem.host import HostProfile, host_line, resolve_host
 from graphmem.model.dtypes import dtype_name
 from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count
@@ -104,7 +105,7 @@ def _subtitle(a: Analysis) -> str:
     dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "no symbolic dims"
     return (
         f"{a.model.path} · opset {a.model.opset}, {a.model.nodes:,} nodes · {dims} · "
-        f"graph-opt {a.model.graph_opt} · {a.activations.runtime}"
+        f"graph-opt {a.model.graph_opt} · {a.activations.runtime} · host {host_line(a.host)}"
     )
 
 
@@ -312,8 +313,8 @@ def build_report(
     graph_opt: str = "none",
     provider: str = "cpu",
     sweep: str | None = None,
+    host: HostProfile | None = None,
     session_options: list[str] | None = None,
-    default_threads: int = 1,
 ) -> str:
     """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
     with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
@@ -329,6 +330,7 @@ def build_report(
     from graphmem.batch import SweepSpec, parse_dim_values
     from graphmem.batch import sweep as run_sweep
 
+    host = resolve_host(host)
     dims = dict(dims or {})
     swept = None
     if sweep is not None:
@@ -337,10 +339,12 @@ def build_report(
         if len(points) < 2:
             raise UsageError(f"--sweep {sweep}: give at least two values, e.g. {name}=1,2,4,8")
         fixed = {k: v for k, v in dims.items() if k != name}
-        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points))
+        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points), host=host)
         dims.setdefault(name, points[-1])
-    a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider)
+    a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider, host=host)
+    from graphmem.host import resolve_host
     from graphmem.views.session import figures_for
 
-    session = figures_for(a, session_options, default_threads=default_threads)
+    here = host if host is not None else resolve_host(None)
+    session = figures_for(a, session_options, default_threads=here.ort_intra_op_threads, page_size=here.page_size)
     return render_report(a, sweep=swept, session=session)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.dims import shape_json
 from graphmem.analysis.result import Analysis, Approximation
+from graphmem.host import host_line
 from graphmem.ort.session import PlacementInfo
 from graphmem.units import byte_table, format_count
 
@@ -83,6 +84,7 @@ def peak_json(a: Analysis) -> dict[str, Any]:
             "unsupported": dict(sorted(a.flops.unsupported.items())),
             "zero": list(a.flops.zero),
         },
+        "host": a.host.to_dict(),
     }
 
 
@@ -135,6 +137,7 @@ def peak_table(a: Analysis) -> str:
     lines = [
         f"graphmem peak: {a.model.path}",
         f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}, graph-opt {a.model.graph_opt}",
+        f"  host: {host_line(a.host)}",
         "",
         *byte_table(rows),
     ]

@@ -15,10 +15,10 @@ from graphmem.units import byte_table, format_bytes
 __all__ = ["session_json", "session_lines", "session_rows", "figures_for"]
 
 
-def figures_for(analysis: Any, pairs: list[str] | None, *, default_threads: int) -> Any:
+def figures_for(analysis: Any, pairs: list[str] | None, *, default_threads: int, page_size: int = 4096) -> Any:
     """The session block's figures for ``analysis`` under ``--session-option`` ``pairs``
     (onnxruntime's defaults for the rest; ``default_threads``: what ``intra_op_num_threads=0``
-    means on the user's machine, its physical cores). CPU analyses:
+    means on the user's machine, its physical cores; ``page_size``: its page size). CPU analyses:
     :func:`graphmem.analysis.session.session_figures`; CUDA:
     :func:`graphmem.ort.cuda.held.cuda_session_figures`. Raises :class:`graphmem.errors.UsageError`
     naming a bad option."""
@@ -31,7 +31,7 @@ def figures_for(analysis: Any, pairs: list[str] | None, *, default_threads: int)
 
     reject_cuda_keys(pairs or [])
     options = parse_session_options(pairs or [], graph_opt=analysis.model.graph_opt, default_threads=default_threads)
-    return session_figures(analysis, options)
+    return session_figures(analysis, options, page_size=page_size)
 
 
 def session_json(s: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from builders import BERT, init, invoke, model, save, tensor
 from onnx import helper
 
-from graphmem.analysis.pipeline import analyze_graph_opt
+from graphmem.analysis.graph_opt import analyze_graph_opt
 from graphmem.errors import ArenaLimitError, UsageError
 from graphmem.ort.cuda.held import CONTEXT_BYTES, CudaOptions, cuda_session_figures, parse_cuda_options
 from graphmem.schema import validate

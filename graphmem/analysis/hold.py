@@ -24,7 +24,7 @@ __all__ = ["held", "held_figures"]
 def held(analysis: Analysis, request: AnalysisRequest) -> Any:
     """The session figures the request asks for (None when ``request.session_options`` is None):
     a CPU analysis's :class:`graphmem.analysis.session.SessionFigures`, a CUDA analysis's
-    :class:`graphmem.ort.cuda.held.CudaSessionFigures`."""
+    :class:`graphmem.analysis.cuda_held.CudaSessionFigures`."""
     if request.session_options is None:
         return None
     return held_figures(analysis, request.session_options, request.host)
@@ -40,7 +40,7 @@ def held_figures(
 
     Raises :class:`graphmem.errors.UsageError` naming a bad or unemulated option (a CUDA option for
     a CPU session too) and :class:`graphmem.errors.ArenaLimitError` when ``max_mem`` is too small."""
-    from graphmem.ort.cuda.held import cuda_session_figures, parse_cuda_options, reject_cuda_keys
+    from graphmem.analysis.cuda_held import cuda_session_figures, parse_cuda_options, reject_cuda_keys
 
     if analysis.activations.provider == "cuda":
         return cuda_session_figures(analysis, parse_cuda_options(list(pairs)))

@@ -251,7 +251,7 @@ def _session_plan(predicted, pairs, here, provider):  # type: ignore[no-untyped-
     """The predicted session figures under ``pairs`` (None until the session shows where it ran,
     for a CUDA request) and how to measure a session with those options: intra-op threads, memory
     pattern, config entries, environment arena, CUDA provider options."""
-    from graphmem.ort.cuda.held import parse_cuda_options
+    from graphmem.analysis.cuda_held import parse_cuda_options
 
     if provider != "cpu" or predicted.activations.provider == "cuda":
         cuda = parse_cuda_options(list(pairs or []))
@@ -259,7 +259,7 @@ def _session_plan(predicted, pairs, here, provider):  # type: ignore[no-untyped-
                 "provider_opts": cuda.provider_options(), "cpu_arena": True}
         if predicted.activations.provider != "cuda":
             return None, plan
-        from graphmem.ort.cuda.held import cuda_session_figures
+        from graphmem.analysis.cuda_held import cuda_session_figures
 
         return cuda_session_figures(predicted, cuda), plan
     from graphmem.analysis.hold import held_figures

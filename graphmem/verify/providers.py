@@ -30,7 +30,7 @@ CUDA = "CUDAExecutionProvider"
 
 REQUESTS = ("auto", "cpu", "cuda")
 
-# The CUDA provider's options are the user's (``--session-option``, graphmem.ort.cuda.held.CudaOptions):
+# The CUDA provider's options are the user's (``--session-option``, graphmem.analysis.cuda_held.CudaOptions):
 # a measurement runs the session the user would run. Earlier versions forced kSameAsRequested
 # (to keep arena_held near the requests) and HEURISTIC; the session block now predicts the arena
 # as onnxruntime's defaults (kNextPowerOfTwo, EXHAUSTIVE) or the user's options grow it.

@@ -1,6 +1,6 @@
 """The ``session`` block of ``graphmem peak --json`` and the table's "held by the session" section:
 what a session takes from the machine (:class:`graphmem.analysis.session.SessionFigures`, or the
-CUDA provider's :class:`graphmem.ort.cuda.held.CudaSessionFigures`, computed by the session stage,
+CUDA provider's :class:`graphmem.analysis.cuda_held.CudaSessionFigures`, computed by the session stage,
 :mod:`graphmem.analysis.hold`). Tables use binary units and
 name them; JSON figures are exact integers.
 """

@@ -30,6 +30,7 @@ __all__ = [
     "SchemaError",
     "InvariantError",
     "PlanInvariantError",
+    "ArenaLimitError",
     "Terminated",
     "Reported",
     "GateFailed",
@@ -177,6 +178,11 @@ class InvariantError(GraphmemError, ValueError):
 
 class PlanInvariantError(InvariantError):
     """A plan broke an invariant: a bug in a planner, never a user error."""
+
+
+class ArenaLimitError(GraphmemError):
+    """The arena's ``max_mem`` (a session option) is too small for what the session allocates:
+    onnxruntime would fail the same request."""
 
 
 def one_line(text: str) -> str:

@@ -201,3 +201,4 @@ class Analysis:
     # control-flow node id -> the bodies it ran (graphmem.analysis.controlflow.BodyLayers)
     bodies: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     replay: Replay | None = None  # a run with control flow, request by request (for the pictures)
+    session: Any = None  # what the session holds (graphmem.analysis.hold), when the request asked for it

@@ -29,6 +29,7 @@ from graphmem.cli.common import (
     JsonOption,
     ModelArg,
     PlotOption,
+    SessionOptionOption,
     ShapeOption,
     ValueOption,
     fail,
@@ -121,8 +122,10 @@ def peak(
     ] = "none",
     plot: PlotOption = None,
     host: HostOption = None,
+    session_option: SessionOptionOption = None,
 ) -> None:
-    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs.
+    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs, and
+    what the session holds (weights, arena, resident memory) under --session-option.
 
     With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
     the model fits and gives a roofline latency bound.
@@ -147,6 +150,8 @@ def peak(
             raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
         if shape or value:
             raise UsageError("--symbolic leaves named dims free: give --shape and --value without it")
+        if session_option:
+            raise UsageError("--symbolic gives formulas: --session-option needs every dim bound")
         _symbolic(model, parse_dims(dim), as_json, host_of(host))
         return
     fmt = resolve_format(fmt, as_json=as_json)
@@ -161,7 +166,8 @@ def peak(
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
     request = AnalysisRequest(
-        bindings=parse_bindings(dim, shape, value), provider=provider, as_dtype=as_dtype, host=host_of(host)
+        bindings=parse_bindings(dim, shape, value), provider=provider, as_dtype=as_dtype, host=host_of(host),
+        session_options=tuple(session_option or ()),
     )
     result = analyze_graph_opt(model, graph_opt, request)
     plotted = None
@@ -222,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except MemoryError:
         return fail("out of memory (the model or the options need more memory than this machine lets graphmem have)")
-    except Exception as exc:  # the last line of defence: a bug, reported in one line
+    except Exception as exc:
         if os.environ.get("GRAPHMEM_DEBUG"):
             raise
         return fail(internal_error(exc))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.host import host_line
@@ -94,6 +94,7 @@ def report_html(
         _exactness(a),
         "<h2>Figures</h2>",
         _figures(a),
+        *(["<h2>Held by the session</h2>", _held(a.session)] if a.session is not None else []),
         "<h2>Memory over the run</h2>",
         _timeline(a, t),
         "<h2>Tensors live at the peak</h2>",
@@ -127,6 +128,17 @@ def _row(label: str, n: int | None, note: str = "", *, cls: str = "") -> str:
     size = format_bytes(n)
     exact = f"{n:,}" if n is not None else "unknown"
     return f'<tr class="{cls}"><td>{escape(label)}</td><td class="n">{size}</td><td class="n">{exact}</td><td>{escape(note)}</td></tr>'
+
+
+def _held(s: Any) -> str:
+    """The session's figures (:func:`graphmem.views.session.session_rows`) and why they are not exact."""
+    from graphmem.views.session import session_rows
+
+    head = '<tr><th></th><th class="n">size</th><th class="n">bytes</th><th>note</th></tr>'
+    rows = "".join(_row(label, n, note) for label, n, note in session_rows(s))
+    notes = "".join(f"<li>{escape(a.kind)} [{escape(', '.join(a.figures))}]: {escape(a.detail)}</li>" for a in s.approximations)
+    verdict = "Exact." if s.exact else f"Not exact:<ul>{notes}</ul>"
+    return f'<table>{head}{rows}</table><div class="exact {"yes" if s.exact else "no"}">{verdict}</div>'
 
 
 def _figures(a: Analysis) -> str:

@@ -152,10 +152,12 @@ def approximation_summary(a: Analysis) -> list[str]:
 
 
 def peak_document(
-    a: Analysis, *, as_dtype: str | None = None, device: Device | None = None, overhead_bytes: int = 0
+    a: Analysis, *, as_dtype: str | None = None, device: Device | None = None, overhead_bytes: int = 0,
 ) -> tuple[dict[str, Any], str]:
     """The ``peak`` document and table: :func:`peak_json` plus the what-if dtype, the KV cache of a
-    decoder and, with a device, its fit and roofline section."""
+    decoder, what the session holds (``a.session``, when the analysis asked for it:
+    :mod:`graphmem.analysis.hold`; the ``session`` block and the "held by the session" section)
+    and, with a device, its fit and roofline section."""
     from graphmem.views.kvcache import kv_cache, kv_json, kv_lines
 
     kv = kv_cache(a)
@@ -165,6 +167,11 @@ def peak_document(
     if kv is not None:
         doc["kv_cache"] = kv_json(kv)
     lines = [peak_table(a), *kv_lines(kv)]
+    if a.session is not None:
+        from graphmem.views.session import session_json, session_lines
+
+        doc["session"] = session_json(a.session)
+        lines += session_lines(a.session)
     if device is not None:  # the roofline module loads only for --device (start-up)
         from graphmem.views.roofline import device_lines, device_section
 

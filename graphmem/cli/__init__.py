@@ -154,12 +154,12 @@ def peak(
     here = host_of(host)
     result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype,
                                host=here)
+    session = session_figures_for(result, session_option, here)
     plotted = None
     if plot is not None:
         from graphmem.views.plot import peak_plot, write_plot, wrote
 
-        plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
-    session = session_figures_for(result, session_option, here)
+        plotted = wrote("peak", plot, write_plot(peak_plot(result, session), plot, inputs=[model]))
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes, session=session)
     inputs = [model, *([devices_file] if devices_file else [])]
     code = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
@@ -228,6 +228,7 @@ COMMAND_MODULES = (
     "graphmem.cli.host",
     "graphmem.cli.flops",
     "graphmem.cli.verify",
+    "graphmem.cli.advise",
     "graphmem.cli.batch",
     "graphmem.cli.gate",
     "graphmem.cli.train",

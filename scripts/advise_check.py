@@ -79,11 +79,11 @@ def check(path: Path, dims: dict[str, int], levels: list[str], processes: int) -
     except GraphmemError as exc:
         print(f"\n{label}: not checked: {exc}")
         return {"model": label, "error": str(exc), "rows": []}
-    print(f"\n{label}  ({time.perf_counter() - t0:.0f} s)")
+    print(f"\n{label}  ({time.perf_counter() - t0:.0f} s)", flush=True)
     print(f"  {'option set':<40} {'arena steady p/m (MiB)':>24} {'ok':>3} {'resident p/m (MiB)':>21} {'ok':>3} "
           f"{'Δ arena p/m':>17} {'Δ resident p/m':>17} {'holds':>5}")
     for r in rows:
-        print(_line(r))
+        print(_line(r), flush=True)
     for s in a.skipped:
         print(f"  not predicted: {s.setting}={s.value}: {s.reason}")
     return {"model": label, "error": None, "rows": [asdict(r) for r in rows],

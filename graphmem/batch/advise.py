@@ -133,7 +133,7 @@ class Advice:
 
     path: str
     dims: dict[str, int]
-    inputs: tuple[str, ...]  # the binding as verify's options (--dim/--shape/--value items)
+    inputs: tuple[str, ...]  # the binding as verify's words (--dim NAME=VALUE, --shape ..., --value ...)
     graph_opt: str
     pairs: tuple[str, ...]
     current: Any  # SessionFigures
@@ -298,12 +298,14 @@ def _prepacking_ops(analysis: Any) -> tuple[str, ...]:
 def input_items(
     dims: Mapping[str, int] | None, shapes: Mapping[str, Any] | None, values: Mapping[str, Sequence[Any]] | None,
 ) -> tuple[str, ...]:
-    """The binding as the ``--dim``/``--shape``/``--value`` items that give it (for a command line)."""
-    out = [f"--dim={k}={v}" for k, v in (dims or {}).items()]
+    """The binding as the ``--dim``/``--shape``/``--value`` words that give it (for a command line)."""
+    out: list[str] = []
+    for k, v in (dims or {}).items():
+        out += ["--dim", f"{k}={v}"]
     for name, shape in (shapes or {}).items():
-        out.append(f"--shape={name}={_shape_text(shape)}")
+        out += ["--shape", f"{name}={_shape_text(shape)}"]
     for name, vals in (values or {}).items():
-        out.append(f"--value={name}={','.join(str(v) for v in vals)}")
+        out += ["--value", f"{name}={','.join(str(v) for v in vals)}"]
     return tuple(out)
 
 

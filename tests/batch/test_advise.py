@@ -75,9 +75,9 @@ def test_lines_are_ranked_by_resident_saved_then_arena(advice) -> None:  # type:
 def test_each_line_names_the_verify_command_that_measures_it(advice) -> None:  # type: ignore[no-untyped-def]
     x = _line(advice, "arena_extend_strategy=kSameAsRequested")
     assert x.pairs == ("arena_extend_strategy=kSameAsRequested", "intra_op_num_threads=1")
-    assert x.command == (f"graphmem verify {CNN} --dim=batch=2 --graph-opt none "
+    assert x.command == (f"graphmem verify {CNN} --dim batch=2 --graph-opt none "
                          "--session-option arena_extend_strategy=kSameAsRequested --session-option intra_op_num_threads=1")
-    assert advice.current_command == f"graphmem verify {CNN} --dim=batch=2 --graph-opt none --session-option intra_op_num_threads=1"
+    assert advice.current_command == f"graphmem verify {CNN} --dim batch=2 --graph-opt none --session-option intra_op_num_threads=1"
 
 
 def test_speed_is_stated_from_the_sources_or_said_unknown(advice) -> None:  # type: ignore[no-untyped-def]
@@ -125,6 +125,6 @@ def test_option_pairs_and_input_items() -> None:
     assert option_pairs(SessionOptions(intra_op_num_threads=1, enable_cpu_mem_arena=False, disable_prepacking=True)) == (
         "enable_cpu_mem_arena=0", "session.disable_prepacking=1", "intra_op_num_threads=1")
     assert input_items({"batch": 2}, {"x": (1, 3, 8, 8), "s": ((4, 100), (2, 100)), "o": None}, {"sr": (16000,)}) == (
-        "--dim=batch=2", "--shape=x=1x3x8x8", "--shape=s=[4x100,2x100]", "--shape=o=none", "--value=sr=16000")
-    assert verify_command("my model.onnx", ("--dim=batch=1",), "all", ("enable_mem_pattern=0",)) == (
-        "graphmem verify 'my model.onnx' --dim=batch=1 --graph-opt all --session-option enable_mem_pattern=0")
+        "--dim", "batch=2", "--shape", "x=1x3x8x8", "--shape", "s=[4x100,2x100]", "--shape", "o=none", "--value", "sr=16000")
+    assert verify_command("my model.onnx", ("--dim", "batch=1"), "all", ("enable_mem_pattern=0",)) == (
+        "graphmem verify 'my model.onnx' --dim batch=1 --graph-opt all --session-option enable_mem_pattern=0")

@@ -38,7 +38,7 @@ def test_advise_table_names_each_setting_its_speed_and_command() -> None:
     row = next(line for line in out.splitlines() if line.strip().split()[1:2] == ["enable_mem_pattern=0"])
     assert row.split()[2:5] == ["1.00", "MiB", "-2.00"]
     assert "speed: from run 2 on, one arena allocation per tensor per run" in out
-    assert (f"measure: graphmem verify {CNN} --dim=batch=2 --graph-opt none --session-option enable_mem_pattern=0 "
+    assert (f"measure: graphmem verify {CNN} --dim batch=2 --graph-opt none --session-option enable_mem_pattern=0 "
             "--session-option intra_op_num_threads=1") in out
 
 

@@ -71,6 +71,16 @@ def _exact_mark(f: Any) -> str:
     return "" if f.exact_figure("arena_steady_bytes") else "~"
 
 
+#: Reasons every resident figure carries (measured constants, glibc's heap): the 10% tolerance covers them.
+_ALWAYS = frozenset({"measured_constant", "heap_fragmentation"})
+
+
+def _resident_mark(f: Any) -> str:
+    """'~' when the resident figure rests on more than the measured constants and the heap's
+    two cases (e.g. no arena: the runs are not replayed through the C heap)."""
+    return "~" if any("resident_bytes" in x.figures and x.kind not in _ALWAYS for x in f.approximations) else ""
+
+
 def advice_table(a: Advice) -> str:
     """The ``graphmem advise`` table: the current figures, then one block per setting, ranked."""
     c = a.current
@@ -89,7 +99,7 @@ def advice_table(a: Advice) -> str:
         f = x.figures
         lines.append(
             f"  {k:>2}  {x.change:<40} {_held(f) + _exact_mark(f):>13} {_saving(x.arena_saving_bytes):>11} "
-            f"{format_bytes(f.resident_bytes):>11} {_saving(x.resident_saving_bytes):>11}"
+            f"{format_bytes(f.resident_bytes) + _resident_mark(f):>11} {_saving(x.resident_saving_bytes):>11}"
         )
         lines.append(f"      speed: {x.speed} ({x.speed_source})")
         lines.append(f"      measure: {x.command}")
@@ -99,7 +109,7 @@ def advice_table(a: Advice) -> str:
         "",
         "  arena: the CPU arena's held bytes from run 2 on (~: an approximation concerns it, see peak --json);",
         "  resident: the process's VmRSS growth, session creation to run 5 (rests on measured constants: "
-        "verify checks it at 10%).",
+        "verify checks it at 10%; ~: an approximation beyond those concerns it, see peak --json).",
     ]
     return "\n".join(lines)
 
@@ -113,15 +123,15 @@ def advice_html(a: Advice) -> str:
     ]
     c = a.current
     rows.append(
-        f"<tr class='current'><td></td><td>current: {e(' '.join(a.pairs))}</td><td class='num'>{e(_held(c))}</td>"
-        f"<td></td><td class='num'>{e(format_bytes(c.resident_bytes))}</td><td></td><td></td></tr>"
+        f"<tr class='current'><td></td><td>current: {e(' '.join(a.pairs))}</td><td class='n'>{e(_held(c))}</td>"
+        f"<td></td><td class='n'>{e(format_bytes(c.resident_bytes))}</td><td></td><td></td></tr>"
     )
     for k, x in enumerate(a.lines, 1):
         f = x.figures
         rows.append(
             f"<tr><td>{k}</td><td><code>{e(x.change)}</code><br><small><code>{e(x.command)}</code></small></td>"
-            f"<td class='num'>{e(_held(f) + _exact_mark(f))}</td><td class='num'>{e(_saving(x.arena_saving_bytes))}</td>"
-            f"<td class='num'>{e(format_bytes(f.resident_bytes))}</td><td class='num'>{e(_saving(x.resident_saving_bytes))}</td>"
+            f"<td class='n'>{e(_held(f) + _exact_mark(f))}</td><td class='n'>{e(_saving(x.arena_saving_bytes))}</td>"
+            f"<td class='n'>{e(format_bytes(f.resident_bytes) + _resident_mark(f))}</td><td class='n'>{e(_saving(x.resident_saving_bytes))}</td>"
             f"<td>{e(x.speed)} <small>({e(x.speed_source)})</small></td></tr>"
         )
     skipped = "".join(f"<li>{e(s.setting)}={e(s.value)}: {e(s.reason)}</li>" for s in a.skipped)

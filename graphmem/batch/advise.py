@@ -27,11 +27,14 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import GraphmemError, UsageError
-from graphmem.host import HostProfile, resolve_host
+from graphmem.host import HostProfile
 from graphmem.ort.held.options import GRAPH_OPT_LEVELS, SessionOptions, parse_session_options
+
+if TYPE_CHECKING:
+    from graphmem.analysis.request import Bindings
 
 __all__ = ["Advice", "AdviceLine", "Skipped", "advise", "SPEED", "option_pairs", "verify_command", "input_items"]
 
@@ -172,6 +175,7 @@ def advise(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
     values: Mapping[str, Sequence[int | float]] | None = None,
+    bindings: Bindings | None = None,
     graph_opt: str = "none",
     session_options: Sequence[str] = (),
     host: HostProfile | str | Path | None = None,
@@ -179,29 +183,33 @@ def advise(
 ) -> Advice:
     """The settings that change what a CPU session of ``path`` holds (see the module doc).
 
-    ``session_options``: the current ``--session-option`` items (onnxruntime's defaults for the
-    rest; ``intra_op_num_threads`` unset is the host's default); ``levels``: the graph levels
-    other than ``graph_opt`` to predict (all of them when None; ``()``: none).
+    ``dims``, ``shapes`` and ``values`` (or ``bindings``) bind the inputs as for
+    :func:`graphmem.analyze`; ``session_options``: the current ``--session-option`` items
+    (onnxruntime's defaults for the rest; ``intra_op_num_threads`` unset is the host's default);
+    ``levels``: the graph levels other than ``graph_opt`` to predict (all of them when None;
+    ``()``: none).
 
     Raises :class:`graphmem.errors.UsageError` on a bad option or level; the current options'
-    analysis raises what :func:`graphmem.analysis.pipeline.analyze_graph_opt` raises."""
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    analysis raises what :func:`graphmem.analysis.graph_opt.analyze_graph_opt` raises."""
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import request_of
     from graphmem.analysis.session import session_figures
 
-    here = resolve_host(host)
+    request = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values, host=host)
+    here = request.host
     if graph_opt not in GRAPH_OPT_LEVELS:
         raise UsageError(f"--graph-opt {graph_opt!r}: expected one of {', '.join(GRAPH_OPT_LEVELS)}")
     others = [lv for lv in GRAPH_OPT_LEVELS if lv != graph_opt] if levels is None else list(levels)
     for lv in others:
         if lv not in GRAPH_OPT_LEVELS:
             raise UsageError(f"level {lv!r}: expected one of {', '.join(GRAPH_OPT_LEVELS)}")
-    given = {"dims": dict(dims or {}), "shapes": shapes, "values": values}
     options = parse_session_options(list(session_options), graph_opt=graph_opt, default_threads=here.ort_intra_op_threads)
-    analysis = analyze_graph_opt(path, graph_opt, **given, host=here)
+    analysis = analyze_graph_opt(path, graph_opt, request)
     if analysis.activations.provider != "cpu":
         raise UsageError("advise predicts CPU sessions")
     current = session_figures(analysis, options, page_size=here.page_size)
-    inputs = input_items(dims, shapes, values)
+    given = request.bindings
+    inputs = input_items(given.dims, given.shapes, given.values)
     text = str(path)
     pairs = option_pairs(options)
     lines: list[AdviceLine] = []
@@ -227,7 +235,7 @@ def advise(
         add(setting, value, changed, analysis)
     for lv in others:
         try:
-            other = analyze_graph_opt(path, lv, **given, host=here)
+            other = analyze_graph_opt(path, lv, request)
         except GraphmemError as exc:
             skipped.append(Skipped(setting="graph_opt", value=lv, reason=str(exc)))
             continue

@@ -9,7 +9,7 @@ import typer
 
 from graphmem.cli.common import (
     DimOption, HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of,
-    parse_inputs,
+    parse_bindings,
 )
 
 __all__ = ["register", "advise_command"]
@@ -39,7 +39,7 @@ def advise_command(
     from graphmem.batch.advice_report import advice_json, advice_table
     from graphmem.batch.advise import advise
 
-    a = advise(model, **parse_inputs(dim, shape, value), graph_opt=graph_opt, session_options=session_option or (),
+    a = advise(model, bindings=parse_bindings(dim, shape, value), graph_opt=graph_opt, session_options=session_option or (),
                host=host_of(host))
     typer.echo(json.dumps(advice_json(a), indent=2) if as_json else advice_table(a))
 

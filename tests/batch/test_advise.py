@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from builders import CNN
-from graphmem.analysis.pipeline import analyze_graph_opt
+from graphmem.analysis.graph_opt import analyze_graph_opt
 from graphmem.analysis.session import session_figures
 from graphmem.batch.advise import SETTINGS, advise, input_items, option_pairs, verify_command
 from graphmem.errors import UsageError

@@ -49,3 +49,17 @@ def test_advise_bad_option_is_one_line_and_exit_2() -> None:
                                         "(the parallel executor disables the memory pattern and reorders nodes)"]
     code, _, err = outcome("advise", str(CNN), "--dim", "batch=1", "--graph-opt", "max")
     assert code == 2 and "--graph-opt 'max'" in err
+
+
+def test_the_report_shows_the_arena_regions_and_the_advice_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "cnn.html"
+    code, _, err = outcome("report", str(CNN), "--dim", "batch=2", "--session-option", "intra_op_num_threads=1", "-o", str(out))
+    assert code == 0, err
+    page = out.read_text()
+    # the regions of tests/views/test_arena_picture.py: 1 MiB in run 1, 2 MiB from run 2, on 2,152 B reserved
+    assert 'data-bytes="1048576" data-run="1" data-step="0"' in page
+    assert 'data-bytes="2097152" data-run="2"' in page and 'class="reserved"' in page
+    assert "<h2>Session settings that change what it holds</h2>" in page
+    assert "<code>enable_mem_pattern=0</code>" in page
+    assert (f"graphmem verify {CNN} --dim batch=2 --graph-opt none --session-option enable_mem_pattern=0 "
+            "--session-option intra_op_num_threads=1") in page

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from builders import CNN
-from graphmem.analysis.pipeline import analyze_graph_opt
+from graphmem.analysis.graph_opt import analyze_graph_opt
 from graphmem.analysis.session import session_figures
 from graphmem.ort.held.options import SessionOptions
 from graphmem.views.arena_picture import arena_picture

@@ -131,12 +131,17 @@ def summary(results: list[dict]) -> int:  # type: ignore[type-arg]
           f"claimed exact: {len(arena_out_exact)}")
     print(f"  resident within 10%: {len(res_in)}/{len(res)} ({len(res_in) / n_r:.1%})")
     print(f"  savings (arena and resident) holding: {len(savings_in)}/{len(savings)} ({len(savings_in) / n_s:.1%})")
+    failing = [r for r in savings if r not in savings_in]
+    caveated = [r for r in failing if r["resident_caveats"]]
+    print(f"  of the {len(failing)} not holding, {len(caveated)} on a resident figure the table marks ~ "
+          f"({', '.join(sorted({k for r in caveated for k in r['resident_caveats']})) or 'none'})")
     for res_ in results:
         for r in res_["rows"]:
             bad = [k for k, v in {**r["within"], **{f"saving {k}": v for k, v in r["saving_holds"].items()}}.items()
                    if v is False]
             if bad:
-                print(f"    outside: {res_['model']} {r['change']}: {', '.join(bad)}")
+                why = f" [~ {', '.join(r['resident_caveats'])}]" if r["resident_caveats"] else ""
+                print(f"    outside: {res_['model']} {r['change']}: {', '.join(bad)}{why}")
         if res_["error"]:
             print(f"    not checked: {res_['model']}: {res_['error'][:120]}")
     return 0 if not arena_out_exact else 1

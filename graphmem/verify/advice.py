@@ -70,6 +70,9 @@ class OptionsMeasurement:
     saving_holds: dict[str, bool | None]
     resident_processes: tuple[int, ...] = ()
     note: str = ""
+    # why the resident figure may be off beyond the measured constants and the heap's two cases
+    # (the session block's approximation kinds, e.g. arena_disabled); empty: only those
+    resident_caveats: tuple[str, ...] = ()
 
 
 def measure_arena(path: str | Path, feeds_file: Path, spec: dict[str, Any], workdir: Path) -> ArenaHeld:
@@ -165,6 +168,8 @@ def _measure_row(  # noqa: PLR0913 - one row's inputs, named
         change=change, graph_opt=level, pairs=tuple(pairs), command=command, predicted=predicted, measured=measured,
         within=within, exact={name: figures.exact_figure(name) for name in FIGURES}, saving_predicted=saving_p,
         saving_measured=saving_m, saving_holds=holds, resident_processes=grown, note="; ".join(notes),
+        resident_caveats=tuple(sorted({a.kind for a in figures.approximations if "resident_bytes" in a.figures
+                                       and a.kind not in ("measured_constant", "heap_fragmentation")})),
     )
 
 

@@ -174,7 +174,7 @@ def peak(
     if plot is not None:
         from graphmem.views.plot import peak_plot, write_plot, wrote
 
-        plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
+        plotted = wrote("peak", plot, write_plot(peak_plot(result, result.session), plot, inputs=[model]))
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
     inputs = [model, *([devices_file] if devices_file else [])]
     failed = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
@@ -246,6 +246,7 @@ COMMAND_MODULES = (
     "graphmem.cli.host",
     "graphmem.cli.flops",
     "graphmem.cli.verify",
+    "graphmem.cli.advise",
     "graphmem.cli.batch",
     "graphmem.cli.gate",
     "graphmem.cli.train",

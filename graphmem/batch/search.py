@@ -36,7 +36,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.dims import INT64_MAX, parse_dim_value, split_dim_item
 from graphmem.errors import UnknownDimError, UsageError
@@ -46,6 +46,7 @@ from graphmem.units import format_bytes
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
     from graphmem.model.loading import Model
+    from graphmem.batch.held import HeldFit, HeldPoint, HeldStep
     from graphmem.training import TrainingConfig, TrainingEstimate
 
 __all__ = [
@@ -183,6 +184,19 @@ def _not_fixed(m: Model, dim: str, option: str, shapes: InputMap, values: InputM
         )
 
 
+def _analyze(m: Model, graph_opt: str, **kwargs: Any) -> Analysis:
+    """One analysis of ``m`` at ``graph_opt`` (above ``none`` onnxruntime optimizes the file:
+    :func:`graphmem.analysis.pipeline.analyze_graph_opt`)."""
+    from graphmem.analysis.pipeline import analyze_graph_opt, analyze_model
+
+    if graph_opt == "none":
+        return analyze_model(m, **kwargs)
+    if not kwargs.pop("kernel_rules", True):
+        raise UsageError("--graph-opt applies to inference: the training step is PyTorch's graph")
+    return analyze_graph_opt(m.path, graph_opt, **{k: v or None if k in ("shapes", "values") else v
+                                                  for k, v in kwargs.items()})
+
+
 # --- sweep and fit ---------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,6 +217,7 @@ class SweepRow:
     kv_cache_bytes: int | None  # None: the model has no KV cache
     unresolved: int  # tensors without a static size: the figures are lower estimates
     approximations: tuple[str, ...] = ()  # kind: detail of each approximation (empty: exact)
+    held: HeldPoint | None = None  # what the session holds there (None: not computed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,13 +250,22 @@ class Sweep:
     host: HostProfile  # the machine every row is for
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every row
     values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every row
+    graph_opt: str = "none"
+    session_options: tuple[str, ...] = ()  # --session-option, every row's session figures
+    steps: tuple[HeldStep, ...] = ()  # the rows grouped by the arena regions they hold (resident's steps)
 
 
 def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
           shapes: InputMap | None = None, values: InputMap | None = None,
-          as_dtype: str | None = None, flops: bool = True, host: HostProfile | None = None) -> Sweep:
+          as_dtype: str | None = None, flops: bool = True, host: HostProfile | None = None,
+          graph_opt: str = "none", held: bool = True, session_options: Sequence[str] = ()) -> Sweep:
     """Analyze ``model`` at each value of ``spec.dim`` and fit total memory against it, for a
-    run on ``host`` (None: this machine).
+    run on ``host`` (None: this machine), at ``graph_opt``.
+
+    ``held``: each row also gets what the session holds under ``session_options``
+    (:func:`graphmem.batch.held.held_point`), and the sweep its steps
+    (:func:`graphmem.batch.held.held_steps`): the requested total is fitted, the held figures
+    are steps and are not.
 
     ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them) apply to every row; the
     swept dim must not be a dim of an input they fix.
@@ -250,7 +274,7 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
         UnknownDimError, UnboundDimError: as :func:`graphmem.analyze` (naming the model's dims).
         UsageError: bad ``shapes``/``values``, or the swept dim is a dim of an input they fix.
     """
-    from graphmem.analysis.pipeline import analyze_model
+    from graphmem.batch.held import held_point, held_steps
     from graphmem.views.kvcache import kv_cache
     from graphmem.views.roofline import total_flops
 
@@ -260,8 +284,8 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
     _not_fixed(m, spec.dim, "--dim", shapes, values)
     rows = []
     for v in spec.values:
-        a = analyze_model(m, dims={**spec.fixed, spec.dim: v}, shapes=shapes, values=values,
-                          as_dtype=as_dtype, host=host)
+        a = _analyze(m, graph_opt, dims={**spec.fixed, spec.dim: v}, shapes=shapes, values=values,
+                     as_dtype=as_dtype, host=host)
         kv = kv_cache(a)
         counted = total_flops(a) if flops else None
         rows.append(SweepRow(
@@ -274,9 +298,12 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
             kv_cache_bytes=kv.total_bytes if kv is not None else None,
             unresolved=len(a.shapes.unresolved),
             approximations=tuple(f"{x.kind}: {x.detail}" for x in a.activations.approximations),
+            held=held_point(a, v, session_options, host) if held else None,
         ))
+    points = [r.held for r in rows if r.held is not None]
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
-                 rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host, shapes=shapes, values=values)
+                 rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host, shapes=shapes, values=values,
+                 graph_opt=graph_opt, session_options=tuple(session_options), steps=held_steps(points))
 
 
 def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
@@ -375,6 +402,8 @@ class SearchResult:
     violations: tuple[tuple[int, int, int, int], ...]  # (x, total, larger x, smaller total)
     host: HostProfile  # the machine every probe is for
     training: TrainingFit | None = None  # set by :func:`search_largest_training`
+    held: HeldFit | None = None  # set by :func:`graphmem.batch.held.search`: the figure compared, every point's figures
+    graph_opt: str = "none"
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every probe
     values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every probe
 
@@ -398,6 +427,7 @@ class FitCheck:
     fits: bool
     headroom_bytes: int  # negative: the shortfall
     training: TrainingFit | None = None  # set by :func:`check_fit_training`
+    held: HeldFit | None = None  # set by :func:`graphmem.batch.held.check`
 
 
 def _budget(budget_bytes: int, overhead_bytes: int) -> int:
@@ -416,7 +446,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
                    values: InputMap | None = None, overhead_bytes: int = 0,
                    as_dtype: str | None = None, limit: int | None = None,
                    cost: Cost | None = None, kernel_rules: bool = True,
-                   host: HostProfile | None = None) -> SearchResult:
+                   host: HostProfile | None = None, graph_opt: str = "none") -> SearchResult:
     """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc), for
     a run on ``host`` (None: this machine).
 
@@ -434,7 +464,6 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         dim is left unbound (the messages name the model's dims).
     """
     from graphmem.analysis.dims import MAX_DIM, check_dims
-    from graphmem.analysis.pipeline import analyze_model
 
     m = _as_model(model)
     host = resolve_host(host)
@@ -456,8 +485,8 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     base: list[int] = []  # unresolved tensors at value 1: the model's own unknowns
 
     def fits(v: int) -> bool:
-        a = analyze_model(m, dims={**dims, solve: v}, shapes=shapes, values=values, as_dtype=as_dtype,
-                          kernel_rules=kernel_rules, host=host)
+        a = _analyze(m, graph_opt, dims={**dims, solve: v}, shapes=shapes, values=values, as_dtype=as_dtype,
+                     kernel_rules=kernel_rules, host=host)
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
         complete = unresolved <= base[0]
@@ -495,7 +524,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         next_total_bytes=after.total_bytes if after is not None else None,
         next_complete=after is None or after.complete,
         unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
-        violations=violations, host=host, shapes=shapes, values=values,
+        violations=violations, host=host, shapes=shapes, values=values, graph_opt=graph_opt,
     )
 
 
@@ -503,16 +532,14 @@ def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
               dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
               values: InputMap | None = None, overhead_bytes: int = 0,
               as_dtype: str | None = None, cost: Cost | None = None,
-              kernel_rules: bool = True, host: HostProfile | None = None) -> FitCheck:
+              kernel_rules: bool = True, host: HostProfile | None = None, graph_opt: str = "none") -> FitCheck:
     """Whether the model with every dim bound (``dims``, ``shapes``, ``values`` as
     :func:`graphmem.analyze` takes them) fits ``budget_bytes`` after ``overhead_bytes``
     (``cost``: what is compared, default the analysis total; ``kernel_rules`` as in
     :func:`search_largest`)."""
-    from graphmem.analysis.pipeline import analyze_model
-
     available = _budget(budget_bytes, overhead_bytes)
-    a = analyze_model(_as_model(model), dims=dims, shapes=shapes, values=values, as_dtype=as_dtype,
-                      kernel_rules=kernel_rules, host=host)
+    a = _analyze(_as_model(model), graph_opt, dims=dims, shapes=shapes, values=values, as_dtype=as_dtype,
+                 kernel_rules=kernel_rules, host=host)
     measured = a.total_bytes if cost is None else cost(a)
     return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
                     total_bytes=measured, needed_bytes=measured + overhead_bytes,

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from graphmem.cli.common import HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of
+from graphmem.cli.common import (
+    HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of,
+)
 from graphmem.errors import EXIT_GATE_FAILED
 
 if TYPE_CHECKING:
@@ -111,6 +113,20 @@ ForeachOption = Annotated[
     bool,
     typer.Option("--foreach", help="With --train: optimizer with foreach=True (CUDA default)."),
 ]
+ByOption = Annotated[
+    Optional[str],
+    typer.Option("--by", show_default=False,
+                 help="The figure compared with the memory: resident (default: the process's predicted "
+                 "growth, session.resident_bytes), arena (the CPU arena held in steady state) or requested "
+                 "(total_bytes: weights + activation peak + inputs)."),
+]
+GraphOptOption = Annotated[
+    str,
+    typer.Option("--graph-opt",
+                 help="none, basic, extended or all: analyse the graph onnxruntime runs at that level. none is "
+                 "graphmem's static default; onnxruntime's own default is all (ORT_ENABLE_ALL), whose figures "
+                 "are shown beside when onnxruntime is installed."),
+]
 SolveOption = Annotated[
     Optional[str],
     typer.Option("--solve", show_default=False,
@@ -128,8 +144,12 @@ def sweep_command(
     as_json: JsonOption = False,
     as_dtype: AsDtypeOption = None,
     host: HostOption = None,
+    session_option: SessionOptionOption = None,
+    graph_opt: GraphOptOption = "none",
 ) -> None:
-    """Memory at each value of one dim, and a fitted model total ≈ fixed + per_unit × dim.
+    """Memory at each value of one dim: requested and resident side by side, a fitted requested
+    total ≈ fixed + per_unit × dim, and the steps of the held figures (the arena grows by
+    power-of-two regions: no line is fitted through them).
 
     --shape/--value apply to every row; the swept dim must not be a dim of an input they fix.
     """
@@ -138,7 +158,8 @@ def sweep_command(
     from graphmem.batch.report import sweep_json, sweep_table
 
     result = sweep(model, parse_sweep_dims(dim), shapes=parse_shapes(shape), values=parse_values(value),
-                   as_dtype=as_dtype, host=host_of(host))
+                   as_dtype=as_dtype, host=host_of(host), graph_opt=_level(graph_opt),
+                   session_options=tuple(session_option or ()))
     typer.echo(json.dumps(sweep_json(result), indent=2) if as_json else sweep_table(result))
 
 
@@ -163,19 +184,22 @@ def fit_command(
     frozen: FrozenOption = None,
     foreach: ForeachOption = False,
     host: HostOption = None,
+    by: ByOption = None,
+    session_option: SessionOptionOption = None,
+    graph_opt: GraphOptOption = "none",
 ) -> None:
-    """Largest value of a dim that fits a memory budget, or whether a fully bound model fits.
+    """Largest value of a dim whose predicted resident memory (--by) + --overhead fits a memory
+    budget, or whether a fully bound model fits.
 
-    Exact search on real analyses, never extrapolated. With --train, of one training step.
-    Exit 0 fits, 1 does not (or nothing fits).
+    Exact search on real analyses, never extrapolated: resident is a step function of the dim
+    (power-of-two arena regions), so values are analysed, not fitted. The output names the
+    figure used. With --train, of one training step. Exit 0 fits, 1 does not (or nothing fits).
     """
     from graphmem.analysis.dims import check_dims, open_dims, parse_shapes, parse_values
     from graphmem.batch.search import (
-        check_fit,
         check_fit_training,
         genai_past_buffer,
         parse_bound_dims,
-        search_largest,
         search_largest_training,
         training_config,
     )
@@ -201,6 +225,16 @@ def fit_command(
         )
     elif given:
         raise UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --train")
+    if train and (by is not None or session_option or graph_opt != "none"):
+        raise UsageError("--by, --session-option and --graph-opt are about an onnxruntime session; "
+                         "--train measures the PyTorch training step")
+    from graphmem.batch import held as held_fit
+
+    by = held_fit.check_by("resident" if by is None else by)
+    level = _level(graph_opt)
+    if by == "requested" and session_option:
+        raise UsageError("--session-option changes what the session holds: it needs --by resident or arena")
+    session = {"by": by, "session_options": tuple(session_option or ()), "graph_opt": level}
     dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     if dev is None:
         raise UsageError("fit needs a budget: --device NAME or --memory SIZE (e.g. 24GiB)")
@@ -234,8 +268,9 @@ def fit_command(
             check = check_fit_training(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                        overhead_bytes=overhead_bytes, config=config, host=profile)
         else:
-            check = check_fit(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
-                              overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile)
+            check = held_fit.check(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+                                   overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
+            shown["default_level"] = _offer(m.path, level, dims, inputs, as_dtype, session, profile)
         _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
         if not check.fits:
@@ -245,13 +280,37 @@ def fit_command(
         found = search_largest_training(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                         overhead_bytes=overhead_bytes, config=config, host=profile)
     else:
-        found = search_largest(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
-                               overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile)
+        found = held_fit.search(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+                                overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
+        if found.largest:
+            shown["default_level"] = _offer(m.path, level, {**dims, solve: found.largest}, inputs, as_dtype,
+                                            session, profile)
     _warn(found.training)
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
           as_json)
     if found.largest == 0:
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def _level(graph_opt: str) -> str:
+    from graphmem.errors import UsageError
+
+    level = graph_opt.strip().lower()
+    if level not in ("none", "basic", "extended", "all"):
+        raise UsageError(f"--graph-opt {graph_opt}: expected none, basic, extended or all")
+    return level
+
+
+def _offer(path: str, level: str, dims: dict[str, int], inputs: dict[str, Any], as_dtype: str | None,
+           session: dict[str, Any], host: Any) -> Any:
+    """The figures at onnxruntime's default level (``all``) beside an answer at ``none``, when
+    onnxruntime is installed (None otherwise, or when the user chose a level)."""
+    if level != "none":
+        return None
+    from graphmem.batch.held import default_level_figures
+
+    return default_level_figures(path, dims=dims, **inputs, as_dtype=as_dtype,
+                                 session_options=session["session_options"], host=host)
 
 
 def _warn(training: TrainingFit | None) -> None:

@@ -27,12 +27,12 @@ graph (on this machine: its NCHWc layout depends on the CPU). :data:`LEVEL_NOTE`
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from graphmem.analysis.levels import LEVEL_NOTE, DefaultLevel, default_level_figures, level_note, runtime_installed
 from graphmem.errors import UsageError
 
 if TYPE_CHECKING:
@@ -62,9 +62,6 @@ BY_LABELS = {
 RESIDENT_TOLERANCE = 0.10
 #: Each figure in one word, for lines that name it.
 BY_WORDS = {"resident": "resident", "arena": "arena held", "requested": "total requested"}
-#: The note every total carries at graphmem's static default level.
-LEVEL_NOTE = ("graphmem's static default; onnxruntime runs ORT_ENABLE_ALL unless told otherwise "
-              "(--graph-opt all analyses that graph)")
 
 
 def check_by(by: str) -> str:
@@ -73,16 +70,6 @@ def check_by(by: str) -> str:
     if key not in BY:
         raise UsageError(f"--by {by}: expected one of {', '.join(BY)}")
     return key
-
-
-def runtime_installed() -> bool:
-    """Whether onnxruntime can be imported here (without importing it: start-up stays fast)."""
-    return importlib.util.find_spec("onnxruntime") is not None
-
-
-def level_note(graph_opt: str) -> str | None:
-    """:data:`LEVEL_NOTE` at ``none``; None at a level the user chose above it."""
-    return LEVEL_NOTE if graph_opt == "none" else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,38 +206,3 @@ def held_steps(points: Mapping[int, HeldPoint] | Sequence[HeldPoint]) -> tuple[H
 def held_sweep(s: Sweep, session_options: Sequence[str] = (), *, analyses: Sequence[Analysis]) -> tuple[HeldPoint, ...]:
     """Every row's three figures (``analyses``: the sweep's, in row order)."""
     return tuple(held_point(a, r.value, session_options, s.host) for r, a in zip(s.rows, analyses))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DefaultLevel:
-    """The figures at onnxruntime's default level (``all``) for one binding, beside the static
-    ``none`` ones; ``error``: why they could not be had (onnxruntime refused the graph)."""
-
-    requested_bytes: int | None
-    resident_bytes: int | None
-    arena_bytes: int | None
-    error: str | None = None
-
-
-def default_level_figures(path: str | os.PathLike[str], *, dims: Mapping[str, int] | None = None,
-                          shapes: Mapping[str, Sequence[int]] | None = None,
-                          values: Mapping[str, Sequence[int]] | None = None, as_dtype: str | None = None,
-                          session_options: Sequence[str] = (), host: HostProfile | None = None) -> DefaultLevel | None:
-    """The requested, resident and arena figures at ``--graph-opt all`` (onnxruntime's default
-    level), or None when onnxruntime is not installed (``all`` needs it to optimize the graph).
-    An optimization onnxruntime refuses is returned as ``error``, never raised: it is an offer
-    beside the figures asked for."""
-    if not runtime_installed():
-        return None
-    from graphmem.analysis.pipeline import analyze_graph_opt
-    from graphmem.errors import GraphmemError
-    from graphmem.host import resolve_host
-
-    host = resolve_host(host)
-    try:
-        a = analyze_graph_opt(path, "all", dims=dims, shapes=shapes or None, values=values or None,
-                              as_dtype=as_dtype, host=host)
-        p = held_point(a, 0, session_options, host)
-    except GraphmemError as exc:
-        return DefaultLevel(requested_bytes=None, resident_bytes=None, arena_bytes=None, error=str(exc))
-    return DefaultLevel(requested_bytes=p.requested_bytes, resident_bytes=p.resident_bytes, arena_bytes=p.arena_bytes)

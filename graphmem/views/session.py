@@ -1,7 +1,8 @@
 """The ``session`` block of ``graphmem peak --json`` and the table's "held by the session" section:
 what a session takes from the machine (:class:`graphmem.analysis.session.SessionFigures`, or the
 CUDA provider's :class:`graphmem.ort.cuda.held.CudaSessionFigures`). Tables use binary units and
-name them; JSON figures are exact integers.
+name them; JSON figures are exact integers. The figures and the block are made in the analysis layer
+(:mod:`graphmem.analysis.session_doc`, below the gates that read them) and re-exported here.
 """
 
 from __future__ import annotations
@@ -9,47 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from graphmem.analysis.session import SESSION_FIGURES
+from graphmem.analysis.session_doc import figures_for, session_json
 from graphmem.units import byte_table, format_bytes
 
 __all__ = ["session_json", "session_lines", "session_rows", "figures_for"]
-
-
-def figures_for(analysis: Any, pairs: list[str] | None, *, default_threads: int, page_size: int = 4096) -> Any:
-    """The session block's figures for ``analysis`` under ``--session-option`` ``pairs``
-    (onnxruntime's defaults for the rest; ``default_threads``: what ``intra_op_num_threads=0``
-    means on the user's machine, its physical cores; ``page_size``: its page size). CPU analyses:
-    :func:`graphmem.analysis.session.session_figures`; CUDA:
-    :func:`graphmem.ort.cuda.held.cuda_session_figures`. Raises :class:`graphmem.errors.UsageError`
-    naming a bad option."""
-    from graphmem.ort.cuda.held import cuda_session_figures, parse_cuda_options, reject_cuda_keys
-
-    if analysis.activations.provider == "cuda":
-        return cuda_session_figures(analysis, parse_cuda_options(pairs or []))
-    from graphmem.analysis.session import session_figures
-    from graphmem.ort.held.options import parse_session_options
-
-    reject_cuda_keys(pairs or [])
-    options = parse_session_options(pairs or [], graph_opt=analysis.model.graph_opt, default_threads=default_threads)
-    return session_figures(analysis, options, page_size=page_size)
-
-
-def session_json(s: Any) -> dict[str, Any]:
-    """The ``session`` block: options assumed, the five figures, exactness and why not."""
-    out: dict[str, Any] = {
-        "provider": s.provider,
-        "options": s.options.as_dict(),
-        **{name: getattr(s, name) for name in SESSION_FIGURES},
-        "exact": s.exact,
-        "approximations": [
-            {"kind": a.kind, "figures": list(a.figures), "node": a.node, "detail": a.detail} for a in s.approximations
-        ],
-        "resident_parts": asdict(s.parts),
-        "steady_after_run": s.steady_after_run,
-    }
-    if s.device is not None:
-        out["device"] = asdict(s.device)
-    return out
 
 
 def session_rows(s: Any) -> list[tuple[str, int, str]]:

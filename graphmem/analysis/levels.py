@@ -1,0 +1,83 @@
+"""onnxruntime's default graph level against graphmem's static default.
+
+onnxruntime runs ``ORT_ENABLE_ALL`` unless the session is told otherwise; graphmem's static
+default is ``--graph-opt none`` because ``all`` needs onnxruntime to optimize the graph (on the
+machine that runs it: its NCHWc layout depends on the CPU). Every place a user reads a total says
+so (:data:`LEVEL_NOTE`: the peak table's header, the report's banner, ``fit`` and ``sweep``), and
+offers the figures at ``all`` when onnxruntime is installed (:func:`default_level_figures`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from graphmem.host import HostProfile
+
+__all__ = ["LEVEL_NOTE", "DefaultLevel", "default_level_figures", "level_note", "runtime_installed", "default_level_line"]
+
+#: The note every total carries at graphmem's static default level.
+LEVEL_NOTE = ("graphmem's static default; onnxruntime runs ORT_ENABLE_ALL unless told otherwise "
+              "(--graph-opt all analyses that graph)")
+
+
+def runtime_installed() -> bool:
+    """Whether onnxruntime can be imported here (without importing it: start-up stays fast)."""
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+def level_note(graph_opt: str) -> str | None:
+    """:data:`LEVEL_NOTE` at ``none``; None at a level the user chose above it."""
+    return LEVEL_NOTE if graph_opt == "none" else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DefaultLevel:
+    """The figures at onnxruntime's default level (``all``) for one binding, beside the static
+    ``none`` ones; ``error``: why they could not be had (onnxruntime refused the graph)."""
+
+    requested_bytes: int | None
+    resident_bytes: int | None
+    arena_bytes: int | None
+    error: str | None = None
+
+
+def default_level_figures(path: str | os.PathLike[str], *, dims: Mapping[str, int] | None = None,
+                          shapes: Mapping[str, Sequence[int]] | None = None,
+                          values: Mapping[str, Sequence[int]] | None = None, as_dtype: str | None = None,
+                          session_options: Sequence[str] = (), host: HostProfile | None = None) -> DefaultLevel | None:
+    """The requested, resident and arena figures at ``--graph-opt all`` (onnxruntime's default
+    level), or None when onnxruntime is not installed (``all`` needs it to optimize the graph).
+    An optimization onnxruntime refuses is returned as ``error``, never raised: it is an offer
+    beside the figures asked for."""
+    if not runtime_installed():
+        return None
+    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.session_doc import figures_for
+    from graphmem.errors import GraphmemError
+    from graphmem.host import resolve_host
+
+    host = resolve_host(host)
+    try:
+        a = analyze_graph_opt(path, "all", dims=dims, shapes=shapes or None, values=values or None,
+                              as_dtype=as_dtype, host=host)
+        s = figures_for(a, list(session_options), default_threads=host.ort_intra_op_threads, page_size=host.page_size)
+    except GraphmemError as exc:
+        return DefaultLevel(requested_bytes=None, resident_bytes=None, arena_bytes=None, error=str(exc))
+    return DefaultLevel(requested_bytes=a.total_bytes, resident_bytes=s.resident_bytes, arena_bytes=s.arena_steady_bytes)
+
+
+def default_level_line(d: DefaultLevel | None, *, where: str = "") -> str | None:
+    """One line offering the figures at ``all`` (None when there are none to offer)."""
+    if d is None:
+        return None
+    from graphmem.units import format_bytes
+
+    if d.error is not None:
+        return f"at onnxruntime's default level (all){where}: not available ({d.error})"
+    return (f"at onnxruntime's default level (--graph-opt all, this machine's onnxruntime){where}: total requested "
+            f"{format_bytes(d.requested_bytes)}, resident {format_bytes(d.resident_bytes)}, arena {format_bytes(d.arena_bytes)}")

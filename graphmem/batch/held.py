@@ -15,7 +15,7 @@
 ``core/framework/bfc_arena.cc``) and never returns one, so the held figures are a step function of
 a dim: flat while the requests fit the regions already taken, then up by a whole region.
 :func:`held_steps` groups the analysed values by the regions they hold; nothing here fits a
-straight line through the steps, and :func:`search` answers by evaluating values (the same exact
+straight line through the steps, and :func:`graphmem.batch.search.search_held` answers by evaluating values (the same exact
 search as ``requested``: ``n`` analysed and fits, ``n + 1`` analysed and does not).
 
 **onnxruntime's default level.** onnxruntime runs ``ORT_ENABLE_ALL`` unless told otherwise;
@@ -37,13 +37,11 @@ from graphmem.errors import UsageError
 
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
-    from graphmem.batch.search import FitCheck, SearchResult, Sweep
     from graphmem.host import HostProfile
-    from graphmem.model.loading import Model
 
 __all__ = [
     "BY", "BY_FIGURES", "BY_LABELS", "BY_WORDS", "RESIDENT_TOLERANCE", "LEVEL_NOTE", "HeldPoint", "HeldStep", "HeldFit", "DefaultLevel",
-    "check_by", "held_point", "held_steps", "search", "check", "held_sweep", "default_level_figures",
+    "check_by", "held_point", "held_steps", "held_cost", "session_options_of", "default_level_figures",
     "runtime_installed", "level_note",
 ]
 
@@ -130,7 +128,7 @@ def held_point(a: Analysis, value: int, pairs: Sequence[str], host: HostProfile)
     )
 
 
-def _cost(by: str, dim: str | None, pairs: Sequence[str], host: HostProfile,
+def held_cost(by: str, dim: str | None, pairs: Sequence[str], host: HostProfile,
           points: dict[int, HeldPoint]) -> Callable[[Analysis], int]:
     """The search's cost function: the figure ``by`` of each analysis, every point recorded."""
 
@@ -143,40 +141,7 @@ def _cost(by: str, dim: str | None, pairs: Sequence[str], host: HostProfile,
     return cost
 
 
-def search(model: Model | str | os.PathLike[str], *, solve: str, budget_bytes: int, by: str = "resident",
-           session_options: Sequence[str] = (), graph_opt: str = "none", host: HostProfile | None = None,
-           **kwargs: Any) -> SearchResult:
-    """:func:`graphmem.batch.search.search_largest` comparing the figure ``by`` (+ overhead) with
-    the budget, every probed value's three figures in ``result.held``. ``kwargs`` as
-    ``search_largest`` takes them (``dims``, ``shapes``, ``values``, ``overhead_bytes``, ``limit``,
-    ``as_dtype``)."""
-    from graphmem.batch.search import search_largest
-    from graphmem.host import resolve_host
-
-    by = check_by(by)
-    host = resolve_host(host)
-    points: dict[int, HeldPoint] = {}
-    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, cost=_cost(by, solve, session_options, host, points),
-                       graph_opt=graph_opt, host=host, **kwargs)
-    return dataclasses.replace(r, held=HeldFit(by=by, options=_options(r.analysis, session_options, host), points=points))
-
-
-def check(model: Model | str | os.PathLike[str], *, budget_bytes: int, by: str = "resident",
-          session_options: Sequence[str] = (), graph_opt: str = "none", host: HostProfile | None = None,
-          **kwargs: Any) -> FitCheck:
-    """:func:`graphmem.batch.search.check_fit` on the figure ``by`` (see :func:`search`)."""
-    from graphmem.batch.search import check_fit
-    from graphmem.host import resolve_host
-
-    by = check_by(by)
-    host = resolve_host(host)
-    points: dict[int, HeldPoint] = {}
-    r = check_fit(model, budget_bytes=budget_bytes, cost=_cost(by, None, session_options, host, points),
-                  graph_opt=graph_opt, host=host, **kwargs)
-    return dataclasses.replace(r, held=HeldFit(by=by, options=_options(r.analysis, session_options, host), points=points))
-
-
-def _options(a: Analysis | None, pairs: Sequence[str], host: HostProfile) -> dict[str, object]:
+def session_options_of(a: Analysis | None, pairs: Sequence[str], host: HostProfile) -> dict[str, object]:
     """The session options every point assumed (onnxruntime's names)."""
     if a is None:
         return {}
@@ -201,8 +166,3 @@ def held_steps(points: Mapping[int, HeldPoint] | Sequence[HeldPoint]) -> tuple[H
             steps.append(HeldStep(first=p.value, last=p.value, regions=p.regions, arena_bytes=p.arena_bytes,
                                   resident_low=p.resident_bytes, resident_high=p.resident_bytes))
     return tuple(steps)
-
-
-def held_sweep(s: Sweep, session_options: Sequence[str] = (), *, analyses: Sequence[Analysis]) -> tuple[HeldPoint, ...]:
-    """Every row's three figures (``analyses``: the sweep's, in row order)."""
-    return tuple(held_point(a, r.value, session_options, s.host) for r, a in zip(s.rows, analyses))

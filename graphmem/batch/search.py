@@ -54,7 +54,7 @@ __all__ = [
     "parse_dim_values", "parse_sweep_dims", "parse_bound_dims", "sweep", "fit_memory",
     "search_largest", "check_fit", "breakdown", "dominant", "Cost", "TrainingFit",
     "training_config", "search_largest_training", "check_fit_training", "PRECISION_DTYPES",
-    "INT64_MAX", "MAX_SWEEP_POINTS", "QUADRATIC_RULE",
+    "INT64_MAX", "MAX_SWEEP_POINTS", "QUADRATIC_RULE", "search_held", "check_held",
 ]
 
 #: Most values one sweep may have (a range expanding to more is rejected).
@@ -544,6 +544,39 @@ def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
     return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
                     total_bytes=measured, needed_bytes=measured + overhead_bytes,
                     fits=measured <= available, headroom_bytes=available - measured)
+
+
+# --- what the session holds as the cost -----------------------------------------------------
+
+def search_held(model: Model | str | os.PathLike[str], *, solve: str, budget_bytes: int, by: str = "resident",
+                session_options: Sequence[str] = (), graph_opt: str = "none", host: HostProfile | None = None,
+                **kwargs: Any) -> SearchResult:
+    """:func:`search_largest` comparing the figure ``by`` (+ overhead) with
+    the budget, every probed value's three figures in ``result.held``. ``kwargs`` as
+    ``search_largest`` takes them (``dims``, ``shapes``, ``values``, ``overhead_bytes``, ``limit``,
+    ``as_dtype``)."""
+    from graphmem.batch.held import HeldFit, check_by, held_cost, session_options_of
+
+    by = check_by(by)
+    host = resolve_host(host)
+    points: dict[int, HeldPoint] = {}
+    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, cost=held_cost(by, solve, session_options, host, points),
+                       graph_opt=graph_opt, host=host, **kwargs)
+    return dataclasses.replace(r, held=HeldFit(by=by, options=session_options_of(r.analysis, session_options, host), points=points))
+
+
+def check_held(model: Model | str | os.PathLike[str], *, budget_bytes: int, by: str = "resident",
+               session_options: Sequence[str] = (), graph_opt: str = "none", host: HostProfile | None = None,
+               **kwargs: Any) -> FitCheck:
+    """:func:`check_fit` on the figure ``by`` (see :func:`search_held`)."""
+    from graphmem.batch.held import HeldFit, check_by, held_cost, session_options_of
+
+    by = check_by(by)
+    host = resolve_host(host)
+    points: dict[int, HeldPoint] = {}
+    r = check_fit(model, budget_bytes=budget_bytes, cost=held_cost(by, None, session_options, host, points),
+                  graph_opt=graph_opt, host=host, **kwargs)
+    return dataclasses.replace(r, held=HeldFit(by=by, options=session_options_of(r.analysis, session_options, host), points=points))
 
 
 # --- training: the step peak as the cost -----------------------------------------------------

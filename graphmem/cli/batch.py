@@ -198,8 +198,10 @@ def fit_command(
     from graphmem.analysis.dims import check_dims, open_dims, parse_shapes, parse_values
     from graphmem.batch.search import (
         check_fit_training,
+        check_held,
         genai_past_buffer,
         parse_bound_dims,
+        search_held,
         search_largest_training,
         training_config,
     )
@@ -268,7 +270,7 @@ def fit_command(
             check = check_fit_training(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                        overhead_bytes=overhead_bytes, config=config, host=profile)
         else:
-            check = held_fit.check(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+            check = check_held(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                    overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
             shown["default_level"] = _offer(m.path, level, dims, inputs, as_dtype, session, profile)
         _warn(check.training)
@@ -280,7 +282,7 @@ def fit_command(
         found = search_largest_training(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                         overhead_bytes=overhead_bytes, config=config, host=profile)
     else:
-        found = held_fit.search(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+        found = search_held(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                 overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
         if found.largest:
             shown["default_level"] = _offer(m.path, level, {**dims, solve: found.largest}, inputs, as_dtype,

@@ -27,7 +27,8 @@ machine that was not at hand) quotes the last published figure once, naming the 
 Outputs depend on the code and on the onnx/onnxruntime versions, and on no other host fact for
 the commands listed here (verify with ``--resident-processes 0``: a process's resident growth
 depends on glibc and the interpreter, and is not shown) (``--graph-opt none``, one intra-op thread): no entry uses ``--graph-opt
-all`` (NCHWc block size), quantized kernels, GroupQueryAttention (L2 size) or mixed-precision
+all`` (NCHWc block size; ``peak``'s table and ``fit`` offer the figures at onnxruntime's default
+level only for this machine, not for the example host's profile, and say so), quantized kernels, GroupQueryAttention (L2 size) or mixed-precision
 training (CPU flags). ``--as-dtype float16`` follows the x86-64 kernel table (another architecture
 is told it is not exact). When the host becomes an input of its own, pin it here.
 """

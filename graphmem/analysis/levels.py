@@ -51,17 +51,25 @@ def default_level_figures(path: str | os.PathLike[str], *, dims: Mapping[str, in
                           values: Mapping[str, Sequence[int]] | None = None, as_dtype: str | None = None,
                           session_options: Sequence[str] = (), host: HostProfile | None = None) -> DefaultLevel | None:
     """The requested, resident and arena figures at ``--graph-opt all`` (onnxruntime's default
-    level), or None when onnxruntime is not installed (``all`` needs it to optimize the graph).
-    An optimization onnxruntime refuses is returned as ``error``, never raised: it is an offer
-    beside the figures asked for."""
+    level) on this machine, or None when onnxruntime is not installed (``all`` needs it to optimize
+    the graph). An optimization onnxruntime refuses is returned as ``error``, never raised: it is an
+    offer beside the figures asked for. So is a host profile (``host`` given, or ``$GRAPHMEM_HOST``):
+    the graph at ``all`` is the one onnxruntime *here* writes (its NCHWc layout follows this CPU),
+    which need not be the profile's, so nothing is offered for it."""
     if not runtime_installed():
         return None
+    from graphmem.host import HOST_ENV
+
+    if host is not None or os.environ.get(HOST_ENV):
+        return DefaultLevel(requested_bytes=None, resident_bytes=None, arena_bytes=None, error=(
+            "not offered for a host profile (--host or $GRAPHMEM_HOST): onnxruntime on this machine would write the "
+            "graph; run --graph-opt all on that host"))
     from graphmem.analysis.pipeline import analyze_graph_opt
     from graphmem.analysis.session_doc import figures_for
     from graphmem.errors import GraphmemError
     from graphmem.host import resolve_host
 
-    host = resolve_host(host)
+    host = resolve_host(None)
     try:
         a = analyze_graph_opt(path, "all", dims=dims, shapes=shapes or None, values=values or None,
                               as_dtype=as_dtype, host=host)
@@ -78,6 +86,6 @@ def default_level_line(d: DefaultLevel | None, *, where: str = "") -> str | None
     from graphmem.units import format_bytes
 
     if d.error is not None:
-        return f"at onnxruntime's default level (all){where}: not available ({d.error})"
+        return f"at onnxruntime's default level (--graph-opt all){where}: {d.error}"
     return (f"at onnxruntime's default level (--graph-opt all, this machine's onnxruntime){where}: total requested "
             f"{format_bytes(d.requested_bytes)}, resident {format_bytes(d.resident_bytes)}, arena {format_bytes(d.arena_bytes)}")

@@ -429,7 +429,7 @@ def held_lines(h: HeldFit, r: SearchResult | FitCheck, *, default_level: Default
                         if 0 <= share < RESIDENT_TOLERANCE else ""))
     if default_level is not None:
         if default_level.error is not None:
-            lines.append(f"{indent}at onnxruntime's default level (all): not available ({default_level.error})")
+            lines.append(f"{indent}at onnxruntime's default level (--graph-opt all): {default_level.error}")
         else:
             lines.append(f"{indent}at onnxruntime's default level (--graph-opt all, this machine's onnxruntime)"
                          + (f" {dim}={at.value}" if dim and at is not None else "")

@@ -172,7 +172,7 @@ def peak(
         from graphmem.analysis.levels import default_level_figures
 
         offer = default_level_figures(model, **parse_inputs(dim, shape, value), as_dtype=as_dtype,
-                                      session_options=session_option or (), host=here)
+                                      session_options=session_option or (), host=here if host is not None else None)
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes, session=session,
                                default_level=offer)
     inputs = [model, *([devices_file] if devices_file else [])]

@@ -272,7 +272,8 @@ def fit_command(
         else:
             check = check_held(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
                                    overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
-            shown["default_level"] = _offer(m.path, level, dims, inputs, as_dtype, session, profile)
+            shown["default_level"] = _offer(m.path, level, dims, inputs, as_dtype, session,
+                                            profile if host is not None else None)
         _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
         if not check.fits:
@@ -286,7 +287,7 @@ def fit_command(
                                 overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
         if found.largest:
             shown["default_level"] = _offer(m.path, level, {**dims, solve: found.largest}, inputs, as_dtype,
-                                            session, profile)
+                                            session, profile if host is not None else None)
     _warn(found.training)
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
           as_json)
@@ -312,7 +313,7 @@ def _offer(path: str, level: str, dims: dict[str, int], inputs: dict[str, Any], 
     from graphmem.batch.held import default_level_figures
 
     return default_level_figures(path, dims=dims, **inputs, as_dtype=as_dtype,
-                                 session_options=session["session_options"], host=host)
+                                 session_options=session["session_options"], host=host)  # None: this machine
 
 
 def _warn(training: TrainingFit | None) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from graphmem.schema import validate
+from graphmem.units import format_bytes
 
 from builders import CNN, gemm_mlp, invoke
 
@@ -171,7 +172,9 @@ def test_fit_by_resident_is_peaks_figure(mlps: Path) -> None:
     assert held["at"]["requested_bytes"] < held["at"]["resident_bytes"]  # side by side
     assert {p["value"]: p["resident_bytes"] for p in doc["probes"]}[n] == doc["total_bytes"]
     assert held["level_note"].startswith("graphmem's static default; onnxruntime runs ORT_ENABLE_ALL")
-    assert held["default_level"] is not None and held["default_level"]["graph_opt"] == "all"
+    # the pinned host is a profile: the figures at all (this machine's onnxruntime) are not offered for it
+    assert held["default_level"]["resident_bytes"] is None
+    assert held["default_level"]["error"].startswith("not offered for a host profile")
     # a bound model: the gate on the same figure, exit 1 a byte short
     fits = invoke("fit", str(narrow), "--memory", str(at_four), "-d", "batch=4", *ONE, "--json")
     assert fits.exit_code == 0 and json.loads(fits.stdout)["headroom_bytes"] == 0
@@ -225,10 +228,26 @@ def test_peak_header_says_the_default_level(mlps: Path) -> None:
     lines = invoke("peak", narrow, "-d", "batch=4").stdout.splitlines()
     assert lines[2] == ("  graph-opt none: graphmem's static default; onnxruntime runs ORT_ENABLE_ALL unless "
                         "told otherwise (--graph-opt all analyses that graph)")
-    assert lines[3].startswith("  at onnxruntime's default level (--graph-opt all, this machine's onnxruntime): "
-                               "total requested ")
+    assert lines[3].startswith("  at onnxruntime's default level (--graph-opt all): not offered for a host profile")
     at_all = invoke("peak", narrow, "-d", "batch=4", "--graph-opt", "all").stdout
     assert "graphmem's static default" not in at_all and "at onnxruntime's default level" not in at_all
+    assert "at onnxruntime's default level" not in invoke("peak", narrow, "-d", "batch=4", "--json").stdout
+
+
+@pytest.mark.reads_machine
+def test_the_default_level_is_offered_on_this_machine(mlps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import graphmem.host
+
+    monkeypatch.delenv(graphmem.host.HOST_ENV)
+    narrow = str(mlps / "m" / "narrow.onnx")
+    line = invoke("peak", narrow, "-d", "batch=4", *ONE).stdout.splitlines()[3]
+    at_all = json.loads(invoke("peak", narrow, "-d", "batch=4", "--graph-opt", "all", *ONE, "--json").stdout)
+    # the offer is peak --graph-opt all's own figures (Gemm and Relu: no NCHWc layout on this graph)
+    assert line == (f"  at onnxruntime's default level (--graph-opt all, this machine's onnxruntime): total requested "
+                    f"{format_bytes(at_all['total_bytes'])}, resident {format_bytes(at_all['session']['resident_bytes'])}, "
+                    f"arena {format_bytes(at_all['session']['arena_steady_bytes'])}")
+    doc = json.loads(invoke("fit", narrow, "--memory", "64MiB", *ONE, "--json").stdout)
+    assert doc["held"]["default_level"]["error"] is None and doc["held"]["default_level"]["resident_bytes"] > 0
 
 
 def test_help_shows_the_held_options() -> None:

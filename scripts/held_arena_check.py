@@ -81,7 +81,7 @@ def _paths(only: list[str] | None) -> list[Path]:
 
 def _rows(paths: list[Path], batches: tuple[int, ...], levels: list[str], variants: list[str]) -> list[dict]:  # type: ignore[type-arg]
     from graphmem.analysis.held import arena_figures
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
     from graphmem.errors import GraphmemError
     from graphmem.ort.held.options import parse_session_options
 

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def check(path: Path, dims: dict[str, int], level: str, *, processes: int) -> dict:  # type: ignore[type-arg]
     """One model, binding and level: predicted, measured, ratios, exactness."""
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
     from graphmem.analysis.session import SESSION_FIGURES, session_figures
     from graphmem.errors import GraphmemError
     from graphmem.ort.held.options import parse_session_options

@@ -118,7 +118,7 @@ def _feeds(path: Path, dims: dict[str, int], workdir: Path):  # type: ignore[no-
     import numpy as np
     import onnx
 
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
     from graphmem.verify import make_feeds
 
     a = analyze_graph_opt(path, "none", dims=dims)
@@ -130,7 +130,7 @@ def _feeds(path: Path, dims: dict[str, int], workdir: Path):  # type: ignore[no-
 
 
 def constants(processes: int) -> int:
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
     from graphmem.analysis.session import session_figures
     from graphmem.ort.held.constants import RESIDENT_CONSTANTS
     from graphmem.ort.held.options import parse_session_options

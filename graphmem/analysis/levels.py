@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from graphmem.analysis.request import Bindings
     from graphmem.host import HostProfile
 
 __all__ = ["LEVEL_NOTE", "DefaultLevel", "default_level_figures", "level_note", "runtime_installed", "default_level_line"]
@@ -46,10 +47,9 @@ class DefaultLevel:
     error: str | None = None
 
 
-def default_level_figures(path: str | os.PathLike[str], *, dims: Mapping[str, int] | None = None,
-                          shapes: Mapping[str, Sequence[int]] | None = None,
-                          values: Mapping[str, Sequence[int]] | None = None, as_dtype: str | None = None,
-                          session_options: Sequence[str] = (), host: HostProfile | None = None) -> DefaultLevel | None:
+def default_level_figures(path: str | os.PathLike[str], *, bindings: Bindings | None = None,
+                          as_dtype: str | None = None, session_options: Sequence[str] = (),
+                          host: HostProfile | None = None) -> DefaultLevel | None:
     """The requested, resident and arena figures at ``--graph-opt all`` (onnxruntime's default
     level) on this machine, or None when onnxruntime is not installed (``all`` needs it to optimize
     the graph). An optimization onnxruntime refuses is returned as ``error``, never raised: it is an
@@ -64,19 +64,20 @@ def default_level_figures(path: str | os.PathLike[str], *, dims: Mapping[str, in
         return DefaultLevel(requested_bytes=None, resident_bytes=None, arena_bytes=None, error=(
             "not offered for a host profile (--host or $GRAPHMEM_HOST): onnxruntime on this machine would write the "
             "graph; run --graph-opt all on that host"))
-    from graphmem.analysis.pipeline import analyze_graph_opt
-    from graphmem.analysis.session_doc import figures_for
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import AnalysisRequest, Bindings
     from graphmem.errors import GraphmemError
     from graphmem.host import resolve_host
 
-    host = resolve_host(None)
+    request = AnalysisRequest(bindings=bindings or Bindings(), as_dtype=as_dtype, host=resolve_host(None),
+                              session_options=tuple(session_options))
     try:
-        a = analyze_graph_opt(path, "all", dims=dims, shapes=shapes or None, values=values or None,
-                              as_dtype=as_dtype, host=host)
-        s = figures_for(a, list(session_options), default_threads=host.ort_intra_op_threads, page_size=host.page_size)
+        a = analyze_graph_opt(path, "all", request)
     except GraphmemError as exc:
         return DefaultLevel(requested_bytes=None, resident_bytes=None, arena_bytes=None, error=str(exc))
-    return DefaultLevel(requested_bytes=a.total_bytes, resident_bytes=s.resident_bytes, arena_bytes=s.arena_steady_bytes)
+    held = a.session
+    return DefaultLevel(requested_bytes=a.total_bytes, resident_bytes=held.resident_bytes,
+                        arena_bytes=held.arena_steady_bytes)
 
 
 def default_level_line(d: DefaultLevel | None, *, where: str = "") -> str | None:

@@ -337,12 +337,15 @@ def _folded(analysis: Analysis, model, session: dict[str, Weight]) -> list[Weigh
         return []
     sizes = {n: w.nbytes for n, w in session.items()}
     if any(x not in sizes for x in outputs):
-        from graphmem.analysis.pipeline import analyze_graph_opt
+        from graphmem.analysis.request import request_of
+        from graphmem.analysis.stages import expand_functions, load, types_and_shapes
         from graphmem.model.program import tensor_size
 
-        m = analysis.model
-        original = analyze_graph_opt(m.path, "none", dims=m.dims, shapes=m.shapes or None, values=m.values or None)
-        sizes = {x: sizes.get(x, tensor_size(original.types.get(x)) or 0) for x in outputs}
+        m = analysis.model  # the file's types at none, as the user bound its inputs
+        request = request_of(dims=m.dims, shapes=m.shapes or None, values=m.values or None, host=analysis.host)
+        loaded = load(model, request)
+        types = types_and_shapes(expand_functions(loaded.model, request).model, loaded.inputs, request).runtime.types
+        sizes = {x: sizes.get(x, tensor_size(types.get(x)) or 0) for x in outputs}
     return [Weight(name=x, nbytes=sizes.get(x, 0)) for x in outputs]
 
 

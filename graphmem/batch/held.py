@@ -117,9 +117,9 @@ class HeldFit:
 
 def held_point(a: Analysis, value: int, pairs: Sequence[str], host: HostProfile) -> HeldPoint:
     """The three figures of analysis ``a`` under ``--session-option`` ``pairs`` on ``host``."""
-    from graphmem.views.session import figures_for
+    from graphmem.analysis.hold import held_figures
 
-    s = figures_for(a, list(pairs), default_threads=host.ort_intra_op_threads, page_size=host.page_size)
+    s = held_figures(a, list(pairs), host)
     regions = tuple(r.size for r in s.arena.regions) if hasattr(s, "arena") else ()
     return HeldPoint(
         value=value, requested_bytes=a.total_bytes, resident_bytes=s.resident_bytes, arena_bytes=s.arena_steady_bytes,

@@ -25,7 +25,7 @@ from graphmem.cli.batch import (
 )
 from graphmem.cli.common import (
     DimOption, HostOption, JsonOption, ModelArg, PlotOption, SessionOptionOption, ShapeOption, ValueOption, fail,
-    handled, host_of, internal_error, parse_dims, parse_inputs, session_figures_for, terminating_signals,
+    handled, host_of, internal_error, parse_bindings, parse_dims, terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -40,7 +40,7 @@ from graphmem.cli.gate import (
     RequireExactOption,
 )
 from graphmem.cli.helptext import MARKUP_MODE, Command, Group
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, UsageError
+from graphmem.errors import EXIT_INPUT_ERROR, GateFailed, GraphmemError, Reported, Terminated, UsageError
 
 if TYPE_CHECKING:
     from graphmem.host import HostProfile
@@ -123,7 +123,8 @@ def peak(
     With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
     the model fits and gives a roofline latency bound.
     """
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import AnalysisRequest
     from graphmem.views.formats import resolve_format
     from graphmem.gate.budgets import parse_budgets
     from graphmem.views.output import finish
@@ -158,28 +159,31 @@ def peak(
 
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
-    here = host_of(host)
-    result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype,
-                               host=here)
+    request = AnalysisRequest(
+        bindings=parse_bindings(dim, shape, value), provider=provider, as_dtype=as_dtype, host=host_of(host),
+        session_options=tuple(session_option or ()),
+    )
+    result = analyze_graph_opt(model, graph_opt, request)
     plotted = None
     if plot is not None:
         from graphmem.views.plot import peak_plot, write_plot, wrote
 
         plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
-    session = session_figures_for(result, session_option, here)
     offer = None
     if fmt == "table" and graph_opt == "none" and provider == "cpu":  # onnxruntime's own default level, beside
         from graphmem.analysis.levels import default_level_figures
 
-        offer = default_level_figures(model, **parse_inputs(dim, shape, value), as_dtype=as_dtype,
-                                      session_options=session_option or (), host=here if host is not None else None)
-    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes, session=session,
+        offer = default_level_figures(model, bindings=request.bindings, as_dtype=as_dtype,
+                                      session_options=tuple(session_option or ()),
+                                      host=request.host if host is not None else None)
+    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes,
                                default_level=offer)
     inputs = [model, *([devices_file] if devices_file else [])]
-    code = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
+    failed = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
     if plotted is not None:
         typer.echo(plotted, err=True)
-    raise typer.Exit(code)
+    if failed:
+        raise GateFailed()
 
 
 def _symbolic(model: Path, dims: dict[str, int], as_json: bool, host: HostProfile) -> None:
@@ -222,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT_ERROR
     except GraphmemError as exc:
         return fail(str(exc), exc.exit_code)
+    except Reported as exc:  # a failed gate (1), its report written: nothing more to print
+        return exc.exit_code
     except MemoryError:
         return fail("out of memory (the model or the options need more memory than this machine lets graphmem have)")
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported in one line

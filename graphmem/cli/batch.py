@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from graphmem.cli.common import (
-    HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of,
+    HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of, parse_bindings,
 )
-from graphmem.errors import EXIT_GATE_FAILED
+from graphmem.errors import GateFailed
 
 if TYPE_CHECKING:
     from graphmem.batch.search import TrainingFit
@@ -153,13 +153,12 @@ def sweep_command(
 
     --shape/--value apply to every row; the swept dim must not be a dim of an input they fix.
     """
-    from graphmem.analysis.dims import parse_shapes, parse_values
     from graphmem.batch.search import parse_sweep_dims, sweep
     from graphmem.batch.report import sweep_json, sweep_table
 
-    result = sweep(model, parse_sweep_dims(dim), shapes=parse_shapes(shape), values=parse_values(value),
-                   as_dtype=as_dtype, host=host_of(host), graph_opt=_level(graph_opt),
-                   session_options=tuple(session_option or ()))
+    spec = parse_sweep_dims(dim)
+    result = sweep(model, spec, bindings=parse_bindings(None, shape, value), as_dtype=as_dtype, host=host_of(host),
+                   graph_opt=_level(graph_opt), session_options=tuple(session_option or ()))
     typer.echo(json.dumps(sweep_json(result), indent=2) if as_json else sweep_table(result))
 
 
@@ -195,7 +194,8 @@ def fit_command(
     (power-of-two arena regions), so values are analysed, not fitted. The output names the
     figure used. With --train, of one training step. Exit 0 fits, 1 does not (or nothing fits).
     """
-    from graphmem.analysis.dims import check_dims, open_dims, parse_shapes, parse_values
+    from graphmem.analysis.dims import check_dims, open_dims
+    from graphmem.analysis.request import Bindings
     from graphmem.batch.search import (
         check_fit_training,
         check_held,
@@ -245,11 +245,11 @@ def fit_command(
     overhead_bytes = parse_bytes(overhead)
     profile = host_of(host)
     dims = parse_bound_dims(dim)
-    inputs = {"shapes": parse_shapes(shape), "values": parse_values(value)}
+    inputs = parse_bindings(None, shape, value)
     m = load_model(model)
     buffer = genai_past_buffer(model)
     if buffer is not None and solve != "past_sequence_length" \
-            and "past_sequence_length" in open_dims(m.inputs, dims=dims, **inputs):
+            and "past_sequence_length" in open_dims(m.inputs, dims=dims, shapes=inputs.shapes, values=inputs.values):
         dims["past_sequence_length"] = buffer
         typer.echo(f"graphmem: genai_config.json beside the model: past_present_share_buffer, so the past "
                    f"inputs are onnxruntime-genai's buffer of max_length {buffer} "
@@ -257,42 +257,43 @@ def fit_command(
     if any(n not in m.symbolic_dims for n in dims):
         check_dims(m, dims)  # raises UnknownDimError naming the model's dims
     if solve is None:
-        unbound = open_dims(m.inputs, dims=dims, **inputs)
+        unbound = open_dims(m.inputs, dims=dims, shapes=inputs.shapes, values=inputs.values)
         if len(unbound) > 1:
             raise UnboundDimError(
                 f"unbound dims {', '.join(unbound)}: bind all but one with --dim and name "
                 "that one with --solve"
             )
         solve = unbound[0] if unbound else None
+    bindings = Bindings.of(dims=dims, shapes=inputs.shapes, values=inputs.values)
     shown = {"device": dev if device or device_spec else None}
     if solve is None:
         if config is not None:
-            check = check_fit_training(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+            check = check_fit_training(m, bindings=bindings, budget_bytes=dev.memory_bytes,
                                        overhead_bytes=overhead_bytes, config=config, host=profile)
         else:
-            check = check_held(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
-                                   overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
-            shown["default_level"] = _offer(m.path, level, dims, inputs, as_dtype, session,
+            check = check_held(m, bindings=bindings, budget_bytes=dev.memory_bytes,
+                               overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
+            shown["default_level"] = _offer(m.path, level, bindings, as_dtype, session,
                                             profile if host is not None else None)
         _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
         if not check.fits:
-            raise typer.Exit(EXIT_GATE_FAILED)
+            raise GateFailed()
         return
     if config is not None:
-        found = search_largest_training(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+        found = search_largest_training(m, solve=solve, bindings=bindings, budget_bytes=dev.memory_bytes,
                                         overhead_bytes=overhead_bytes, config=config, host=profile)
     else:
-        found = search_held(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
-                                overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
+        found = search_held(m, solve=solve, bindings=bindings, budget_bytes=dev.memory_bytes,
+                            overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
         if found.largest:
-            shown["default_level"] = _offer(m.path, level, {**dims, solve: found.largest}, inputs, as_dtype,
+            shown["default_level"] = _offer(m.path, level, bindings.bind({solve: found.largest}), as_dtype,
                                             session, profile if host is not None else None)
     _warn(found.training)
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
           as_json)
     if found.largest == 0:
-        raise typer.Exit(EXIT_GATE_FAILED)
+        raise GateFailed()
 
 
 def _level(graph_opt: str) -> str:
@@ -304,16 +305,16 @@ def _level(graph_opt: str) -> str:
     return level
 
 
-def _offer(path: str, level: str, dims: dict[str, int], inputs: dict[str, Any], as_dtype: str | None,
-           session: dict[str, Any], host: Any) -> Any:
+def _offer(path: str, level: str, bindings: Any, as_dtype: str | None, session: dict[str, Any], host: Any) -> Any:
     """The figures at onnxruntime's default level (``all``) beside an answer at ``none``, when
-    onnxruntime is installed (None otherwise, or when the user chose a level)."""
+    onnxruntime is installed (None otherwise, or when the user chose a level; ``host``: the --host
+    profile, None for this machine)."""
     if level != "none":
         return None
-    from graphmem.batch.held import default_level_figures
+    from graphmem.analysis.levels import default_level_figures
 
-    return default_level_figures(path, dims=dims, **inputs, as_dtype=as_dtype,
-                                 session_options=session["session_options"], host=host)  # None: this machine
+    return default_level_figures(path, bindings=bindings, as_dtype=as_dtype,
+                                 session_options=session["session_options"], host=host)
 
 
 def _warn(training: TrainingFit | None) -> None:

@@ -1,6 +1,6 @@
 """Shared pieces of the command modules: error handling (the one error → exit-code map), option
 types, and the one parser of ``--dim``, ``--shape`` and ``--value`` (:mod:`graphmem.analysis.dims`:
-:func:`parse_inputs` gives the ``dims``/``shapes``/``values`` keywords every analysis takes).
+:func:`parse_bindings` gives the :class:`~graphmem.analysis.request.Bindings` every analysis takes).
 
 Each command group lives in a small ``graphmem/cli/*.py`` module and is registered in
 ``graphmem/cli/__init__.py``; they all use :func:`handled`, the one place errors become exit codes.
@@ -20,14 +20,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
-from graphmem.analysis.dims import parse_dims, parse_inputs
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_line
+from graphmem.analysis.dims import parse_dims
+from graphmem.analysis.request import Bindings
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Reported, one_line
 from graphmem.model.validate import ExternalDataWarning
 from graphmem.ort.runtime import RuntimeVersionWarning
+from graphmem.tempdirs import TERMINATING_SIGNALS, deliver
 
 __all__ = [
-    "SessionOptionOption", "session_figures_for",
-    "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
+    "SessionOptionOption",
+    "handled", "fail", "internal_error", "parse_dims", "parse_bindings", "DimOption", "ShapeOption", "ValueOption",
     "JsonOption", "ModelArg", "PlotOption", "terminating_signals", "HostOption", "host_of",
 ]
 
@@ -93,6 +95,11 @@ PlotOption = Annotated[
 ]
 
 
+def parse_bindings(dim: list[str] | None, shape: list[str] | None = None, value: list[str] | None = None) -> Bindings:
+    """``--dim``, ``--shape`` and ``--value`` items as one :class:`Bindings`, checked for form."""
+    return Bindings.parse(dim, shape, value)
+
+
 HostOption = Annotated[
     Optional[Path],
     typer.Option(
@@ -125,7 +132,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):  #
 
 
 def handled(fn: F) -> F:
-    """Turn a GraphmemError into one line on stderr and its exit code (no traceback)."""
+    """The one map from outcomes to exit codes: a GraphmemError becomes one line on stderr and
+    its exit code (no traceback); a :class:`~graphmem.errors.Reported` outcome (a failed gate:
+    1), whose report is written already, its exit code alone."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -135,12 +144,10 @@ def handled(fn: F) -> F:
                 return fn(*args, **kwargs)
         except GraphmemError as exc:
             raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+        except Reported as exc:
+            raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-#: The signals that end graphmem cleanly (:class:`graphmem.errors.Terminated`).
-TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 
 
 @contextlib.contextmanager
@@ -159,7 +166,7 @@ def terminating_signals() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         if not received:
             received.append(signum)
-            raise Terminated(signum)
+            deliver(signum)  # raises Terminated, or at the end of a signals_held section
 
     previous = {s: signal.signal(s, handler) for s in TERMINATING_SIGNALS}
     try:
@@ -188,11 +195,3 @@ def internal_error(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     detail = text[0][:200] if text else ""
     return f"internal error: {type(exc).__name__}{where}: {detail} (a bug in graphmem: please report it)"
-
-
-def session_figures_for(analysis: Any, pairs: list[str] | None, host: HostProfile) -> Any:
-    """:func:`graphmem.views.session.figures_for` for the machine ``host`` describes: its
-    onnxruntime default intra-op threads (``intra_op_num_threads=0``) and page size."""
-    from graphmem.views.session import figures_for
-
-    return figures_for(analysis, pairs, default_threads=host.ort_intra_op_threads, page_size=host.page_size)

@@ -284,18 +284,21 @@ def check_model(spec: ModelSpec, host: HostProfile) -> Outcome:
     """Analyze one configured model for a run on ``host`` and gate it; input errors become an
     ``error`` outcome."""
     from graphmem.analysis.pipeline import analyze_model
+    from graphmem.analysis.request import AnalysisRequest, Bindings
     from graphmem.errors import GraphmemError
     from graphmem.gate.budgets import apply_gate, evaluate
     from graphmem.model.loading import load_model
-    from graphmem.views.report import peak_json
+    from graphmem.analysis.document import peak_json
 
     start = time.perf_counter()
     try:
         model = load_model(spec.path)
         own = set(model.symbolic_dims)
         dims = {k: v for k, v in spec.default_dims.items() if k in own} | spec.dims
-        analysis = analyze_model(model, dims=dims, shapes=spec.shapes, values=spec.values, provider=spec.provider,
-                                 host=host)
+        analysis = analyze_model(model, AnalysisRequest(
+            bindings=Bindings.of(dims=dims, shapes=spec.shapes, values=spec.values), provider=spec.provider,
+            host=host,
+        ))
         doc = peak_json(analysis)
         if spec.budgets.session:  # max-resident, max-arena: what the session holds
             from graphmem.gate.diff import with_session

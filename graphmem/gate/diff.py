@@ -173,7 +173,7 @@ def compare(
     document carries its ``session`` block (onnxruntime's default options on ``host``, None: the
     analysis's), so ``resident`` and ``arena`` rows give a change's cost in held memory.
     """
-    from graphmem.views.report import peak_json
+    from graphmem.analysis.document import peak_json
 
     return diff_documents(
         with_session(peak_json(old), old, host),
@@ -232,10 +232,11 @@ def with_session(doc: Mapping[str, Any], analysis: Analysis, host: HostProfile |
                  pairs: list[str] | None = None) -> dict[str, Any]:
     """``doc`` with the ``session`` block of ``analysis`` (``--session-option`` ``pairs``, onnxruntime's
     defaults for the rest, on ``host``: None, the analysis's own)."""
-    from graphmem.analysis.session_doc import figures_for, session_json
+    from graphmem.analysis.hold import held_figures
+    from graphmem.analysis.session_doc import session_json
 
-    machine = host if host is not None else analysis.host
-    figures = figures_for(analysis, pairs, default_threads=machine.ort_intra_op_threads, page_size=machine.page_size)
+    figures = analysis.session if analysis.session is not None and not pairs else held_figures(
+        analysis, list(pairs or ()), host if host is not None else analysis.host)
     return {**doc, "session": session_json(figures)}
 
 

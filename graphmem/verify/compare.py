@@ -10,13 +10,17 @@ a user sees which op the model gets wrong.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import MeasureError, UsageError
+from graphmem.tempdirs import private_dir
 from graphmem.host import HostProfile, host_differences, resolve_host, this_host
 from graphmem.verify.resident import RUNS
+
+if TYPE_CHECKING:
+    from graphmem.analysis.request import Bindings
 
 __all__ = ["Verification", "Divergence", "SessionCheck", "verify", "parse_tolerance", "matching_order", "RESIDENT_TOLERANCE"]
 
@@ -116,6 +120,7 @@ def verify(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
     values: Mapping[str, Sequence[int]] | None = None,
+    bindings: Bindings | None = None,
     provider: str = "cpu",
     graph_opt: str = "none",
     tolerance: float = 0.05,
@@ -126,7 +131,8 @@ def verify(
     session_options: Sequence[str] | None = None,
     resident_processes: int = 3,
 ) -> Verification:
-    """Predict, run and measure ``path``; see the module doc.
+    """Predict, run and measure ``path``; see the module doc. ``dims``, ``shapes`` and ``values``
+    (or ``bindings``) as :func:`graphmem.analyze` takes them.
 
     The run is on this machine, so the prediction is for this machine
     (:func:`graphmem.host.this_host`); a ``host`` profile (``--host``) that differs from it is
@@ -134,26 +140,26 @@ def verify(
     by a measurement here.
 
     ``session_options``: ``--session-option`` pairs; the session is measured under them and its
-    figures (:func:`graphmem.views.session.figures_for`) compared; unset options are onnxruntime's
+    figures (the session stage, :func:`graphmem.analysis.hold.held_figures`) compared; unset options are onnxruntime's
     defaults except one intra-op thread (``intra_op_num_threads=0`` is this machine's cores).
     ``resident_processes``: fresh processes whose median is the resident growth (0: not measured)."""
     import tempfile
 
     import onnx
 
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import request_of
     from graphmem.model.loading import load_model
     from graphmem.verify.feeds import check_seed, make_feeds
     from graphmem.verify.measure import measure
     from graphmem.verify.weights import missing_weights, with_random_weights
 
     path = Path(path)
-    dims = dict(dims or {})
     here = _this_machine(host)
+    request = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values, host=here)
     check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
-    with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
-        work = Path(tmp)
+    with private_dir("graphmem-verify-") as work:
         runnable = path
         missing = missing_weights(path)
         if missing:
@@ -168,7 +174,7 @@ def verify(
         # the prediction is exactly `graphmem peak --graph-opt LEVEL`'s (one code path for the
         # optimized graph: onnxruntime writes it, the session's static shapes are restored); an
         # inexact one (unresolved tensors, ...) is measured all the same and says so
-        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values, host=here)
+        predicted = analyze_graph_opt(runnable, graph_opt, request)
         proto = onnx.load(str(runnable), load_external_data=False)
         run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
         feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
@@ -190,8 +196,7 @@ def verify(
         if m.providers and m.providers[0] == CUDA and graph_opt == "none":
             # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
             # inputs the session copied in before the first kernel are in the baseline, as there)
-            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda",
-                                          host=here)
+            predicted = analyze_graph_opt(runnable, "none", replace(request, provider="cuda"))
             session, _ = _session_plan(predicted, session_options, here, provider)
         elif session is None and not (m.providers and m.providers[0] == CUDA):  # asked for CUDA, ran on CPU
             session, _ = _session_plan(predicted, [], here, "cpu")
@@ -246,7 +251,7 @@ def _session_plan(predicted, pairs, here, provider):  # type: ignore[no-untyped-
     """The predicted session figures under ``pairs`` (None until the session shows where it ran,
     for a CUDA request) and how to measure a session with those options: intra-op threads, memory
     pattern, config entries, environment arena, CUDA provider options."""
-    from graphmem.ort.cuda.held import parse_cuda_options
+    from graphmem.analysis.cuda_held import parse_cuda_options
 
     if provider != "cpu" or predicted.activations.provider == "cuda":
         cuda = parse_cuda_options(list(pairs or []))
@@ -254,17 +259,13 @@ def _session_plan(predicted, pairs, here, provider):  # type: ignore[no-untyped-
                 "provider_opts": cuda.provider_options(), "cpu_arena": True}
         if predicted.activations.provider != "cuda":
             return None, plan
-        from graphmem.ort.cuda.held import cuda_session_figures
+        from graphmem.analysis.cuda_held import cuda_session_figures
 
         return cuda_session_figures(predicted, cuda), plan
-    from graphmem.analysis.session import session_figures
-    from graphmem.ort.cuda.held import reject_cuda_keys
-    from graphmem.ort.held.options import SessionOptions, parse_session_options
+    from graphmem.analysis.hold import held_figures
 
-    reject_cuda_keys(pairs or [])
-    options = parse_session_options(list(pairs or []), graph_opt=predicted.model.graph_opt,
-                                    default_threads=here.ort_intra_op_threads, base=SessionOptions(intra_op_num_threads=1))
-    figures = session_figures(predicted, options, page_size=here.page_size)
+    figures = held_figures(predicted, list(pairs or []), here, threads=1)  # the session stage, one thread unless set
+    options = figures.options
     return figures, {"threads": options.intra_op_num_threads, "mem_pattern": options.enable_mem_pattern,
                      "config": options.session_config(), "arena_cfg": options.arena_cfg(), "provider_opts": None,
                      "cpu_arena": options.enable_cpu_mem_arena}

@@ -1,8 +1,9 @@
 """The ``session`` block of ``graphmem peak --json`` and the table's "held by the session" section:
 what a session takes from the machine (:class:`graphmem.analysis.session.SessionFigures`, or the
-CUDA provider's :class:`graphmem.ort.cuda.held.CudaSessionFigures`). Tables use binary units and
-name them; JSON figures are exact integers. The figures and the block are made in the analysis layer
-(:mod:`graphmem.analysis.session_doc`, below the gates that read them) and re-exported here.
+CUDA provider's :class:`graphmem.analysis.cuda_held.CudaSessionFigures`, computed by the session stage,
+:mod:`graphmem.analysis.hold`). Tables use binary units and name them; JSON figures are exact
+integers. The block is made in the analysis layer (:mod:`graphmem.analysis.session_doc`, below the
+gates that read it) and re-exported here.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from graphmem.analysis.session_doc import figures_for, session_json
+from graphmem.analysis.session_doc import session_json
 from graphmem.units import byte_table, format_bytes
 
-__all__ = ["session_json", "session_lines", "session_rows", "figures_for"]
+__all__ = ["session_json", "session_lines", "session_rows"]
 
 
 def session_rows(s: Any) -> list[tuple[str, int, str]]:

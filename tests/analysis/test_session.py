@@ -12,7 +12,7 @@ import pytest
 from builders import CNN, arena_held, init, invoke, model, save, tensor
 from onnx import helper
 
-from graphmem.analysis.pipeline import analyze_graph_opt
+from graphmem.analysis.graph_opt import analyze_graph_opt
 from graphmem.analysis.session import SESSION_FIGURES, session_figures
 from graphmem.ort.held.options import parse_session_options
 from graphmem.schema import validate
@@ -135,3 +135,32 @@ def test_the_schemas_list_every_kind_of_approximation() -> None:
     verify = load_schema("verify")["properties"]["verify"]["properties"]["session"]["anyOf"][1]
     prediction = verify["properties"]["prediction"]
     assert tuple(prediction["properties"]["approximations"]["items"]["properties"]["kind"]["enum"]) == SESSION_APPROXIMATION_KINDS
+
+
+def test_the_session_stage_runs_when_asked_and_assemble_records_it(tmp_path: Path) -> None:
+    # the stage (graphmem.analysis.hold) on the assembled analysis: no session options, no block;
+    # the defaults (or pairs) give the same figures as session_figures on that analysis
+    from dataclasses import replace
+
+    from graphmem.analysis.assemble import record_session
+    from graphmem.analysis.hold import held
+    from graphmem.analysis.pipeline import analyze
+    from graphmem.analysis.request import request_of
+    from graphmem.errors import UsageError
+
+    path = _mlp(tmp_path)
+    plain = analyze(path)
+    assert plain.session is None
+    asked = analyze(path, session_options=["intra_op_num_threads=1"])
+    direct = session_figures(plain, _options())
+    assert asked.session == direct
+    assert asked.session.weights_held_bytes == 12_452  # as test_weights_held_by_hand computes it
+    request = request_of(session_options=("intra_op_num_threads=1", "session.disable_prepacking=1"))
+    off = held(plain, request)
+    assert off.weights_held_bytes == 10_404
+    assert record_session(plain, off).session is off and record_session(plain, None) is plain
+    assert analyze_graph_opt(path, "none", replace(request, session_options=None)).session is None
+    with pytest.raises(UsageError, match="not_an_option"):
+        analyze(path, session_options=["not_an_option=1"])
+    with pytest.raises(UsageError, match="tuple of KEY=VALUE"):
+        request_of(session_options=["enable_mem_pattern=0"])

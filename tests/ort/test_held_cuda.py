@@ -1,4 +1,4 @@
-"""A CUDA session's figures (graphmem.ort.cuda.held): what a CPU-only machine can check — the
+"""A CUDA session's figures (graphmem.analysis.cuda_held): what a CPU-only machine can check — the
 options, the emulation's figures by hand, the document, and verify's fallback without a GPU."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from builders import BERT, init, invoke, model, save, tensor
 from onnx import helper
 
-from graphmem.analysis.pipeline import analyze_graph_opt
+from graphmem.analysis.graph_opt import analyze_graph_opt
 from graphmem.errors import ArenaLimitError, UsageError
-from graphmem.ort.cuda.held import CONTEXT_BYTES, CudaOptions, cuda_session_figures, parse_cuda_options
+from graphmem.analysis.cuda_held import CONTEXT_BYTES, CudaOptions, cuda_session_figures, parse_cuda_options
 from graphmem.schema import validate
 from graphmem.verify.providers import CUDA, session_providers
 

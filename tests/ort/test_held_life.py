@@ -13,7 +13,7 @@ from builders import CNN, MODELS, arena_held, init, model, save, tensor
 from onnx import TensorProto, helper
 
 from graphmem.analysis.held import ARENA_APPROXIMATION_KINDS, arena_figures
-from graphmem.analysis.pipeline import analyze_graph_opt
+from graphmem.analysis.graph_opt import analyze_graph_opt
 from graphmem.errors import UsageError
 from graphmem.ort.held.options import SessionOptions, parse_session_options
 

@@ -9,7 +9,7 @@ from builders import arena_held, init, model, save, tensor
 from onnx import TensorProto, helper
 
 from graphmem.analysis.held import arena_figures
-from graphmem.analysis.pipeline import analyze_graph_opt
+from graphmem.analysis.graph_opt import analyze_graph_opt
 from graphmem.model.graph import build_graph
 from graphmem.model.loading import model_from_proto
 from graphmem.ort.held.options import parse_session_options

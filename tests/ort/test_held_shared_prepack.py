@@ -10,7 +10,7 @@ import pytest
 from builders import arena_held, init, model, save, tensor
 from onnx import helper
 
-from graphmem.analysis.pipeline import analyze_graph_opt
+from graphmem.analysis.graph_opt import analyze_graph_opt
 from graphmem.analysis.session import session_figures
 from graphmem.ort.held.options import parse_session_options
 

@@ -262,6 +262,6 @@ def cuda_session_figures(analysis: Analysis, options: CudaOptions | None = None,
         steady_after_run=life.steady_after_run,
         parts=CudaParts(arena=held[-1], context=context, handles=handles),
         device=DeviceOverhead(device=opts.device, context_bytes=context, handles_bytes=handles,
-                              basis="estimate (CONTEXT_BYTES, graphmem/ort/cuda/held.py)"),
+                              basis="estimate (CONTEXT_BYTES, graphmem/analysis/cuda_held.py)"),
         approximations=tuple(notes),
     )

@@ -120,6 +120,18 @@ LAYERS, HIDDEN, HEADS = 2, 32, 4
 HEAD_DIM = HIDDEN // HEADS
 
 
+def if_model(path: Path, x: Sequence[int] = (4, 100)) -> Path:
+    """pre = Relu(x); y = If(c): then Neg(Neg(x0)), else Abs(x0); post = Relu(y), written to ``path``."""
+    shape = list(x)
+    then = helper.make_graph([helper.make_node("Neg", ["x0"], ["a"], name="t_neg"),
+                              helper.make_node("Neg", ["a"], ["yt"], name="t_neg2")], "then", [], [tensor("yt", shape)])
+    other = helper.make_graph([helper.make_node("Abs", ["x0"], ["ye"], name="e_abs")], "else", [], [tensor("ye", shape)])
+    nodes = [helper.make_node("Relu", ["x"], ["x0"], name="pre"),
+             helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other),
+             helper.make_node("Relu", ["y"], ["out"], name="post")]
+    return save(model(nodes, [tensor("x", shape), tensor("c", [], TensorProto.BOOL)], [tensor("out", shape)]), path)
+
+
 def tiny_decoder() -> onnx.ModelProto:
     """One decode step of a 2-layer attention decoder: x [batch, 1, 32] and, per layer,
     past_key_values.{i}.key/value [batch, 4, seq, 8] → present.{i}.key/value [batch, 4, seq+1, 8]

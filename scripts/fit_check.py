@@ -37,12 +37,12 @@ import corpus  # noqa: E402
 
 TOLERANCE = 0.10
 MiB = 2**20
-#: (model, fixed dims, memory limit): limits chosen so each answer is a batch of a few to a few tens.
+#: (model, fixed dims, memory limit): limits chosen so each answer is a small batch (every measured
+#: session runs five times in three processes) next to a step of the arena.
 CASES: tuple[tuple[str, dict[str, int], str], ...] = (
-    ("resnet18", {}, "384MiB"),
-    ("mobilenetv2", {}, "256MiB"),
-    ("bert_base", {"seq": 128}, "1GiB"),
-    ("mobilenetv2", {}, "160MiB"),
+    ("resnet18", {}, "112MiB"),
+    ("mobilenetv2", {}, "112MiB"),
+    ("bert_base", {"seq": 32}, "652MiB"),
 )
 SESSION = ("--session-option", "intra_op_num_threads=1")
 

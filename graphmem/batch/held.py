@@ -27,10 +27,9 @@ graph (on this machine: its NCHWc layout depends on the CPU). :data:`LEVEL_NOTE`
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from graphmem.analysis.levels import LEVEL_NOTE, DefaultLevel, default_level_figures, level_note, runtime_installed
 from graphmem.errors import UsageError
@@ -129,8 +128,9 @@ def held_point(a: Analysis, value: int, pairs: Sequence[str], host: HostProfile)
 
 
 def held_cost(by: str, dim: str | None, pairs: Sequence[str], host: HostProfile,
-          points: dict[int, HeldPoint]) -> Callable[[Analysis], int]:
-    """The search's cost function: the figure ``by`` of each analysis, every point recorded."""
+              points: dict[int, HeldPoint]) -> Callable[[Analysis], int]:
+    """The search's cost function: the figure ``by`` of each analysis, every point recorded by the
+    value of ``dim`` (0 when None: a bound model's one point)."""
 
     def cost(a: Analysis) -> int:
         value = a.model.dims.get(dim, 0) if dim is not None else 0

@@ -386,7 +386,8 @@ def held_head(h: HeldFit, graph_opt: str) -> list[str]:
         lines.append("  session: " + (", ".join(f"{k}={v}" for k, v in changed.items()) or "onnxruntime's default options")
                      + f", {h.options.get('intra_op_num_threads')} intra-op thread(s)")
     note = level_note(graph_opt)
-    lines.append(f"  graph-opt {graph_opt}" + (f": {note}" if note else " (--graph-opt)"))
+    lines.append(f"  graph-opt {graph_opt}: " + (note or "the graph onnxruntime on this machine writes at that level"
+                                                   + (" (onnxruntime's default)" if graph_opt == "all" else "")))
     return lines
 
 

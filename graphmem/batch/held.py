@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BY", "BY_FIGURES", "BY_LABELS", "BY_WORDS", "RESIDENT_TOLERANCE", "LEVEL_NOTE", "HeldPoint", "HeldStep", "HeldFit", "DefaultLevel",
-    "check_by", "held_point", "held_steps", "held_cost", "session_options_of", "default_level_figures",
+    "check_by", "held_point", "held_steps", "held_cost", "session_options_of", "check_session_options", "default_level_figures",
     "runtime_installed", "level_note",
 ]
 
@@ -132,13 +132,33 @@ def held_cost(by: str, dim: str | None, pairs: Sequence[str], host: HostProfile,
     """The search's cost function: the figure ``by`` of each analysis, every point recorded by the
     value of ``dim`` (0 when None: a bound model's one point)."""
 
+    from graphmem.errors import GraphmemError
+
     def cost(a: Analysis) -> int:
         value = a.model.dims.get(dim, 0) if dim is not None else 0
-        p = held_point(a, value, pairs, host)
+        try:
+            p = held_point(a, value, pairs, host)
+        except GraphmemError as exc:
+            if by == "requested":  # the session's figures are beside the answer, not its ground
+                points.pop(value, None)
+                return a.total_bytes
+            if isinstance(exc, UsageError):
+                raise UsageError(f"--by {by}: {exc} (--by requested compares the requested total)") from None
+            raise
         points[value] = p
         return p.figure(by)
 
     return cost
+
+
+def check_session_options(pairs: Sequence[str], graph_opt: str, host: HostProfile) -> None:
+    """Refuse a bad ``--session-option`` (a UsageError naming it) before any analysis: a CPU
+    session's keys and values at ``graph_opt`` on ``host``."""
+    from graphmem.analysis.cuda_held import reject_cuda_keys
+    from graphmem.ort.held.options import parse_session_options
+
+    reject_cuda_keys(list(pairs))
+    parse_session_options(list(pairs), graph_opt=graph_opt, default_threads=host.ort_intra_op_threads)
 
 
 def session_options_of(a: Analysis | None, pairs: Sequence[str], host: HostProfile) -> dict[str, object]:

@@ -278,7 +278,7 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
         UsageError: bad ``shapes``/``values``, or the swept dim is a dim of an input they fix.
     """
     from graphmem.analysis.request import AnalysisRequest
-    from graphmem.batch.held import held_point, held_steps
+    from graphmem.batch.held import held_steps
     from graphmem.views.kvcache import kv_cache
     from graphmem.views.roofline import total_flops
 
@@ -286,6 +286,10 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
     host = resolve_host(host)
     given = _bindings(bindings, shapes=shapes, values=values)
     _not_fixed(m, spec.dim, "--dim", given)
+    if held:  # a bad --session-option is refused here, not shown as rows without session figures
+        from graphmem.batch.held import check_session_options
+
+        check_session_options(session_options, graph_opt, host)
     rows = []
     for v in spec.values:
         point = given.bind({**spec.fixed, spec.dim: v})
@@ -302,13 +306,25 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
             kv_cache_bytes=kv.total_bytes if kv is not None else None,
             unresolved=len(a.shapes.unresolved),
             approximations=tuple(f"{x.kind}: {x.detail}" for x in a.activations.approximations),
-            held=held_point(a, v, session_options, host) if held else None,
+            held=_held_or_none(a, v, session_options, host) if held else None,
         ))
     points = [r.held for r in rows if r.held is not None]
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
                  rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host,
                  shapes=dict(given.shapes), values=dict(given.values),  # type: ignore[arg-type]
                  graph_opt=graph_opt, session_options=tuple(session_options), steps=held_steps(points))
+
+
+def _held_or_none(a: Analysis, value: int, session_options: Sequence[str], host: HostProfile) -> HeldPoint | None:
+    """A sweep row's session figures, None (shown as "-") when the session cannot be emulated for
+    it: the requested figures do not depend on them."""
+    from graphmem.batch.held import held_point
+    from graphmem.errors import GraphmemError
+
+    try:
+        return held_point(a, value, session_options, host)
+    except GraphmemError:
+        return None
 
 
 def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
@@ -565,10 +581,11 @@ def search_held(model: Model | str | os.PathLike[str], *, solve: str, budget_byt
     the budget, every probed value's three figures in ``result.held``. ``kwargs`` as
     ``search_largest`` takes them (``dims``, ``shapes``, ``values``, ``overhead_bytes``, ``limit``,
     ``as_dtype``)."""
-    from graphmem.batch.held import HeldFit, check_by, held_cost, session_options_of
+    from graphmem.batch.held import HeldFit, check_by, check_session_options, held_cost, session_options_of
 
     by = check_by(by)
     host = resolve_host(host)
+    check_session_options(session_options, graph_opt, host)
     points: dict[int, HeldPoint] = {}
     r = search_largest(model, solve=solve, budget_bytes=budget_bytes, cost=held_cost(by, solve, session_options, host, points),
                        graph_opt=graph_opt, host=host, **kwargs)
@@ -579,10 +596,11 @@ def check_held(model: Model | str | os.PathLike[str], *, budget_bytes: int, by: 
                session_options: Sequence[str] = (), graph_opt: str = "none", host: HostProfile | None = None,
                **kwargs: Any) -> FitCheck:
     """:func:`check_fit` on the figure ``by`` (see :func:`search_held`)."""
-    from graphmem.batch.held import HeldFit, check_by, held_cost, session_options_of
+    from graphmem.batch.held import HeldFit, check_by, check_session_options, held_cost, session_options_of
 
     by = check_by(by)
     host = resolve_host(host)
+    check_session_options(session_options, graph_opt, host)
     points: dict[int, HeldPoint] = {}
     r = check_fit(model, budget_bytes=budget_bytes, cost=held_cost(by, None, session_options, host, points),
                   graph_opt=graph_opt, host=host, **kwargs)

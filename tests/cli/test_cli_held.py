@@ -257,3 +257,8 @@ def test_help_shows_the_held_options() -> None:
     assert "--max-resident" in peak and "--max-arena" in peak
     diff = invoke("diff", "--help").stdout
     assert "--max-increase-resident" in diff and "--max-increase-arena" in diff
+
+
+def test_sweep_refuses_a_bad_session_option(mlps: Path) -> None:
+    result = invoke("sweep", str(mlps / "m" / "narrow.onnx"), "--dim", "batch=1,2", "--session-option", "gpu_mem_limit=1")
+    assert result.exit_code == 2 and "gpu_mem_limit: a CUDA provider option" in result.stderr

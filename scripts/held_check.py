@@ -22,6 +22,11 @@ printed); ``resident_bytes`` within 10% on at least 90% of the runs.
 
     python scripts/held_check.py [--only NAME ...] [--batches 1,4] [--levels none,all]
                                  [--processes 3] [--no-light] [--no-exported] [--json FILE]
+    python scripts/held_check.py --summarize LOG [LOG ...]
+
+``--summarize`` reads the rows this script printed (several runs over parts of the corpus, e.g.
+``--only`` in parallel processes; a row printed twice counts once, the first) and prints them
+and the summary again, from the printed figures (MiB to 0.1, ratios to 0.001).
 
 Needs onnxruntime (graphmem[cpu] or [cuda]). The processes run one after another; RSS is memory,
 not time, so a busy machine does not move it.
@@ -57,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-light", action="store_true", help="leave out the onnx wheel's light models")
     ap.add_argument("--no-exported", action="store_true", help="leave out the exported corpus")
     ap.add_argument("--json", type=Path, help="also write every row to this file")
+    ap.add_argument("--summarize", type=Path, nargs="+", help="the summary of rows printed by earlier runs")
     args = ap.parse_args(argv)
+    if args.summarize:
+        return summarize(args.summarize)
     batches = tuple(int(b) for b in args.batches.split(","))
     levels = args.levels.split(",")
     paths = [] if args.no_light else corpus.light_models()
@@ -185,6 +193,63 @@ def summary(rows: list[dict]) -> int:  # type: ignore[type-arg]
         if r["error"]:
             print(f"    not measured: {r['model']} {r['dims']} {r['level']}: {r['error'][:120]}")
     return 0 if not out_claiming else 1
+
+
+def summarize(logs: list[Path]) -> int:
+    """The summary of the rows printed in ``logs`` (see the module doc)."""
+    rows: dict[tuple[str, str, str], dict] = {}  # type: ignore[type-arg]
+    for log in logs:
+        for line in log.read_text(encoding="utf-8").splitlines():
+            row = _parse(line)
+            if row is not None:
+                rows.setdefault((row["model"], row["dims"], row["level"]), row)
+    print(f"{len(rows)} rows read from {', '.join(str(x) for x in logs)}")
+    print(_head())
+    for r in rows.values():
+        print(r["line"])
+    done = [r for r in rows.values() if not r["error"]]
+    arena_in = [r for r in done if r["arena_within"]]
+    arena_out = [r for r in done if not r["arena_within"]]
+    claiming = [r for r in arena_out if r["arena_exact"]]
+    res_in = [r for r in done if r["resident_within"]]
+    n = len(done) or 1
+    ratios = sorted(r["ratio"] for r in done)
+    print()
+    print(f"SUMMARY over {len(done)} runs ({len(rows) - len(done)} not measured):")
+    print(f"  arena figures within {ARENA_TOLERANCE:.1%}: {len(arena_in)}/{len(done)} ({len(arena_in) / n:.1%}); outside: "
+          f"{len(arena_out)}, of which claiming exact: {len(claiming)}  -> bar (>=95%, none outside exact): "
+          f"{'MET' if len(arena_in) / n >= 0.95 and not claiming else 'NOT MET'}")
+    for r in arena_out:
+        print(f"    outside: {r['model']} {r['dims']} {r['level']}: {r['why'] or 'CLAIMS EXACT'}")
+    print(f"  resident_bytes within {RESIDENT_TOLERANCE:.0%}: {len(res_in)}/{len(done)} ({len(res_in) / n:.1%})  -> bar (>=90%): "
+          f"{'MET' if len(res_in) / n >= 0.90 else 'NOT MET'}")
+    if ratios:
+        print(f"  resident predicted/measured: median {statistics.median(ratios):.3f}, range {ratios[0]:.3f}-{ratios[-1]:.3f}")
+    for r in done:
+        if not r["resident_within"]:
+            print(f"    outside: {r['model']} {r['dims']} {r['level']}: predicted/measured {r['resident']} MiB, "
+                  f"ratio {r['ratio']:.3f}; {r['why']}")
+    for r in rows.values():
+        if r["error"]:
+            print(f"    not measured: {r['model']} {r['dims']} {r['level']}: {r['error'][:120]}")
+    return 0 if not claiming else 1
+
+
+def _parse(line: str) -> dict | None:  # type: ignore[type-arg]
+    """A row printed by :func:`_line` (None for any other line)."""
+    words = line.split()
+    if len(words) < 4 or words[0] in ("model", "SUMMARY") or words[2] not in ("none", "basic", "extended", "all"):
+        return None
+    row = {"model": words[0], "dims": words[1], "level": words[2], "line": line, "error": None}
+    parts = line.split(" | ")
+    if len(parts) != 4:
+        row["error"] = line[len(f"{words[0]:<20} {words[1]:<16} {words[2]:<4} "):]
+        return row
+    resident = parts[2].split()
+    procs, _, exactness = parts[3].partition("  ")
+    row.update(arena_within=parts[1].split()[-1] == "ok", resident_within=resident[2] == "ok", ratio=float(resident[1]),
+               resident=resident[0], arena_exact=exactness.startswith("arena exact"), why=exactness.strip())
+    return row
 
 
 if __name__ == "__main__":

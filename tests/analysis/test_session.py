@@ -164,3 +164,22 @@ def test_the_session_stage_runs_when_asked_and_assemble_records_it(tmp_path: Pat
         analyze(path, session_options=["not_an_option=1"])
     with pytest.raises(UsageError, match="tuple of KEY=VALUE"):
         request_of(session_options=["enable_mem_pattern=0"])
+
+
+def test_a_folded_constant_rewritten_again_is_said(tmp_path: Path) -> None:
+    # W [16, 16, 3, 3] = ConstantOfShape(shape): constant folding computes it (level all), then the
+    # NCHWc transformer re-lays it out: the resident replay treats the two steps apart (not exact)
+    from onnx import TensorProto
+
+    shape = helper.make_tensor("wshape", TensorProto.INT64, [4], [16, 16, 3, 3])
+    m = model(
+        [helper.make_node("ConstantOfShape", ["wshape"], ["W"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+         helper.make_node("Conv", ["x", "W"], ["y"], pads=[1, 1, 1, 1])],
+        [tensor("x", [1, 16, 8, 8])], [tensor("y", [1, 16, 8, 8])], [shape],
+    )
+    path = save(m, tmp_path / "folded.onnx")
+    at_all = session_figures(analyze_graph_opt(path, "all"), _options(level="all"))
+    at_none = session_figures(analyze_graph_opt(path, "none"), _options())
+    said = [a for a in at_all.approximations if a.kind == "rewrite_not_replayed"]
+    assert said and said[0].node == "W" and said[0].figures == ("resident_bytes",)
+    assert not [a for a in at_none.approximations if a.kind == "rewrite_not_replayed"]

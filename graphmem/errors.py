@@ -21,6 +21,7 @@ __all__ = [
     "CorruptProtobufError",
     "InvalidModelError",
     "TensorSizeError",
+    "KernelRefusalError",
     "ConfigError",
     "HostProfileError",
     "UnknownDeviceError",
@@ -134,6 +135,13 @@ class InvalidModelError(ModelLoadError):
 class TensorSizeError(GraphmemError):
     """A tensor (named in the message) would be larger than int64 bytes can count, or larger than
     any machine: its dims are absurd."""
+
+
+class KernelRefusalError(GraphmemError):
+    """onnxruntime's kernel refuses a node's inputs when the session runs, although their shapes
+    infer (an index past its table, a window wider than its input, sizes that do not agree): the
+    model cannot run at these dims. The message names the node, why, and the range of a bound
+    dim it runs in when there is one."""
 
 
 class ConfigError(UsageError):

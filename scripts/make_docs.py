@@ -145,6 +145,7 @@ OUTPUTS: tuple[Output, ...] = (
     # inputs
     Output(id="peak-unbound", args=("peak", "models/tiny_bert.onnx")),
     Output(id="peak-unresolved-cause", args=("peak", "models/tiny_bert.onnx", "--dim", "batch=1", "--dim", "seq=600")),
+    Output(id="peak-refused-gpt2", args=("peak", "models/tiny_gpt2.onnx", "--dim", "batch=1", "--dim", "seq=200")),
     Output(id="peak-symbolic-gpt2", args=("peak", "models/tiny_gpt2.onnx", "--symbolic", "--dim", "batch=2")),
     Output(id="shape-fixed-dim", args=("peak", "models/tiny_cnn.onnx", "--shape", "input=2x3x32x32")),
     # verify

@@ -63,7 +63,7 @@ def assemble(
     if cf is not None:
         produced += list(cf.flow.tensors)
     causes = unresolved_causes(  # the nodes that cannot take their inputs, and the dims' ranges that work
-        g, order, runtime.types, runtime.values, bindings=request.bindings
+        g, order, runtime.types, runtime.values, bindings=request.bindings, failed=runtime.failed_outputs
     ) if top_unresolved else ()
     notes = (
         approximations(

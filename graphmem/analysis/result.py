@@ -16,7 +16,7 @@ from graphmem.planner.program import Program
 
 __all__ = [
     "Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo", "Approximation",
-    "APPROXIMATION_KINDS", "StepMemory", "UnresolvedCause",
+    "APPROXIMATION_KINDS", "StepMemory", "UnresolvedCause", "range_text",
 ]
 
 
@@ -107,6 +107,16 @@ class IOInfo:
     outputs_bytes: int
 
 
+def range_text(dim: str | None, low: int | None, high: int | None) -> str:
+    """``low ≤ dim ≤ high`` as ``seq ≤ 512`` (low 1 or open), ``h ≥ 5`` (high open) or
+    ``2 ≤ n ≤ 7``; '' without a dim."""
+    if dim is None:
+        return ""
+    if low is not None and low > 1 and high is not None:
+        return f"{low} ≤ {dim} ≤ {high}"
+    return f"{dim} ≤ {high}" if high is not None else f"{dim} ≥ {low}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnresolvedCause:
     """A node whose outputs have no static size although every input's shape is known."""
@@ -126,11 +136,7 @@ class UnresolvedCause:
     @property
     def resolves_for(self) -> str:
         """The range of ``dim`` the node's shapes resolve in, as ``seq ≤ 512`` ('' when none was found)."""
-        if self.dim is None:
-            return ""
-        if self.low is not None and self.low > 1 and self.high is not None:
-            return f"{self.low} ≤ {self.dim} ≤ {self.high}"
-        return f"{self.dim} ≤ {self.high}" if self.high is not None else f"{self.dim} ≥ {self.low}"
+        return range_text(self.dim, self.low, self.high)
 
     @property
     def detail(self) -> str:

@@ -96,7 +96,7 @@ def test_dim_zero_is_an_empty_tensor_as_onnxruntime_runs_it() -> None:
     # --dim batch=0: tiny_cnn's tensors are all empty (0 bytes), and a real session measures 0 too
     from builders import CNN
 
-    result = invoke("verify", str(CNN), "-d", "batch=0", "--json", "--tolerance", "0%")
+    result = invoke("verify", "--resident-processes", "0", str(CNN), "-d", "batch=0", "--json", "--tolerance", "0%")
     assert result.exit_code == 0, result.output
     v = json.loads(result.stdout)["verify"]
     assert (v["predicted_bytes"], v["measured_bytes"], v["passed"]) == (0, 0, True)

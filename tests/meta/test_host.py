@@ -183,7 +183,7 @@ def test_bf16_lstm_scratchpad_follows_amx_and_threads() -> None:
 
 def test_verify_refuses_another_host(avx2_file: str) -> None:
     # verify measures on this machine: a prediction for another one cannot be checked here
-    code, out, err = outcome("verify", str(CNN), "-d", "batch=1", "--host", avx2_file)
+    code, out, err = outcome("verify", "--resident-processes", "0", str(CNN), "-d", "batch=1", "--host", avx2_file)
     assert code == EXIT_INPUT_ERROR and out == "" and err.count("\n") == 1
     assert "verify measures on this machine" in err and "l2_bytes 1048576 != 2097152" in err
 

@@ -152,6 +152,11 @@ OUTPUTS: tuple[Output, ...] = (
     Output(id="verify-tiny-bert", args=("verify", "models/tiny_bert.onnx", "--dim", "batch=8", "--dim", "seq=128",
                                         "--resident-processes", "0")),
     Output(id="verify-light-squeezenet", args=("verify", "{light}/light_squeezenet.onnx", "--resident-processes", "0")),
+    # advise (README shows its head)
+    Output(id="advise-readme", args=("advise", "models/tiny_cnn.onnx", "--dim", "batch=8", "--session-option",
+                                     "intra_op_num_threads=1"), head=11),
+    Output(id="advise-tiny-cnn", args=("advise", "models/tiny_cnn.onnx", "--dim", "batch=8", "--session-option",
+                                       "intra_op_num_threads=1")),
     # sweep, fit, devices
     Output(id="sweep-tiny-bert", args=("sweep", "models/tiny_bert.onnx", "--dim", "batch=8", "--dim", "seq=16,32,64,128")),
     Output(id="fit-train-tiny-cnn", args=("fit", "models/train_cnn.onnx", "--memory", "64MiB", "--train")),

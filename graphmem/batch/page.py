@@ -42,7 +42,8 @@ def build_report(
     ``bindings``) are those of :func:`graphmem.analyze` (the page's analysis; the sweep binds
     dims only); both are for a run on ``host`` (None: this machine). The page's analysis has a
     "held by the session" section under ``session_options`` (``--session-option``; None or empty:
-    onnxruntime's defaults).
+    onnxruntime's defaults) and, on CPU, the table of :func:`graphmem.batch.advise.advise`: the
+    session settings that change what it holds, ranked, each with the command that measures it.
 
     Raises:
         UsageError: a malformed sweep, one with fewer than two values, or the dims' errors.
@@ -69,6 +70,12 @@ def build_report(
     held = tuple(session_options or ())
     a = analyze_graph_opt(path, graph_opt, replace(request, bindings=given.bind(dims), session_options=held))
     sections = [(f"Memory against {swept.dim}", sweep_section(swept))] if swept is not None else []
+    if a.activations.provider == "cpu":
+        from graphmem.batch.advice_report import advice_html
+        from graphmem.batch.advise import advise
+
+        advice = advise(path, bindings=given.bind(dims), graph_opt=graph_opt, session_options=held, host=request.host)
+        sections.insert(0, ("Session settings that change what it holds", advice_html(advice)))
     return render_report(a, sections=sections)
 
 

@@ -168,7 +168,7 @@ def peak(
     if plot is not None:
         from graphmem.views.plot import peak_plot, write_plot, wrote
 
-        plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
+        plotted = wrote("peak", plot, write_plot(peak_plot(result, result.session), plot, inputs=[model]))
     offer = None
     if fmt == "table" and graph_opt == "none" and provider == "cpu":  # onnxruntime's own default level, beside
         from graphmem.analysis.levels import default_level_figures
@@ -248,6 +248,7 @@ COMMAND_MODULES = (
     "graphmem.cli.host",
     "graphmem.cli.flops",
     "graphmem.cli.verify",
+    "graphmem.cli.advise",
     "graphmem.cli.batch",
     "graphmem.cli.gate",
     "graphmem.cli.train",

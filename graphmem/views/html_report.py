@@ -86,7 +86,7 @@ def report_html(
         _exactness(a),
         "<h2>Figures</h2>",
         _figures(a),
-        *(["<h2>Held by the session</h2>", _held(a.session)] if a.session is not None else []),
+        *(["<h2>Held by the session</h2>", _held(a.session), *_arena(a, a.session)] if a.session is not None else []),
         "<h2>Memory over the run</h2>",
         _timeline(a, t),
         "<h2>Tensors live at the peak</h2>",
@@ -135,6 +135,26 @@ def _held(s: Any) -> str:
     notes = "".join(f"<li>{escape(a.kind)} [{escape(', '.join(a.figures))}]: {escape(a.detail)}</li>" for a in s.approximations)
     verdict = "Exact." if s.exact else f"Not exact:<ul>{notes}</ul>"
     return f'<table>{head}{rows}</table><div class="exact {"yes" if s.exact else "no"}">{verdict}</div>'
+
+
+def _arena(a: Analysis, s: Any) -> list[str]:
+    """Where the held memory comes from: the arena's regions over run 1 and the steady state
+    beside run 1's requested bytes (:func:`graphmem.views.svg.arena_svg`); nothing without a CPU arena."""
+    from graphmem.views.arena_picture import arena_picture
+    from graphmem.views.svg import arena_svg
+
+    p = arena_picture(a, s)
+    if p is None:
+        return []
+    note = (
+        f'<p class="note">The arena holds what session creation reserved ({format_bytes(p.reserved)}) plus its '
+        f"regions, each taken when a request found no free chunk and never returned while the session lives: "
+        f"{len(p.regions)} region(s), {format_bytes(p.first_run_bytes)} held over run 1 against a requested peak of "
+        f"{format_bytes(a.activations.peak_bytes)}; from run 2 the memory pattern's block "
+        f"({format_bytes(p.pattern_bytes)}) is allocated before the first node. Hover a region for its size and the "
+        "request that took it.</p>"
+    )
+    return ["<h3>Where the held memory comes from</h3>", arena_svg(p), note]
 
 
 def _figures(a: Analysis) -> str:

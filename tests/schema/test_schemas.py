@@ -103,6 +103,7 @@ CASES: list[tuple[str, int, tuple[str, ...]]] = [
     ("fit", 1, ("fit", TRAIN, "--train", "--memory", "1KiB", "--json")),
     ("fit", 0, ("fit", TRAIN, "--train", "--device", "t4", "-d", "batch=2", "--optimizer", "sgd",
                 "--precision", "mixed-fp16", "--frozen", "0.*", "--json")),
+    ("advise", 0, ("advise", CNN, "-d", "batch=1", "--session-option", "intra_op_num_threads=1", "--json")),
     ("devices", 0, ("devices", "--json")),
     ("devices", 0, ("devices", "--device-spec", "name=lab,memory=8GiB,fp16=100T,bandwidth=1T",
                     "--json")),

@@ -135,6 +135,7 @@ OUTPUTS: tuple[Output, ...] = (
     Output(id="layers-tiny-cnn", args=("layers", "models/tiny_cnn.onnx", "--dim", "batch=8", "--sort", "flops", "--top", "5")),
     Output(id="verify-tiny-cnn", args=("verify", "models/tiny_cnn.onnx", "--dim", "batch=8", "--resident-processes", "0")),
     Output(id="fit-tiny-bert", args=("fit", "models/tiny_bert.onnx", "--memory", "64MiB", "--dim", "seq=128")),
+    Output(id="fit-readme", args=("fit", "models/tiny_bert.onnx", "--memory", "64MiB", "--dim", "seq=128"), head=9),
     Output(id="train-tiny-cnn", args=("train", "models/train_cnn.onnx", "--dim", "batch=8")),
     # peak, layers, ops
     Output(id="peak-tiny-bert", args=("peak", "models/tiny_bert.onnx", "--dim", "batch=8", "--dim", "seq=128")),

@@ -42,9 +42,11 @@ from graphmem.cli.common import (
 )
 from graphmem.cli.gate import (
     FormatOption,
+    MaxArenaOption,
     MaxFlopsOption,
     MaxParamsOption,
     MaxPeakOption,
+    MaxResidentOption,
     MaxTotalOption,
     MaxWeightsOption,
     OutputOption,
@@ -103,6 +105,8 @@ def peak(
     max_total: MaxTotalOption = None,
     max_params: MaxParamsOption = None,
     max_flops: MaxFlopsOption = None,
+    max_resident: MaxResidentOption = None,
+    max_arena: MaxArenaOption = None,
     require_exact: RequireExactOption = False,
     symbolic: Annotated[
         bool,
@@ -117,7 +121,9 @@ def peak(
         typer.Option(
             "--graph-opt",
             help="none, basic, extended or all: analyse the graph onnxruntime runs at that "
-            "optimization level (onnxruntime on this machine writes it; 'all' is machine-specific).",
+            "optimization level (onnxruntime on this machine writes it; 'all' is machine-specific). none is "
+            "graphmem's static default; onnxruntime's own default is all (ORT_ENABLE_ALL): at none the table "
+            "shows the figures at all beside when onnxruntime is installed.",
         ),
     ] = "none",
     plot: PlotOption = None,
@@ -146,7 +152,8 @@ def peak(
     if symbolic:
         if plot is not None:
             raise UsageError("--symbolic gives formulas: --plot draws one binding, so bind every dim")
-        if any(x is not None for x in (max_weights, max_peak, max_total, max_params, max_flops, device)):
+        if any(x is not None for x in (max_weights, max_peak, max_total, max_params, max_flops, max_resident,
+                                       max_arena, device)):
             raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
         if shape or value:
             raise UsageError("--symbolic leaves named dims free: give --shape and --value without it")
@@ -157,7 +164,7 @@ def peak(
     fmt = resolve_format(fmt, as_json=as_json)
     budgets = parse_budgets(
         max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops,
-        require_exact=require_exact,
+        max_resident=max_resident, max_arena=max_arena, require_exact=require_exact,
     )
     dev = None
     if any(x is not None for x in (device, device_spec, devices_file, memory)):  # the catalog loads only then
@@ -175,7 +182,15 @@ def peak(
         from graphmem.views.plot import peak_plot, write_plot, wrote
 
         plotted = wrote("peak", plot, write_plot(peak_plot(result, result.session), plot, inputs=[model]))
-    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
+    offer = None
+    if fmt == "table" and graph_opt == "none" and provider == "cpu":  # onnxruntime's own default level, beside
+        from graphmem.analysis.levels import default_level_figures
+
+        offer = default_level_figures(model, bindings=request.bindings, as_dtype=as_dtype,
+                                      session_options=tuple(session_option or ()),
+                                      host=request.host if host is not None else None)
+    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes,
+                               default_level=offer)
     inputs = [model, *([devices_file] if devices_file else [])]
     failed = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
     if plotted is not None:

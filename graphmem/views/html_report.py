@@ -109,10 +109,14 @@ def report_html(
 
 
 def _subtitle(a: Analysis) -> str:
+    from graphmem.analysis.levels import level_note
+
     dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "no symbolic dims"
+    note = level_note(a.model.graph_opt)
     return (
         f"{a.model.path} · opset {a.model.opset}, {a.model.nodes:,} nodes · {dims} · "
-        f"graph-opt {a.model.graph_opt} · {a.activations.runtime} · host {host_line(a.host)}"
+        f"graph-opt {a.model.graph_opt}" + (f" ({note})" if note else "")
+        + f" · {a.activations.runtime} · host {host_line(a.host)}"
     )
 
 

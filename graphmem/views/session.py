@@ -1,8 +1,9 @@
 """The ``session`` block of ``graphmem peak --json`` and the table's "held by the session" section:
 what a session takes from the machine (:class:`graphmem.analysis.session.SessionFigures`, or the
 CUDA provider's :class:`graphmem.analysis.cuda_held.CudaSessionFigures`, computed by the session stage,
-:mod:`graphmem.analysis.hold`). Tables use binary units and
-name them; JSON figures are exact integers.
+:mod:`graphmem.analysis.hold`). Tables use binary units and name them; JSON figures are exact
+integers. The block is made in the analysis layer (:mod:`graphmem.analysis.session_doc`, below the
+gates that read it) and re-exported here.
 """
 
 from __future__ import annotations
@@ -10,28 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from graphmem.analysis.session import SESSION_FIGURES
+from graphmem.analysis.session_doc import session_json
 from graphmem.units import byte_table, format_bytes
 
 __all__ = ["session_json", "session_lines", "session_rows"]
-
-
-def session_json(s: Any) -> dict[str, Any]:
-    """The ``session`` block: options assumed, the five figures, exactness and why not."""
-    out: dict[str, Any] = {
-        "provider": s.provider,
-        "options": s.options.as_dict(),
-        **{name: getattr(s, name) for name in SESSION_FIGURES},
-        "exact": s.exact,
-        "approximations": [
-            {"kind": a.kind, "figures": list(a.figures), "node": a.node, "detail": a.detail} for a in s.approximations
-        ],
-        "resident_parts": asdict(s.parts),
-        "steady_after_run": s.steady_after_run,
-    }
-    if s.device is not None:
-        out["device"] = asdict(s.device)
-    return out
 
 
 def session_rows(s: Any) -> list[tuple[str, int, str]]:

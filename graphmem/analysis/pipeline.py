@@ -37,8 +37,6 @@ from graphmem.model.program import build_program, tensor_size, value_size
 from graphmem.ort.functions import inline_functions
 from graphmem.model.subgraphs import all_weights
 from graphmem.analysis.bodyflops import flops_with_bodies
-from graphmem.analysis.controlflow import control_flow_approximations, plan_control_flow
-from graphmem.ort.controlflow import replay
 from graphmem.ort.insert_cast import CpuSession, cpu_session
 from graphmem.ort.order import file_order, finalize_reorders, node_stages, ort_order, session_orders
 from graphmem.ort.rewrites import ensure_unique_dq, remove_duplicate_casts
@@ -233,7 +231,10 @@ def analyze_model(
     )
     plan = plan_ort(program)
     flow = None
-    if runtime.bodies:
+    if runtime.bodies:  # control flow's modules load only here
+        from graphmem.analysis.controlflow import control_flow_approximations, plan_control_flow
+        from graphmem.ort.controlflow import replay
+
         if session.devices is not None:
             raise UsageError("--provider cuda: control flow (If/Loop/Scan) is emulated on CPU only")
         flow = plan_control_flow(

@@ -20,7 +20,6 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from graphmem.analysis.dims import parse_dims, parse_inputs
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_line
 from graphmem.ort.runtime import RuntimeVersionWarning
 
@@ -73,6 +72,20 @@ PlotOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+def parse_dims(items: list[str] | None) -> dict[str, int]:
+    """:func:`graphmem.analysis.dims.parse_dims` (imported when a command parses, not at start-up)."""
+    from graphmem.analysis.dims import parse_dims as parse
+
+    return parse(items)
+
+
+def parse_inputs(dims: list[str] | None, shapes: list[str] | None = None, values: list[str] | None = None) -> dict[str, dict]:  # type: ignore[type-arg]
+    """:func:`graphmem.analysis.dims.parse_inputs` (imported when a command parses, not at start-up)."""
+    from graphmem.analysis.dims import parse_inputs as parse
+
+    return parse(dims, shapes, values)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]

@@ -24,6 +24,7 @@ their types) is checked by :mod:`graphmem.ort.loadable` once types are known.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import os
@@ -230,27 +231,41 @@ def _referenced_defaults(proxy: onnx.ModelProto) -> None:
     (MeanVarianceNormalization without ``axes``: "One and only one of the attributes 'value',
     'value_*' or 'sparse_value' must be specified for a Constant node"); onnxruntime, whose kernel
     uses the default, loads it. In the proxy such nodes carry their schema's defaults."""
-    from onnx import defs
-
     opsets = {o.domain: o.version for o in proxy.opset_import}
     for node in proxy.graph.node:
         if node.domain not in ("", "ai.onnx.ml") or node.domain not in opsets:
             continue
-        try:
-            schema = defs.get_schema(node.op_type, opsets[node.domain], node.domain)
-        except (defs.SchemaError, TypeError, OverflowError):  # TypeError: a version beyond int32
-            continue
-        if not schema.has_function:
+        defaults = _body_defaults(node.op_type, opsets[node.domain], node.domain)
+        if not defaults:
             continue
         have = {a.name for a in node.attribute}
-        for body_node in schema.function_body.node:
-            for a in body_node.attribute:
-                ref = a.ref_attr_name
-                formal = schema.attributes.get(ref) if ref else None
-                if formal is None or ref in have or not formal.default_value.name:
-                    continue
-                node.attribute.append(formal.default_value)
+        for ref, default in defaults:
+            if ref not in have:
+                node.attribute.append(default)
                 have.add(ref)
+
+
+@functools.lru_cache(maxsize=None)
+def _body_defaults(op_type: str, version: int, domain: str) -> tuple[tuple[str, onnx.AttributeProto], ...]:
+    """(name, default) of the attributes with a default that the op's function body refers to, in
+    the body's order; () for an op without a function body (one schema lookup per op and opset,
+    not per node: copying a schema and its body out of onnx costs more than checking the node)."""
+    from onnx import defs
+
+    try:
+        schema = defs.get_schema(op_type, version, domain)
+    except (defs.SchemaError, TypeError, OverflowError):  # TypeError: a version beyond int32
+        return ()
+    if not schema.has_function:
+        return ()
+    out: dict[str, onnx.AttributeProto] = {}
+    for body_node in schema.function_body.node:
+        for a in body_node.attribute:
+            ref = a.ref_attr_name
+            formal = schema.attributes.get(ref) if ref else None
+            if formal is not None and ref not in out and formal.default_value.name:
+                out[ref] = formal.default_value
+    return tuple(out.items())
 
 
 #: Domain of the proxy's stand-in nodes: unknown to ONNX, so the checker and inference skip them.

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -32,8 +33,10 @@ from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes, reorde
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.model.types import Dim, Shape, TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
 from graphmem.model.subgraphs import is_control_flow
-from graphmem.shapes.controlflow import ControlFlowShapes, infer_control_flow
 from graphmem.shapes.sequences import bound_optional, infer_sequence, sequence_of
+
+if TYPE_CHECKING:  # control flow's module loads only for a graph that has it
+    from graphmem.shapes.controlflow import ControlFlowShapes
 
 __all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape", "op_schema"]
 
@@ -139,6 +142,8 @@ def infer_types(
     for nid in order:
         node = g.node(nid)
         if is_control_flow(node):
+            from graphmem.shapes.controlflow import infer_control_flow
+
             out_types, out_values, bodies[nid] = infer_control_flow(
                 model, node, types, values, view=view, runtime=view is RUNTIME, dims=dims,
                 order_of=body_order, infer=infer_types, label=f"{label}{node.name or node.op_type}",

@@ -582,13 +582,28 @@ def step_scratch(
     out: list[KernelScratch] = []
     unmodelled: dict[str, None] = {}
     known = values or {}
+    weights = graph.model.weights
+    # a kernel's scratch by what it depends on (op, attributes, types, which inputs are weights),
+    # when no input has a known value: the nodes a deep graph repeats are looked at once
+    memo: dict[tuple, KernelScratch | None] = {}  # type: ignore[type-arg]
     for nid in order:
         node = graph.node(nid)
-        ins = [types.get(x) if x else None for x in node.input]
+        names = tuple(node.input)
+        ins = [types.get(x) if x else None for x in names]
         outs = [types.get(x) if x else None for x in node.output]
-        vals = [known.get(x) if x else None for x in node.input]
-        constant = [bool(x) and x in graph.model.weights for x in node.input]
-        ks = kernel_scratch(node, ins, outs, opset=graph.model.opset, values=vals, constant=constant)
+        constant = [bool(x) and x in weights for x in names]
+        key = None
+        if not any(x in known for x in names):
+            attrs = node.attribute
+            key = (node.domain, node.op_type, tuple(a.SerializeToString() for a in attrs) if attrs else (),
+                   tuple(ins), tuple(outs), tuple(constant))
+        if key is not None and key in memo:
+            ks = memo[key]
+        else:
+            vals = [known.get(x) if x else None for x in names]
+            ks = kernel_scratch(node, ins, outs, opset=graph.model.opset, values=vals, constant=constant)
+            if key is not None:
+                memo[key] = ks
         if ks is None:
             unmodelled[f"{node.domain + ':' if node.domain else ''}{node.op_type}"] = None
             ks = KernelScratch()

@@ -137,6 +137,7 @@ def infer_types(
     bodies: dict[int, ControlFlowShapes] = {}
     serialized: dict[str, bytes] = {}
     data_bytes: dict[str, bytes] = {}
+    memo: dict[tuple, tuple] = {}  # type: ignore[type-arg]  # _infer_node's answers
     failed: list[int] = []
     conflicts: list[tuple[str, str, int, int]] = []
     for nid in order:
@@ -163,7 +164,7 @@ def infer_types(
         if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
             continue
         seen = types if run else _as_first_resolved(node, types, declared)
-        inferred = _infer_node(model, node, seen, values, serialized, data_bytes, blocks)
+        inferred = _infer_node(model, node, seen, values, serialized, data_bytes, blocks, memo)
         if inferred is None:
             failed.append(nid)
             inferred = {}
@@ -297,34 +298,50 @@ def _keep_value(view: View, v: np.ndarray) -> bool:
     return not view.int_values_only or np.issubdtype(v.dtype, np.integer)
 
 
-def _infer_node(model, node, types, values, serialized, data_bytes, blocks):  # type: ignore[no-untyped-def]
-    """ONNX per-node inference; None when the node has no schema or inference raised."""
+def _infer_node(model, node, types, values, serialized, data_bytes, blocks, memo):  # type: ignore[no-untyped-def]
+    """ONNX per-node inference; None when the node has no schema or inference raised.
+
+    onnx's inference of a node is a function of its op, attributes, opsets and its inputs' types
+    and values, not of its names: ``memo`` keeps each answer by those, positionally, so the
+    thousands of nodes a deep graph repeats (a layer's Add, MatMul, Softmax) are inferred once."""
     domain = node.domain or ""
     version = model.opsets.get(domain, 0)
     schema = op_schema(node.op_type, version, domain)
     if schema is None:
         return infer_contrib(node, types, values, block_sizes=blocks[0], padded_channels=blocks[1])
-    if not schema.has_type_and_shape_inference_function:
+    if not _inferable(node.op_type, version, domain):
         return None
     in_types: dict[str, bytes] = {}
     in_data: dict[str, bytes] = {}
+    given: list[tuple[bytes, bytes | None] | None] = []
     for name in node.input:
         if not name or name not in types:
+            given.append(None)
             continue
         if name not in serialized:
             serialized[name] = _type_bytes(types[name])
         in_types[name] = serialized[name]
+        data = None
         if name in values:
             if name not in data_bytes:
                 data_bytes[name] = _tensor_bytes(values[name], name)
-            in_data[name] = data_bytes[name]
-    try:
-        out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
-            with_defaults(node, schema).SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version
-        )
-    except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
+            data = in_data[name] = data_bytes[name]
+        given.append((serialized[name], data))
+    key = (domain, node.op_type, version, tuple(a.SerializeToString() for a in node.attribute), tuple(given),
+           len(node.output))
+    outputs = memo.get(key)
+    if outputs is None:
+        try:
+            out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
+                with_defaults(node, schema).SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version
+            )
+        except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
+            outputs = memo[key] = ()
+        else:
+            outputs = memo[key] = (tuple(_type_of(out[o]) if o in out else None for o in node.output),)
+    if not outputs:
         return None
-    return {k: _type_of(v) for k, v in out.items()}
+    return {o: t for o, t in zip(node.output, outputs[0]) if t is not None}
 
 
 def with_defaults(node: onnx.NodeProto, schema: defs.OpSchema) -> onnx.NodeProto:
@@ -333,14 +350,28 @@ def with_defaults(node: onnx.NodeProto, schema: defs.OpSchema) -> onnx.NodeProto
     per-node inference does not apply them, and some inference functions read another default
     (STFT's ``onesided`` is 1 in the schema, 0 in its inference: 16 bins instead of 9)."""
     have = {a.name for a in node.attribute}
-    missing = [a.default_value for name, a in sorted(schema.attributes.items())
-               if name not in have and not a.required and a.default_value.name]
+    missing = [a for name, a in _defaults(schema.domain, schema.name, schema.since_version) if name not in have]
     if not missing:
         return node
     full = onnx.NodeProto()
     full.CopyFrom(node)
     full.attribute.extend(missing)
     return full
+
+
+@lru_cache(maxsize=None)
+def _defaults(domain: str, op_type: str, since_version: int) -> tuple[tuple[str, onnx.AttributeProto], ...]:
+    """The optional attributes with a default of one schema, by name (read once: the schema's
+    ``attributes`` map is built anew on every access)."""
+    schema = defs.get_schema(op_type, since_version, domain)
+    return tuple((name, a.default_value) for name, a in sorted(schema.attributes.items())
+                 if not a.required and a.default_value.name)
+
+
+@lru_cache(maxsize=None)
+def _inferable(op_type: str, version: int, domain: str) -> bool:
+    schema = op_schema(op_type, version, domain)
+    return schema is not None and schema.has_type_and_shape_inference_function
 
 
 @lru_cache(maxsize=None)

@@ -398,6 +398,7 @@ def _check_initializer_shapes(graph: onnx.GraphProto, path: str) -> None:
 
 def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tuple[int, int]]) -> None:
     base = Path(path).parent
+    sizes: dict[str, int | None] = {}  # external-data file sizes by location
     for node in proto.graph.node:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR and any(d < 0 for d in attr.t.dims):
@@ -414,7 +415,7 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
         if any(d < 0 for d in t.dims):
             raise InvalidModelError(f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}")
         if t.data_location == TensorProto.EXTERNAL:
-            _check_external(t, path, base)
+            _check_external(t, path, base, sizes)
             continue
         field, length = skipped.get(t.name, (None, 0))
         _check_payload(t, path, field, length)
@@ -491,9 +492,10 @@ def _payload_bytes(t: onnx.TensorProto) -> int | None:
     return (math.prod(t.dims) * bits + 7) // 8
 
 
-def _check_external(t: onnx.TensorProto, path: str, base: Path) -> None:
+def _check_external(t: onnx.TensorProto, path: str, base: Path, sizes: dict[str, int | None] | None = None) -> None:
     """Well-formed external-data entries (``tensorprotoutils.cc``, ``tensor_external_data_info.cc``);
-    an absent file is accepted (see module doc)."""
+    an absent file is accepted (see module doc). ``sizes``: each location's file size (None: no
+    file) as already looked up, filled in here (the weights of a model share one or a few files)."""
     info = {e.key: e.value for e in t.external_data}
     location = info.get("location", "")
     where = f"{path}: not a valid ONNX model: initializer '{t.name}'"
@@ -514,10 +516,13 @@ def _check_external(t: onnx.TensorProto, path: str, base: Path) -> None:
         raise InvalidModelError(
             f"{where} has {numbers['length']:,} bytes of external data but its dims {list(t.dims)} need {want:,}"
         )
-    file = base / location
-    if file.is_file():
+    sizes = {} if sizes is None else sizes
+    if location not in sizes:
+        file = base / location
+        sizes[location] = file.stat().st_size if file.is_file() else None
+    size = sizes[location]
+    if size is not None:
         end = numbers.get("offset", 0) + (numbers.get("length", want or 0))
-        size = file.stat().st_size
         if end > size:
             raise InvalidModelError(f"{where} reads bytes up to {end:,} of '{location}', which has {size:,}")
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -522,14 +522,15 @@ def _site(n: int, opset: int, values: Sequence[np.ndarray | None] | None, consta
 _NAME_TOKEN = re.compile(r"_token_(\d+)$")
 
 
-def prepack_order(graph: OpGraph) -> list[int]:
+def prepack_order(graph: OpGraph, nodes: Iterable[int] | None = None) -> list[int]:
     """Node ids in the order ``SessionState::PrepackConstantInitializedTensors`` prepacks them: it
     iterates ``GetGraphViewer().Nodes()`` (``core/framework/session_state.cc``), NodeIndex order.
     For a file that is the file's order; for a graph onnxruntime optimized and wrote (in execution
     order) the nodes its passes made come after the nodes they kept, the layout transformer's last
     (``Model.node_stage``, :func:`graphmem.ort.order.node_stages`), and within a pass in the order
     it made them: ``Graph::GenerateNodeName`` (``core/graph/graph.cc``) suffixes the names it makes
-    with one counter (``…_token_N``), which the written names keep; other nodes in the file's order."""
+    with one counter (``…_token_N``), which the written names keep; other nodes in the file's order.
+    ``nodes``: only these (default: all)."""
     stage = graph.model.node_stage
 
     def key(nid: int) -> tuple[int, int, int]:
@@ -537,7 +538,7 @@ def prepack_order(graph: OpGraph) -> list[int]:
         token = _NAME_TOKEN.search(node.name)
         return stage.get(node_key(node), 0), int(token.group(1)) if token else -1, nid
 
-    return sorted(graph.dag.nodes, key=key)
+    return sorted(graph.dag.nodes if nodes is None else nodes, key=key)
 
 
 def prepacked_in_arena(
@@ -551,7 +552,9 @@ def prepacked_in_arena(
     model = graph.model
     known = values or {}
     requests: list[tuple[int, bool]] = []
-    for nid in prepack_order(graph):
+    packing = [nid for nid in graph.dag.nodes  # only these request anything: the others need no order
+               if graph.node(nid).op_type == "ConvTranspose" or op_key(graph.node(nid)) in quant.PREPACK_KEYS]
+    for nid in prepack_order(graph, packing):
         node = graph.node(nid)
         if op_key(node) in quant.PREPACK_KEYS:
             ins = [types.get(x) if x else None for x in node.input]

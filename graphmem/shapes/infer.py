@@ -311,26 +311,27 @@ def _infer_node(model, node, types, values, serialized, data_bytes, blocks, memo
         return infer_contrib(node, types, values, block_sizes=blocks[0], padded_channels=blocks[1])
     if not _inferable(node.op_type, version, domain):
         return None
-    in_types: dict[str, bytes] = {}
-    in_data: dict[str, bytes] = {}
+    names = tuple(node.input)
     given: list[tuple[bytes, bytes | None] | None] = []
-    for name in node.input:
+    for name in names:
         if not name or name not in types:
             given.append(None)
             continue
         if name not in serialized:
             serialized[name] = _type_bytes(types[name])
-        in_types[name] = serialized[name]
         data = None
         if name in values:
             if name not in data_bytes:
                 data_bytes[name] = _tensor_bytes(values[name], name)
-            data = in_data[name] = data_bytes[name]
+            data = data_bytes[name]
         given.append((serialized[name], data))
-    key = (domain, node.op_type, version, tuple(a.SerializeToString() for a in node.attribute), tuple(given),
-           len(node.output))
+    attrs = node.attribute
+    key = (domain, node.op_type, version, tuple(a.SerializeToString() for a in attrs) if attrs else (),
+           tuple(given), len(node.output))
     outputs = memo.get(key)
     if outputs is None:
+        in_types = {n: g[0] for n, g in zip(names, given) if g is not None}
+        in_data = {n: g[1] for n, g in zip(names, given) if g is not None and g[1] is not None}
         try:
             out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
                 with_defaults(node, schema).SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version

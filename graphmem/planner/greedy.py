@@ -50,7 +50,7 @@ def plan_greedy(live: Liveness) -> Placement:
     width = 1
     while width < steps:
         width *= 2
-    tree: list[list[int]] = [[] for _ in range(2 * width)]  # node -> placed storages it covers
+    tree: dict[int, list[int]] = {}  # segment-tree node -> placed storages it covers (only nodes that have some)
     placed = [False] * n
     lo = [0] * n
     arena = 0
@@ -59,7 +59,8 @@ def plan_greedy(live: Liveness) -> Placement:
         near: list[int] = []
         node = a + width
         while node:  # placed storages live at step a
-            near += tree[node]
+            if node in tree:
+                near += tree[node]
             node >>= 1
         for i in range(bisect_right(firsts, a), bisect_right(firsts, b)):  # written in (a, b]
             j = by_first[i]
@@ -77,11 +78,11 @@ def plan_greedy(live: Liveness) -> Placement:
         left, right = a + width, b + width + 1  # record k in the nodes covering [a, b]
         while left < right:
             if left & 1:
-                tree[left].append(k)
+                tree.setdefault(left, []).append(k)
                 left += 1
             if right & 1:
                 right -= 1
-                tree[right].append(k)
+                tree.setdefault(right, []).append(k)
             left >>= 1
             right >>= 1
     return Placement(offsets=tuple(lo), arena_bytes=arena)

@@ -9,6 +9,7 @@ decided on symbolic shapes, sizes from the bound run).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -43,8 +44,14 @@ class Devices:
 
 def tensor_size(t: TensorType | None) -> int | None:
     """Exact bytes of a tensor with a concrete shape and a sized dtype, as a session's arena holds
-    it (a string tensor: its ``std::string`` objects, :data:`STRING_OBJECT_BYTES` each); None otherwise."""
-    if t is None or t.kind != "tensor" or not is_concrete(t.shape):
+    it (a string tensor: its ``std::string`` objects, :data:`STRING_OBJECT_BYTES` each); None otherwise.
+    Remembered by type: a graph's tensors share a few hundred types."""
+    return None if t is None else _tensor_size(t)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tensor_size(t: TensorType) -> int | None:
+    if t.kind != "tensor" or not is_concrete(t.shape):
         return None
     if any(d < 0 for d in t.shape):  # type: ignore[operator]  # inferred from odd values: no size
         return None

@@ -138,6 +138,8 @@ def infer_types(
     serialized: dict[str, bytes] = {}
     data_bytes: dict[str, bytes] = {}
     memo: dict[tuple, tuple] = {}  # type: ignore[type-arg]  # _infer_node's answers
+    # static view: does any node read a float twin (_as_first_resolved)? most graphs have none
+    twins = not run and any(name.startswith(_CAST_TWIN) for name in g.consumers)
     failed: list[int] = []
     conflicts: list[tuple[str, str, int, int]] = []
     for nid in order:
@@ -163,7 +165,7 @@ def infer_types(
             continue
         if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
             continue
-        seen = types if run else _as_first_resolved(node, types, declared)
+        seen = _as_first_resolved(node, types, declared) if twins else types
         inferred = _infer_node(model, node, seen, values, serialized, data_bytes, blocks, memo)
         if inferred is None:
             failed.append(nid)

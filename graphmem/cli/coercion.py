@@ -29,6 +29,8 @@ def light_coercion(command: Any) -> Any:
         from typer._param_types import coerce_cli_path
     except ImportError:  # typer < 0.28: no pydantic on this path
         return command
+    if not _same_machinery(RuntimeParam, coerce_cli_path):  # a later typer changed it: typer's own path
+        return command
 
     class Direct(RuntimeParam):  # type: ignore[misc, valid-type]
         """typer's conversion of the values it returns unchanged or wraps, else typer's own."""
@@ -59,6 +61,20 @@ def light_coercion(command: Any) -> Any:
             direct(param)
         cmd.get_help_option = _then(cmd.get_help_option, direct)  # made on first use, from the context
     return command
+
+
+def _same_machinery(runtime_param: Any, coerce_cli_path: Any) -> bool:
+    """Whether typer's internals are those this module was written against (typer 0.28 to 0.29)."""
+    import dataclasses
+    import inspect
+
+    try:
+        fields = {f.name for f in dataclasses.fields(runtime_param)}
+        parameters = set(inspect.signature(coerce_cli_path).parameters)
+    except (TypeError, ValueError):
+        return False
+    return fields == {"parameter_info", "annotation"} and {"path_type", "param", "ctx"} <= parameters \
+        and hasattr(runtime_param, "_coerce_value")
 
 
 def _then(make: Any, direct: Any) -> Any:

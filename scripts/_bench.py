@@ -4,7 +4,8 @@ Each command runs as a fresh process; the commands of one comparison run in turn
 after one warm-up run each, so that a machine whose speed drifts (other work starting or
 stopping) slows every command alike; medians are quoted and ratios are taken pair by pair.
 Per run: wall seconds, CPU seconds (user + system, the process's own: waiting for a core does not
-count) and the peak resident set size, from ``os.wait4``. Bytecode may be cached
+count) and the peak resident set size, from ``os.wait4``; each process may use as much stack as
+the hard limit allows. Bytecode may be cached
 (``PYTHONDONTWRITEBYTECODE`` is removed from the environment), as it is in an installed package.
 """
 
@@ -35,7 +36,7 @@ def run_once(argv: Sequence[str], *, timeout: float | None = None) -> Run:
     ``RuntimeError`` with its last stderr line when it fails or outlives ``timeout``."""
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=err, env=ENV)
+        proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=err, env=ENV, preexec_fn=_large_stack)
         deadline = None if timeout is None else t0 + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG if deadline else 0)
@@ -54,6 +55,16 @@ def run_once(argv: Sequence[str], *, timeout: float | None = None) -> Run:
             lines = err.read().decode(errors="replace").strip().splitlines()
             raise RuntimeError(lines[-1] if lines else f"exit {proc.returncode}")
     return Run(wall=wall, cpu=usage.ru_utime + usage.ru_stime, rss=usage.ru_maxrss * 1024)  # Linux: KiB
+
+
+def _large_stack() -> None:
+    """The child's stack limit raised to the hard limit: onnxsim 0.8.1's planner recurses once per
+    node and dies of a segmentation fault on a 100k-node chain under the usual 8 MiB (every
+    command gets the same limit)."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
 
 
 def alternate(commands: Mapping[str, Sequence[str]], repeat: int, *, warmup: int = 1,

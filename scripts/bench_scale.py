@@ -109,15 +109,24 @@ def main() -> int:
                 }
                 if have_onnxsim:
                     commands["onnxsim"] = [PYTHON, "-c", ONNXSIM, str(path), *dims]
-                runs = alternate(commands, args.repeat, warmup=1 if nodes <= 10_000 else 0, timeout=1800)
+                failed = {}
+                for tool in list(commands):  # one run each first (the warm-up): a tool that fails is left out
+                    try:
+                        alternate({tool: commands[tool]}, 1, warmup=0, timeout=1800)
+                    except RuntimeError as exc:
+                        failed[tool] = str(exc)[:100]
+                        del commands[tool]
+                runs = alternate(commands, args.repeat, warmup=0, timeout=1800)
                 start = median(runs["start-up"], "cpu")
+                for tool, why in failed.items():
+                    print(f"  {nodes:>7} {tool:<10}failed: {why}")
                 for tool in ("graphmem", "onnxsim"):
                     if tool not in runs:
                         continue
                     rs = runs[tool]
                     per_node = (median(rs, "cpu") - (start if tool == "graphmem" else 0.0)) / nodes * 1e6
                     ratio = ""
-                    if tool == "onnxsim":
+                    if tool == "onnxsim" and "graphmem" in runs:
                         ratio = f"{statistics.median(pair_ratios(rs, runs['graphmem'], 'wall')):.2f}x"
                     rss = max(r.rss for r in rs) / 2**20
                     print(f"  {nodes:>7} {tool:<10}{median(rs, 'wall'):8.2f}{median(rs, 'cpu'):8.2f}{per_node:9.1f}"

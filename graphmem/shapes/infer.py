@@ -138,6 +138,8 @@ def infer_types(
     serialized: dict[str, bytes] = {}
     data_bytes: dict[str, bytes] = {}
     memo: dict[tuple, tuple] = {}  # type: ignore[type-arg]  # _infer_node's answers
+    bound: dict[TensorType, TensorType] = {}  # a declared type with the dims bound
+    merged: dict[tuple[TensorType | None, TensorType | None], TensorType] = {}  # _merge's answers
     # static view: does any node read a float twin (_as_first_resolved)? most graphs have none
     twins = not run and any(name.startswith(_CAST_TWIN) for name in g.consumers)
     failed: list[int] = []
@@ -176,10 +178,14 @@ def infer_types(
             have = declared.get(out)
             new = inferred.get(out)
             if have is not None:
-                have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
+                if have not in bound:  # declared types repeat: each bound once
+                    bound[have] = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
+                have = bound[have]
                 if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and node.domain in ("", "ai.onnx"):
                     conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
-            types[out] = _merge(new, have, prefer_inferred_rank=run)
+            if (new, have) not in merged:  # so do the pairs merged
+                merged[new, have] = _merge(new, have, prefer_inferred_rank=run)
+            types[out] = merged[new, have]
             if not run and types[out].kind == "sequence_type" and types[out].shape is not None:
                 # onnxruntime's graph keeps no element shape for a sequence: what SequenceAt or
                 # ConcatFromSequence return has none (measured: a SequenceAt output is reused by

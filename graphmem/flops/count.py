@@ -124,20 +124,19 @@ def count_flops(
 
 
 def _memo_key(node, types, weight_names, values) -> tuple | None:  # type: ignore[no-untyped-def, type-arg]
-    """What a node's cost depends on when it has no subgraph and no input of known value (its op,
-    attributes, the types of its inputs and outputs, which inputs are weights): nodes a deep graph
-    repeats are costed once. None: cost it on its own."""
+    """What a node's cost depends on when it has no subgraph: its op, attributes, the types of its
+    inputs and outputs, which inputs are weights and which known values they hold (by identity:
+    ``values`` lives as long as the count, and a weight read by many nodes is one array), so the
+    nodes a deep graph repeats are costed once. None: cost it on its own."""
     attrs = node.attribute
     if attrs and any(a.type in (_GRAPH, _GRAPHS) for a in attrs):
         return None
     names = tuple(node.input)
-    if values and any(x in values for x in names):
-        return None
     get = types.get
     return (
         node.domain, node.op_type, tuple(a.SerializeToString() for a in attrs) if attrs else (),
         tuple(get(x) if x else "" for x in names), tuple(get(x) if x else "" for x in node.output),
-        tuple(x in weight_names for x in names),
+        tuple(x in weight_names for x in names), tuple(id(values[x]) if x in values else 0 for x in names),
     )
 
 

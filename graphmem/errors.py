@@ -22,6 +22,7 @@ __all__ = [
     "InvalidModelError",
     "TensorSizeError",
     "ConfigError",
+    "HostProfileError",
     "UnknownDeviceError",
     "FlopsUnavailableError",
     "MissingExtraError",
@@ -34,7 +35,7 @@ __all__ = [
     "EXIT_INPUT_ERROR",
 ]
 
-#: Exit codes, documented in the README: 0 success, 1 a gate failed, 2 usage or input error.
+#: Exit codes, documented in docs/pages/exit-codes.md: 0 success, 1 a gate failed, 2 usage or input error.
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_INPUT_ERROR = 2
@@ -118,6 +119,11 @@ class TensorSizeError(GraphmemError):
 
 class ConfigError(UsageError):
     """The ``check`` configuration is missing, not TOML, or has a bad key or value."""
+
+
+class HostProfileError(UsageError):
+    """A host profile file (``--host``, ``GRAPHMEM_HOST``) is missing, not JSON/TOML, or has a bad
+    key or value; the message names the file and the problem."""
 
 
 class UnknownDeviceError(UsageError):

@@ -11,7 +11,7 @@ Every case graphmem rejects is also handed to onnxruntime (CPU, ORT_DISABLE_ALL,
 inputs) and classed by what onnxruntime does with it: cannot create a session (graphmem must
 refuse it too), creates one but cannot run the case's inputs, or runs it — a *false refusal*,
 printed with graphmem's message, unless its reason is one of the deliberate refusals listed in
-:data:`DELIBERATE` (documented in the README's exit-code section). The cases graphmem accepts
+:data:`DELIBERATE` (documented in docs/pages/exit-codes.md). The cases graphmem accepts
 that onnxruntime cannot load are counted too. Exit status 1 when a case is off or falsely
 refused.
 
@@ -57,7 +57,7 @@ def _sequence_shapes(case, model) -> dict:  # type: ignore[no-untyped-def]
             if isinstance(v, list) and k in model.inputs and model.inputs[k].kind == "sequence_type"}
 
 
-#: Reasons graphmem refuses on purpose although onnxruntime runs the model (README, Exit codes):
+#: Reasons graphmem refuses on purpose although onnxruntime runs the model (docs/pages/exit-codes.md):
 #: phrases of graphmem's message.
 DELIBERATE: tuple[str, ...] = ()
 

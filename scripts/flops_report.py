@@ -47,6 +47,7 @@ import corpus  # noqa: E402
 
 import graphmem  # noqa: E402
 from graphmem.model.loading import load_model  # noqa: E402
+from graphmem.optable import is_default_domain  # noqa: E402
 from graphmem.verify.feeds import make_feeds  # noqa: E402
 from graphmem.verify.shapes import runtime_shapes  # noqa: E402
 
@@ -274,7 +275,7 @@ def report_model(path: Path, batch: int, seq: int) -> Row:
     off: list[str] = []
     for node in model.graph.node:
         kind = "c" if node.op_type in CONTRACTIONS else "r" if node.op_type in GATES else None
-        if kind is None or node.domain not in ("", "ai.onnx"):
+        if kind is None or not is_default_domain(node.domain):
             continue
         mine = independent_macs(node, shapes)
         indep[node.output[0]] = mine

@@ -1,7 +1,11 @@
 #!/usr/bin/env python
-"""Regenerate the CPU kernel table in graphmem/ort/kernels.py from onnxruntime itself.
+"""Regenerate the CPU kernel table graphmem/ort/kernels.py reads (graphmem/ort/data/) from onnxruntime itself.
 
     python scripts/make_kernel_table.py [--python /work/venvs/ortcpu/bin/python]
+
+Writes ``graphmem/ort/data/cpu_kernels.txt`` (the kernel rows) and ``cpu_formals.txt`` (the
+formal parameters of their ops' schemas), the package data ``graphmem.ort.kernels`` loads the
+first time a command asks about a kernel. Takes a few seconds.
 
 onnxruntime's pybind module lists every registered kernel definition
 (``onnxruntime.capi._pybind_state.get_all_opkernel_def()``: op, domain, provider, since-version
@@ -11,13 +15,13 @@ tries to create the CUDA provider and crashes where CUDA's libraries are missing
 runs in an interpreter with the plain CPU wheel of the same version (``python -m venv
 /work/venvs/ortcpu && /work/venvs/ortcpu/bin/pip install onnxruntime==1.31.1``); the CPU
 provider's registrations are the same source files in both wheels, which
-``scripts/probe_kernels.py`` checks on the installed onnxruntime-gpu.
+``scripts/probes/probe_kernels.py`` checks on the installed onnxruntime-gpu.
 
 Only ``CPUExecutionProvider`` rows are kept. Registrations of one op and version range that
 differ in a single constraint (one per element type, as the typed kernel macros make them) are
 merged into one row: the union is exactly the set of type combinations some kernel accepts.
-The generated block between the ``BEGIN GENERATED`` / ``END GENERATED`` markers is replaced;
-``probed`` marks already in the file are kept for rows whose text is unchanged.
+Both files are replaced; ``probed`` marks already in the kernels file are kept for rows whose
+text is unchanged.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET = REPO / "graphmem" / "ort" / "kernels.py"
-BEGIN, END = "# BEGIN GENERATED", "# END GENERATED"
+DATA = REPO / "graphmem" / "ort" / "data"
+KERNELS, FORMALS = DATA / "cpu_kernels.txt", DATA / "cpu_formals.txt"
 
 _DUMP = r"""
 import json, onnxruntime as ort
@@ -110,7 +114,8 @@ def fmt_types(types: frozenset[str], names: dict[frozenset[str], str]) -> str:
     return names.get(types) or ",".join(sorted(types, key=type_order))
 
 
-def generated_block(dump: dict, probed: dict[str, str]) -> str:
+def kernels_text(dump: dict, probed: dict[str, str]) -> str:
+    """The kernels file: the shared type lists, then the rows of each domain."""
     by_key: dict[tuple, list[dict[str, frozenset[str]]]] = defaultdict(list)
     for k in dump["kernels"]:
         tc = {n: frozenset(short(t) for t in v) for n, v in k["tc"].items()}
@@ -118,13 +123,18 @@ def generated_block(dump: dict, probed: dict[str, str]) -> str:
     rows = sorted(((d, op, lo, hi, merge(regs)) for (d, op, lo, hi), regs in by_key.items()),
                   key=lambda r: (list(SOURCES).index(r[0]) if r[0] in SOURCES else 9, r[0], r[1].lower(), r[2]))
     names = groups(rows)
-    out = [BEGIN + f" by scripts/make_kernel_table.py from onnxruntime {dump['version']} (CPU wheel); do not edit",
-           "", "#: Type lists that many rows share.", "_GROUPS = {"]
+    out = [
+        f"# Every CPU kernel definition onnxruntime {dump['version']} registers (CPU wheel), written by",
+        "# scripts/make_kernel_table.py; do not edit. Rows scripts/probes/probe_kernels.py --write confirmed",
+        "# with one-node sessions end in 'probed' (every type of the row tried) or 'partly'.",
+        "#",
+        "# $NAME TYPES: a type list many rows share.",
+        "# [DOMAIN] SOURCE: the rows registered in SOURCE follow.",
+        "# OP FIRST-LAST CONSTRAINT=TYPES ... [probed|partly]: one kernel (or merged typed kernels);",
+        "# LAST empty: open-ended, the kernel claims only FIRST exactly.",
+    ]
     for types, name in sorted(names.items(), key=lambda kv: kv[1]):
-        out.append(f'    "{name}": "{",".join(sorted(types, key=type_order))}",')
-    out += ["}", "", "#: One kernel (or merged typed kernels) per line: OP FIRST-LAST CONSTRAINT=TYPES ... [probed|partly]",
-            "#: (LAST empty: open-ended, the kernel claims only FIRST exactly). A [DOMAIN] line starts the",
-            "#: rows registered in SOURCE.", '_ROWS = """']
+        out.append(f"{name} {','.join(sorted(types, key=type_order))}")
     domain = None
     for d, op, lo, hi, regs in rows:
         if d != domain:
@@ -136,8 +146,17 @@ def generated_block(dump: dict, probed: dict[str, str]) -> str:
             text = text.rstrip()
             mark = probed.get(text)
             out.append(f"{text} {mark}" if mark else text)
-    out += ['"""', "", "#: Formal inputs and outputs of every schema version of those ops: DOMAIN OP SINCE | INPUTS | OUTPUTS",
-            "#: (each a type parameter, '-' for a fixed type; '?' optional, '*' variadic).", '_FORMALS = """']
+    return "\n".join(out) + "\n"
+
+
+def formals_text(dump: dict) -> str:
+    """The formals file: every schema version of the ops that have a CPU kernel."""
+    out = [
+        f"# The formal inputs and outputs of every schema version (onnxruntime {dump['version']}'s schemas) of",
+        "# the ops of cpu_kernels.txt, written by scripts/make_kernel_table.py; do not edit.",
+        "# DOMAIN OP SINCE | INPUTS | OUTPUTS: each a type parameter, '-' for a fixed type; '?' optional,",
+        "# '*' variadic; '.' none.",
+    ]
     for s in sorted(dump["schemas"], key=lambda s: (s["domain"], s["op"].lower(), s["since"])):
         params = set(s["params"])
 
@@ -148,8 +167,7 @@ def generated_block(dump: dict, probed: dict[str, str]) -> str:
         ins = " ".join(one(p) for p in s["inputs"]) or "."
         outs = " ".join(one(p) for p in s["outputs"]) or "."
         out.append(f"{s['domain'] or 'ai.onnx'} {s['op']} {s['since']} | {ins} | {outs}")
-    out += ['"""', END]
-    return "\n".join(out)
+    return "\n".join(out) + "\n"
 
 
 def existing_marks(text: str) -> dict[str, str]:
@@ -167,13 +185,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="an interpreter with the plain onnxruntime CPU wheel of the emulated version")
     args = ap.parse_args(argv)
     dump = json.loads(subprocess.run([args.python, "-c", _DUMP], check=True, capture_output=True, text=True).stdout)
-    text = TARGET.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    block = generated_block(dump, existing_marks(text[start:end]))
-    TARGET.write_text(text[:start] + block + text[end:])
-    rows = block.split('_ROWS = """')[1].split('"""')[0].strip().splitlines()
-    print(f"onnxruntime {dump['version']}: {len(dump['kernels'])} CPU kernel definitions -> "
-          f"{sum(not r.startswith('[') for r in rows)} rows, {len(dump['schemas'])} schemas -> {TARGET}")
+    kernels = kernels_text(dump, existing_marks(KERNELS.read_text() if KERNELS.exists() else ""))
+    DATA.mkdir(exist_ok=True)
+    KERNELS.write_text(kernels)
+    FORMALS.write_text(formals_text(dump))
+    rows = [r for r in kernels.splitlines() if r and r[0] not in "#$["]
+    print(f"onnxruntime {dump['version']}: {len(dump['kernels'])} CPU kernel definitions -> {len(rows)} rows "
+          f"in {KERNELS.relative_to(REPO)}, {len(dump['schemas'])} schemas in {FORMALS.relative_to(REPO)}")
     return 0
 
 

@@ -24,6 +24,7 @@ import sys
 
 from onnx import defs
 
+from graphmem.optable import is_default_domain, normalize_domain
 
 
 def _gpu_build() -> bool:
@@ -42,7 +43,7 @@ def cpu_kernels() -> dict[str, list[list[int]]]:
 
     out: dict[str, set[tuple[int, int]]] = {}
     for k in C.get_all_opkernel_def():
-        if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx"):
+        if k.provider == "CPUExecutionProvider" and is_default_domain(k.domain):
             out.setdefault(k.op_name, set()).add(tuple(k.version_range))
     return {op: sorted([list(r) for r in ranges]) for op, ranges in out.items()}
 
@@ -50,7 +51,7 @@ def cpu_kernels() -> dict[str, list[list[int]]]:
 def newest_schemas(opset: int) -> dict[str, defs.OpSchema]:
     newest: dict[str, defs.OpSchema] = {}
     for s in defs.get_all_schemas_with_history():
-        if s.domain in ("", "ai.onnx") and s.since_version <= opset:
+        if is_default_domain(s.domain) and s.since_version <= opset:
             if s.name not in newest or s.since_version > newest[s.name].since_version:
                 newest[s.name] = s
     return newest
@@ -92,7 +93,7 @@ def main() -> int:
             check=True, capture_output=True, text=True,
         ).stdout
     )
-    outcome = {(r["domain"] if r["domain"] != "ai.onnx" else "", r["op_type"]): r["outcome"] for r in doc["ops"]}
+    outcome = {(normalize_domain(r["domain"]), r["op_type"]): r["outcome"] for r in doc["ops"]}
     schemas = newest_schemas(args.opset)
     rows = []
     for op, s in sorted(schemas.items()):
@@ -123,7 +124,7 @@ def main() -> int:
     newest_ort_opset = args.ort_opset
     missing_fn = []
     for s in defs.get_all_schemas_with_history():
-        if s.domain not in ("", "ai.onnx") or s.since_version > min(args.opset, newest_ort_opset):
+        if not is_default_domain(s.domain) or s.since_version > min(args.opset, newest_ort_opset):
             continue
         has_body = s.has_function or s.has_context_dependent_function
         has_kernel = any(a <= s.since_version <= b for a, b in kernels.get(s.name, []))

@@ -18,6 +18,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from typer.testing import CliRunner, Result
 
+from graphmem.host import HostProfile
 from graphmem.planner.program import Key, Program, Step, Value
 
 # --- paths ------------------------------------------------------------------------------------
@@ -34,6 +35,58 @@ COMMITTED_MODELS = sorted(MODELS.glob("*.onnx"))
 #: newest IR (14), which onnxruntime 1.31 refuses to load (core/graph/model.cc: "max supported IR
 #: version: 13"), and so does graphmem (graphmem/ort/loadable.py); 8 is the IR of opsets 17 and 18.
 IR_VERSION = 8
+
+# --- the host every test predicts for ---------------------------------------------------------
+
+#: The machine the tests' expected figures were derived on, pinned so that no test depends on the
+#: machine running it (tests/conftest.py makes graphmem's machine readers raise and points
+#: $GRAPHMEM_HOST at this profile). Deduced from the tests and the code: an x86-64 Sapphire Rapids
+#: guest with AVX-512, AVX512-BF16/FP16 and AMX (tests/training/test_halfconv.py's kernels), a
+#: 2 MiB L2 per core (its brgemm blocking: "0.8 x 1572864" = 0.8 x 3/4 x 2 MiB; tests/ort/
+#: test_gqa_scratch.py's sysconf L2), two physical cores and PyTorch's default of two threads
+#: (test_halfconv's OMP_NUM_THREADS=2, _physical_cores 2; test_training's default thread count).
+#: L1d and L3 are that CPU's (no rule reads them); the flags are a Sapphire Rapids guest's.
+PINNED_HOST = HostProfile(
+    machine="x86_64",
+    cpu_model="Intel(R) Xeon(R) (Sapphire Rapids; graphmem's test host)",
+    cpu_flags=frozenset("""
+        fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss
+        ht syscall nx pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid
+        tsc_known_freq pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 x2apic movbe popcnt
+        tsc_deadline_timer aes xsave avx f16c rdrand hypervisor lahf_lm abm 3dnowprefetch ssbd ibrs ibpb
+        stibp ibrs_enhanced fsgsbase tsc_adjust bmi1 avx2 smep bmi2 erms invpcid avx512f avx512dq rdseed adx
+        smap avx512ifma clflushopt clwb avx512cd sha_ni avx512bw avx512vl xsaveopt xsavec xgetbv1 xsaves
+        avx_vnni avx512_bf16 wbnoinvd arat avx512vbmi umip pku ospke waitpkg avx512_vbmi2 gfni vaes
+        vpclmulqdq avx512_vnni avx512_bitalg avx512_vpopcntdq rdpid cldemote movdiri movdir64b md_clear
+        serialize tsxldtrk amx_bf16 avx512_fp16 amx_tile amx_int8 flush_l1d arch_capabilities
+    """.split()),
+    physical_cores=2,
+    logical_cpus=2,
+    l1d_bytes=48 * 1024,
+    l2_bytes=2 * 1024 * 1024,
+    l2_per_core_bytes=2 * 1024 * 1024,
+    l3_bytes=105 * 1024 * 1024,
+    page_size=4096,
+    ort_intra_op_threads=2,
+    torch_threads=2,
+)
+
+#: An AVX2 machine without AVX-512 (no bf16/f16 oneDNN kernels, MLAS's AVX2 dispatch) with a
+#: 1 MiB L2: :data:`PINNED_HOST`'s other side in the tests that compare two hosts.
+AVX2_HOST = HostProfile(
+    machine="x86_64",
+    cpu_model="an AVX2 machine (graphmem's second test host)",
+    cpu_flags=frozenset(f for f in PINNED_HOST.cpu_flags if not f.startswith(("avx512", "amx", "avx_vnni"))),
+    physical_cores=2,
+    logical_cpus=4,
+    l1d_bytes=32 * 1024,
+    l2_bytes=1024 * 1024,
+    l2_per_core_bytes=1024 * 1024,
+    l3_bytes=32 * 1024 * 1024,
+    page_size=4096,
+    ort_intra_op_threads=2,
+    torch_threads=2,
+)
 
 # --- tiny inline graphs -----------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 import onnx
 
 from graphmem.errors import UnboundDimError
+from graphmem.host import HostProfile
 from graphmem.model.loading import Model
 from graphmem.model.program import build_program, sequence_elements, tensor_size, value_size
 from graphmem.model.subgraphs import body_graphs, body_model
@@ -62,6 +63,7 @@ class BranchChoice:
 class ControlFlowPlan:
     """Kernels of the top program's control-flow steps, and what was assumed or left unknown."""
 
+    host: HostProfile  # the machine the bodies' kernel scratch is for
     kernels: dict[int, Kernel] = field(default_factory=dict)
     choices: list[BranchChoice] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)  # body tensors without a static size
@@ -87,9 +89,11 @@ def plan_control_flow(
     runtime_types: Mapping[str, TensorType],
     opset: int,
     model: Model,
+    *,
+    host: HostProfile,
 ) -> ControlFlowPlan:
-    """Kernels for every control-flow step of ``program`` (planned as ``plan``)."""
-    result = ControlFlowPlan(released=released_initializers(model))
+    """Kernels for every control-flow step of ``program`` (planned as ``plan``) on ``host``."""
+    result = ControlFlowPlan(released=released_initializers(model), host=host)
     _kernels_of(program, plan, names, order, graph_nodes, runtime, static, static_types, runtime_types, opset, "", result, result.kernels)
     return result
 
@@ -195,7 +199,8 @@ class _Node:
     def _scratch(self, run: BodyRun) -> tuple[Scratch, ...]:
         """Each body step's kernel scratch (``graphmem.ort.scratch``), from the body's runtime types;
         op types without a rule are noted (counted 0)."""
-        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types, run.shapes.values)  # type: ignore[attr-defined]
+        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types, run.shapes.values,  # type: ignore[attr-defined]
+                                            host=self.result.host)
         self.result.scratch_unmodelled.update(dict.fromkeys(unmodelled))
         self.result.scratch_bytes = max([self.result.scratch_bytes, *(ks.total for ks in per_step)])
         return tuple((ks.before, ks.after) for ks in per_step)

@@ -37,16 +37,20 @@ def approximations(
     scratch_unmodelled: Iterable[str],
     provider: str,
     planned: frozenset[int] = frozenset(),
+    causes: Mapping[str, str] | None = None,
 ) -> tuple[Approximation, ...]:
     """The approximations of an analysis of ``g`` run in ``order``; ``planned``: control-flow
-    nodes whose bodies were planned (:mod:`graphmem.analysis.controlflow`)."""
+    nodes whose bodies were planned (:mod:`graphmem.analysis.controlflow`); ``causes``: why a
+    tensor has no size, when known (:mod:`graphmem.analysis.causes`)."""
     out: list[Approximation] = []
     label = {nid: g.node(nid).name or f"{g.node(nid).op_type}_{nid}" for nid in order}
+    causes = causes or {}
     for name in unresolved:
         nid = g.producer.get(name)
+        why = f" ({causes[name]})" if name in causes else ""
         out.append(Approximation(
             kind="unresolved_tensor", node=label.get(nid, "") if nid is not None else "",
-            detail=f"tensor '{name}' has no static size: it is not in the figures",
+            detail=f"tensor '{name}' has no static size{why}: it is not in the figures",
         ))
     known: dict[tuple[str, str], bool] = {}  # (domain, op) -> _known_kernel, looked up once per op
     for nid in order:

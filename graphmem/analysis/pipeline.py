@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from graphmem.analysis.causes import unresolved_causes
 from graphmem.analysis.dims import resolve_inputs
 from graphmem.analysis.exactness import approximations
 from graphmem.analysis.result import (
@@ -30,10 +31,14 @@ from graphmem.analysis.result import (
 )
 from graphmem.analysis.whatif import cast_floats, cast_weights
 from graphmem.errors import ModelLoadError, ShapeInferenceError, TensorSizeError, UnsupportedOpError, UsageError
+from graphmem.host import HostProfile, resolve_host, this_host
 from graphmem.model.dtypes import dtype_name, parse_dtype
 from graphmem.model.graph import OpGraph, build_graph
-from graphmem.model.loading import Model, load_model
+from graphmem.model.loading import MAX_TENSOR_BYTES, Model, load_model
 from graphmem.model.program import build_program, tensor_size, value_size
+from graphmem.optable import (
+    DEFAULT_DOMAIN, KNOWN_DOMAINS, MS_DOMAIN, OpTable, default_domain_ops, domain_ops, normalize_domain, op_key,
+)
 from graphmem.ort.functions import inline_functions
 from graphmem.model.subgraphs import all_weights
 from graphmem.analysis.bodyflops import flops_with_bodies
@@ -54,13 +59,6 @@ from graphmem.model.types import TensorType, is_concrete
 
 __all__ = ["analyze", "analyze_model", "analyze_graph_opt"]
 
-#: Tensors larger than this (1 EiB) mean absurd dims, not a model.
-MAX_TENSOR_BYTES = 1 << 60
-
-KNOWN_DOMAINS = frozenset(
-    {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
-)
-
 
 def analyze(
     path: str | os.PathLike[str],
@@ -71,8 +69,10 @@ def analyze(
     provider: str = "cpu",
     as_dtype: str | None = None,
     execution_order: str = "ort",
+    host: HostProfile | None = None,
 ) -> Analysis:
-    """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``.
+    """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``, for a run on
+    ``host`` (None: this machine, :func:`graphmem.host.this_host`; the result records it).
 
     ``shapes`` set inputs' whole shapes (overriding named, unnamed, ``-1`` and shared-name
     dims) and ``values`` the values of small inputs (:mod:`graphmem.analysis.dims`).
@@ -88,7 +88,7 @@ def analyze(
     with _gc_paused():
         return _analyze_path(
             path, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype,
-            execution_order=execution_order,
+            execution_order=execution_order, host=resolve_host(host),
         )
 
 
@@ -139,6 +139,7 @@ def analyze_model(
     as_dtype: str | None = None,
     execution_order: str = "ort",
     kernel_rules: bool = True,
+    host: HostProfile | None = None,
 ) -> Analysis:
     """Same as :func:`analyze`, for an already loaded :class:`Model`.
 
@@ -147,6 +148,7 @@ def analyze_model(
     (the PyTorch training estimate)."""
     if provider not in PROVIDERS:
         raise UsageError(f"provider '{provider}': expected one of {', '.join(PROVIDERS)}")
+    host = resolve_host(host)
     orders = {"ort": ort_order, "file": file_order}
     if execution_order not in orders:
         raise UsageError(f"execution order '{execution_order}': expected one of {', '.join(orders)}")
@@ -186,14 +188,14 @@ def analyze_model(
     g, order, runtime, static = typed(model)
     _check_domains(g, runtime.types)
     _check_type_conflicts(static.type_conflicts)
-    host = _host_kernels(g, static.types) if provider == "cpu" and kernel_rules else ()
+    host_notes = _host_kernels(g, static.types, host) if provider == "cpu" and kernel_rules else ()
     if target is not None:
         model = replace(model, weights=cast_weights(model.weights, target))
     type_note = ""
     if provider == "cpu" and kernel_rules:
         cpu = cpu_session(model, order, static.types, runtime.types)
         if cpu.inline and execution_order == "ort":  # no kernel for these types: function bodies
-            written = _as_onnxruntime_writes_it(model, as_dtype, dims=dims, shapes=shapes, values=values)
+            written = _as_onnxruntime_writes_it(model, as_dtype, dims=dims, shapes=shapes, values=values, host=host)
             if written is not None:
                 return written
             expansion = inline_functions(model, _static_types, also=lambda n: tuple(n.output) in cpu.inline)
@@ -239,19 +241,19 @@ def analyze_model(
             raise UsageError("--provider cuda: control flow (If/Loop/Scan) is emulated on CPU only")
         flow = plan_control_flow(
             program, plan, names, session.order, session.graph.protos, runtime.bodies, static.bodies,
-            session.static, session.runtime, model.opset, model,
+            session.static, session.runtime, model.opset, model, host=host,
         )
         ops = tuple(session.graph.node(nid).op_type for nid in session.order)
-        top_scratch, _ = scratch_per_step(g, order, runtime.types, runtime.values)
+        top_scratch, _ = scratch_per_step(g, order, runtime.types, runtime.values, host=host)
         flow_replay = replay(
             program, plan, flow.kernels, ops=ops, scratch=[(ks.before, ks.after) for ks in top_scratch],
-            prepacked=prepacked_in_arena(g, runtime.types, runtime.values),
+            prepacked=prepacked_in_arena(g, runtime.types, runtime.values, host=host),
         )
     main = main_device_only(program)
     live = analyze_liveness(main)
     arena = plan_greedy(live)
     if session.devices is None:
-        run = replay_run(program, plan, graph=g, order=order, types=runtime.types, values=runtime.values)
+        run = replay_run(program, plan, graph=g, order=order, types=runtime.types, values=runtime.values, host=host)
         scratch, in_use, unmodelled = max(run.per_step, default=0), run.peak_bytes, run.unmodelled
         step_in_use, step_scratch = run.step_high, run.per_step
     else:  # CUDA kernels' workspaces (cuDNN, cuBLAS) are not modelled
@@ -283,6 +285,9 @@ def analyze_model(
         unmodelled = tuple(dict.fromkeys((*unmodelled, *flow.scratch_unmodelled)))
         produced = produced + list(flow.tensors)
     assumed = {c.node: c.assumed for c in flow.choices} if flow is not None else {}
+    causes = unresolved_causes(  # the nodes that cannot take their inputs, and the dims' ranges that work
+        g, order, runtime.types, runtime.values, dims=dims or {}, shapes=shapes, input_values=values
+    ) if top_unresolved else ()
     flop_report, bodies = flops_with_bodies(g, runtime, order, assumed=assumed)
     activations = ActivationsInfo(
         peak_bytes=peak_bytes,
@@ -304,9 +309,10 @@ def analyze_model(
         approximations=approximations(
             g, order, unresolved=top_unresolved, scratch_unmodelled=unmodelled, provider=provider,
             planned=frozenset(runtime.bodies) if flow is not None else frozenset(),
+            causes={t: c.detail for c in causes for t in c.tensors},
         ) + _missing_bodies(model, missing) + tuple(flow_approximations)
         + (_duplicated_dq_in_bodies(model) if execution_order == "ort" else ())
-        + _cuda_inlined(session) + host,
+        + _cuda_inlined(session) + host_notes,
     )
     return Analysis(
         model=ModelInfo(
@@ -317,7 +323,8 @@ def analyze_model(
         activations=activations,
         io=IOInfo(inputs_bytes=inputs_bytes, outputs_bytes=outputs_bytes),
         shapes=ShapesInfo(
-            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved
+            tensors=len(model.inputs) + len(model.weights) + len(produced), unresolved=unresolved,
+            causes=causes,
         ),
         total_bytes=weights.bytes + activations.peak_bytes + inputs_bytes,
         graph=g,
@@ -331,6 +338,7 @@ def analyze_model(
             program=program, plan=plan, lower_bound=live.live_bytes, in_use=step_in_use, scratch=step_scratch
         ) if flow is None else None,  # a control-flow run is many plans: drawn from its replay
         replay=flow_replay if flow is not None else None,
+        host=host,
     )
 
 
@@ -366,22 +374,24 @@ def _as_onnxruntime_writes_it(model: Model, as_dtype: str | None, **inputs) -> A
 
 
 #: Ops whose CPU kernel (and so its buffers) MLAS picks by CPU architecture (graphmem/ort/mlas.py).
-_MLAS_QUANTIZED = frozenset({"QLinearConv", "ConvInteger", "QGemm", "QLinearMatMul", "MatMulInteger",
-                             "DynamicQuantizeMatMul", "MatMulIntegerToFloat"})
+_MLAS_QUANTIZED: OpTable[bool] = OpTable(
+    default_domain_ops(("QLinearConv", "ConvInteger", "QLinearMatMul", "MatMulInteger"), True),
+    domain_ops(MS_DOMAIN, ("QLinearConv", "QGemm", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"), True),
+)
 
 
-def _host_kernels(g: OpGraph, types: Mapping[str, TensorType]) -> tuple[Approximation, ...]:
+def _host_kernels(g: OpGraph, types: Mapping[str, TensorType], host: HostProfile) -> tuple[Approximation, ...]:
     """On a host that is not x86-64 (:func:`graphmem.ort.kernels.host_problem`), a graph whose CPU
     figures depend on the x86-64 kernel table (float16/bfloat16 tensors: which nodes run behind
     Casts) or on MLAS's x86-64 quantized kernels is not called exact: the runtime there is another build."""
     from graphmem.ort.kernels import host_problem
 
-    problem = host_problem()
+    problem = host_problem(host.machine)
     if problem is None:
         return ()
     half = {TensorProto.FLOAT16, TensorProto.BFLOAT16}
     relies = any(t is not None and t.dtype in half for t in types.values()) or any(
-        g.node(nid).op_type in _MLAS_QUANTIZED for nid in g.dag.nodes
+        op_key(g.node(nid)) in _MLAS_QUANTIZED for nid in g.dag.nodes
     )
     return (Approximation(kind="unknown_kernel", node="", detail=problem),) if relies else ()
 
@@ -417,7 +427,7 @@ def _duplicated_dq_in_bodies(model: Model) -> tuple[Approximation, ...]:
                 readers[x] = readers.get(x, 0) + 1
         outputs = {o.name for o in graph.output}
         for n in graph.node:
-            if n.op_type == "DequantizeLinear" and n.domain in ("", "ai.onnx", "com.microsoft") and n.output:
+            if n.op_type == "DequantizeLinear" and normalize_domain(n.domain) in (DEFAULT_DOMAIN, MS_DOMAIN) and n.output:
                 copies = readers.get(n.output[0], 0) - (n.output[0] not in outputs)
                 if copies > 0:
                     out.append(Approximation(
@@ -574,8 +584,10 @@ def analyze_graph_opt(
     values: Mapping[str, Sequence[int]] | None = None,
     provider: str = "cpu",
     as_dtype: str | None = None,
+    host: HostProfile | None = None,
 ) -> Analysis:
-    """:func:`analyze` of the graph onnxruntime runs at ``graph_opt`` (none|basic|extended|all).
+    """:func:`analyze` of the graph onnxruntime runs at ``graph_opt`` (none|basic|extended|all)
+    on ``host`` (None: this machine).
 
     Above ``none`` onnxruntime itself optimizes the file (:func:`graphmem.verify.optimized_model`,
     into a private temporary directory, never next to the model) and the graph it writes is
@@ -588,8 +600,9 @@ def analyze_graph_opt(
     measured conversion). A conversion onnxruntime cannot build is refused (UsageError naming
     onnxruntime's reason): at ``none`` the what-if is sized without a session.
     """
+    host = resolve_host(host)
     if graph_opt == "none":
-        return analyze(path, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype)
+        return analyze(path, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype, host=host)
     if provider != "cpu":
         raise UsageError(
             f"--graph-opt {graph_opt} with --provider {provider}: the optimized graph is the one a CPU "
@@ -600,6 +613,7 @@ def analyze_graph_opt(
     from graphmem.analysis.whatif import write_converted
     from graphmem.ort.optimized import optimized_model, temporary_dir
 
+    _check_optimizing_host(graph_opt, host)
     original = load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with temporary_dir() as tmp:
         source = Path(path)
@@ -620,12 +634,29 @@ def analyze_graph_opt(
             model = with_session_shapes(load_model(optimized, validate=False), original)  # onnxruntime wrote it
             model = replace(model, node_stage=node_stages(model.nodes, original.nodes))  # NodeIndex order
             result = _analyze_session_orders(  # as_dtype: the file is converted already
-                model, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=None
+                model, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=None, host=host
             )
     if as_dtype is not None:
         note = f"{result.activations.runtime}; as {as_dtype}: the converted file as onnxruntime optimizes it"
         result = replace(result, activations=replace(result.activations, runtime=note))
     return replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))
+
+
+def _check_optimizing_host(graph_opt: str, host: HostProfile) -> None:
+    """Above ``none`` the graph analysed is the one onnxruntime *on this machine* writes; at ``all``
+    its NCHWc layout follows this machine's MLAS block size (``MlasNchwcGetBlockSize``: 8 with AVX2,
+    16 with AVX-512F; none off x86-64). For a host whose layout would differ there is no graph to
+    analyse: refused (UsageError) rather than predicted from this machine's."""
+    if graph_opt != "all":
+        return
+    here = this_host()
+    if (here.machine, here.nchwc_block) != (host.machine, host.nchwc_block):
+        raise UsageError(
+            f"--graph-opt all --host: onnxruntime on this machine ({here.machine}, NCHWc blocks of "
+            f"{here.nchwc_block}) writes the optimized graph, and the host predicted for ({host.machine}, "
+            f"NCHWc blocks of {host.nchwc_block}) would run another layout; use --graph-opt extended, or "
+            "run graphmem on a machine like that host"
+        )
 
 
 def _analyze_session_orders(model: Model, **inputs) -> Analysis:  # type: ignore[no-untyped-def]
@@ -673,11 +704,13 @@ def _analyze_session_orders(model: Model, **inputs) -> Analysis:  # type: ignore
     node = f"ReorderOutput -> {reordered[0]}" if reordered else ""
     note = Approximation(kind="order_assumed", node=node, detail=detail)
     approximations = (*result.activations.approximations, note)
-    return replace(result, activations=replace(result.activations, approximations=approximations))
+    alternatives = tuple(sorted({peak for peak, _ in figures})) if figures is not None else ()
+    return replace(result, activations=replace(result.activations, approximations=approximations,
+                                               order_peaks=alternatives))
 
 
 def _order_figures(  # type: ignore[no-untyped-def]
-    model: Model, g: OpGraph, orders: Sequence[tuple[int, ...]], *, dims, shapes, values, provider, as_dtype
+    model: Model, g: OpGraph, orders: Sequence[tuple[int, ...]], *, dims, shapes, values, provider, as_dtype, host
 ) -> list[tuple[int, int | None]] | None:
     """(peak, in-use peak) of ``model`` run in each of ``orders``, typed once and planned per order
     as :func:`analyze_model` plans it; None when a stage of that analysis depends on the order
@@ -701,7 +734,7 @@ def _order_figures(  # type: ignore[no-untyped-def]
             g, order, runtime=runtime.types, static=static.types, sharing=sharing, unwritten=unwritten_outputs
         )
         plan = plan_ort(program)
-        run = replay_run(program, plan, graph=g, order=order, types=runtime.types, values=runtime.values)
+        run = replay_run(program, plan, graph=g, order=order, types=runtime.types, values=runtime.values, host=host)
         figures.append((plan.peak_bytes, run.peak_bytes))
     return figures
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graphmem.flops import FlopReport
+from graphmem.host import HostProfile
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 from graphmem.ort.allocation import OrtPlan
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # control flow's modules load only for a model that has it
 
 __all__ = [
     "Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo", "Approximation",
-    "APPROXIMATION_KINDS", "StepMemory",
+    "APPROXIMATION_KINDS", "StepMemory", "UnresolvedCause",
 ]
 
 
@@ -43,7 +44,7 @@ class WeightsInfo:
     unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
 
 
-#: Why a figure is not exact (``activations.approximations[].kind``), documented in the README:
+#: Why a figure is not exact (``activations.approximations[].kind``), documented in docs/pages/memory-model.md (exactness):
 #: a tensor without a static size; a control-flow body whose buffers are not planned; an If
 #: branch assumed (the larger); a kernel graphmem has no rules for; kernel scratch not modelled
 #: (``in_use_peak_bytes`` may be low); an input value assumed; a session order assumed; an
@@ -101,6 +102,9 @@ class ActivationsInfo:
     live_at_peak: frozenset[str] = frozenset()  # tensors whose buffer is held at the peak step
     provider: str = "cpu"  # the execution provider whose allocator is emulated
     approximations: tuple[Approximation, ...] = ()  # empty: every buffer planned exactly
+    # the peaks of the execution orders a session may pick (order_assumed), ascending; peak_bytes
+    # is the largest; () when the order is known or the orders could not be enumerated
+    order_peaks: tuple[int, ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -115,9 +119,55 @@ class IOInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UnresolvedCause:
+    """A node whose outputs have no static size although every input's shape is known."""
+
+    node: str  # its name (or ``OpType_id`` when unnamed)
+    op_type: str
+    tensors: tuple[str, ...]  # its unresolved outputs
+    inputs: str  # its inputs' shapes (and small values), as shown
+    # "refused": shape inference gives no shape for these inputs; "value_dependent": it gives a
+    # rank, but a dim depends on values graphmem does not know (NonZero, a Reshape by a computed shape)
+    kind: str = "refused"
+    dim: str | None = None  # the bound dim whose value the node cannot take (None: none found)
+    value: int | None = None  # that dim's bound value
+    low: int | None = None  # the range of that dim its shapes resolve in: low ≤ dim ≤ high (None: open)
+    high: int | None = None
+
+    @property
+    def resolves_for(self) -> str:
+        """The range of ``dim`` the node's shapes resolve in, as ``seq ≤ 512`` ('' when none was found)."""
+        if self.dim is None:
+            return ""
+        if self.low is not None and self.low > 1 and self.high is not None:
+            return f"{self.low} ≤ {self.dim} ≤ {self.high}"
+        return f"{self.dim} ≤ {self.high}" if self.high is not None else f"{self.dim} ≥ {self.low}"
+
+    @property
+    def detail(self) -> str:
+        """One line: the node, what it cannot take, the range its shapes resolve in."""
+        if self.kind == "value_dependent":
+            return (f"node '{self.node}' ({self.op_type}): the size of its output depends on values not known "
+                    f"before the run (its inputs: {self.inputs})")
+        if self.dim is None:
+            return f"node '{self.node}' ({self.op_type}) gives no shape for its inputs ({self.inputs})"
+        return (f"node '{self.node}' ({self.op_type}) cannot take {self.dim}={self.value} (its inputs: {self.inputs}); "
+                f"its shapes resolve for {self.resolves_for}")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "node": self.node, "op_type": self.op_type, "tensors": list(self.tensors), "inputs": self.inputs,
+            "kind": self.kind,
+            "dim": self.dim, "value": self.value, "resolves_for": self.resolves_for or None, "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ShapesInfo:
     tensors: int
     unresolved: tuple[str, ...]
+    # the nodes that cannot take their inputs (graphmem.analysis.causes), in execution order
+    causes: tuple[UnresolvedCause, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,6 +196,7 @@ class Analysis:
     order: tuple[int, ...]
     types: dict[str, TensorType]
     flops: FlopReport
+    host: HostProfile  # the machine the figures are for (graphmem.host)
     values: dict[str, Any] = field(default_factory=dict)  # tensor -> value (numpy) shape inference computed
     placement: PlacementInfo | None = None  # CUDA sessions: the partition and other memories
     steps: StepMemory | None = None  # per-step planner results, for the pictures

@@ -16,10 +16,10 @@ __all__ = ["scratch_profile", "scratch_bytes"]
 
 
 def scratch_profile(analysis: Analysis) -> ScratchProfile:
-    """:func:`replay_run` of ``analysis`` (a :class:`graphmem.Analysis`)."""
+    """:func:`replay_run` of ``analysis`` (a :class:`graphmem.Analysis`), on the host it is for."""
     program, plan = _ort_plan(analysis)
     return replay_run(program, plan, graph=analysis.graph, order=analysis.order, types=analysis.types,
-                      values=analysis.values)
+                      values=analysis.values, host=analysis.host)
 
 
 def _ort_plan(analysis: Analysis) -> tuple[Program, OrtPlan]:
@@ -48,5 +48,5 @@ def _ort_plan(analysis: Analysis) -> tuple[Program, OrtPlan]:
 def scratch_bytes(analysis: Analysis) -> int:
     """The largest scratch one kernel of ``analysis`` requests (requested bytes, unrounded): the
     figure reported as ``activations.scratch_bytes``."""
-    per_step, _ = step_scratch(analysis.graph, analysis.order, analysis.types, analysis.values)
+    per_step, _ = step_scratch(analysis.graph, analysis.order, analysis.types, analysis.values, host=analysis.host)
     return max((ks.total for ks in per_step), default=0)

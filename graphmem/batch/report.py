@@ -69,6 +69,7 @@ def sweep_json(s: Sweep) -> dict[str, Any]:
                       for k, (c0, c1, c2) in f.parts.items()},
             "rule": QUADRATIC_RULE,
         },
+        "host": s.host.to_dict(),
     }
 
 
@@ -201,7 +202,7 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
 
     if isinstance(r, FitCheck):
         split, top = parts(a)
-        doc.update(mode="check", model={"path": a.model.path}, dims=dict(a.model.dims),
+        doc.update(mode="check", host=a.host.to_dict(), model={"path": a.model.path}, dims=dict(a.model.dims),
                    shapes={k: shape_json(v) for k, v in a.model.shapes.items()},
                    values={k: list(v) for k, v in a.model.values.items()},
                    fits=r.fits, total_bytes=r.total_bytes, needed_bytes=r.needed_bytes,
@@ -221,7 +222,7 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
                        analysis_total_bytes=p.analysis_total_bytes)
         probes.append(row)
     doc.update(
-        mode="solve", solve=r.dim, dims=dict(r.dims), largest=r.largest, fits=r.largest > 0,
+        mode="solve", host=r.host.to_dict(), solve=r.dim, dims=dict(r.dims), largest=r.largest, fits=r.largest > 0,
         shapes={k: shape_json(v) for k, v in r.shapes.items()}, values={k: list(v) for k, v in r.values.items()},
         unbounded=r.unbounded, limit=r.limit,
         total_bytes=r.total_bytes, next_total_bytes=r.next_total_bytes,

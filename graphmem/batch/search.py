@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from graphmem.analysis.dims import INT64_MAX, parse_dim_value, split_dim_item
 from graphmem.errors import UnknownDimError, UsageError
+from graphmem.host import HostProfile, resolve_host
 from graphmem.units import format_bytes
 
 if TYPE_CHECKING:
@@ -231,14 +232,16 @@ class Sweep:
     as_dtype: str | None
     rows: tuple[SweepRow, ...]
     fit: MemoryFit
+    host: HostProfile  # the machine every row is for
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every row
     values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every row
 
 
 def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
           shapes: InputMap | None = None, values: InputMap | None = None,
-          as_dtype: str | None = None, flops: bool = True) -> Sweep:
-    """Analyze ``model`` at each value of ``spec.dim`` and fit total memory against it.
+          as_dtype: str | None = None, flops: bool = True, host: HostProfile | None = None) -> Sweep:
+    """Analyze ``model`` at each value of ``spec.dim`` and fit total memory against it, for a
+    run on ``host`` (None: this machine).
 
     ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them) apply to every row; the
     swept dim must not be a dim of an input they fix.
@@ -252,12 +255,13 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
     from graphmem.views.roofline import total_flops
 
     m = _as_model(model)
+    host = resolve_host(host)
     shapes, values = _inputs_given(shapes, values)
     _not_fixed(m, spec.dim, "--dim", shapes, values)
     rows = []
     for v in spec.values:
         a = analyze_model(m, dims={**spec.fixed, spec.dim: v}, shapes=shapes, values=values,
-                          as_dtype=as_dtype)
+                          as_dtype=as_dtype, host=host)
         kv = kv_cache(a)
         counted = total_flops(a) if flops else None
         rows.append(SweepRow(
@@ -272,7 +276,7 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
             approximations=tuple(f"{x.kind}: {x.detail}" for x in a.activations.approximations),
         ))
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
-                 rows=tuple(rows), fit=fit_memory(spec.dim, rows), shapes=shapes, values=values)
+                 rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host, shapes=shapes, values=values)
 
 
 def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
@@ -369,6 +373,7 @@ class SearchResult:
     probes: tuple[Probe, ...]  # in the order analysed
     monotone: bool
     violations: tuple[tuple[int, int, int, int], ...]  # (x, total, larger x, smaller total)
+    host: HostProfile  # the machine every probe is for
     training: TrainingFit | None = None  # set by :func:`search_largest_training`
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every probe
     values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every probe
@@ -410,8 +415,10 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
                    dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
                    values: InputMap | None = None, overhead_bytes: int = 0,
                    as_dtype: str | None = None, limit: int | None = None,
-                   cost: Cost | None = None, kernel_rules: bool = True) -> SearchResult:
-    """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc).
+                   cost: Cost | None = None, kernel_rules: bool = True,
+                   host: HostProfile | None = None) -> SearchResult:
+    """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc), for
+    a run on ``host`` (None: this machine).
 
     ``cost``: what is compared with the budget at each probed value (default: the analysis
     total); the monotonicity check and every ``total_bytes`` of the result are in its terms.
@@ -430,6 +437,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     from graphmem.analysis.pipeline import analyze_model
 
     m = _as_model(model)
+    host = resolve_host(host)
     dims = dict(dims or {})
     shapes, values = _inputs_given(shapes, values)
     if solve in dims:
@@ -449,7 +457,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
 
     def fits(v: int) -> bool:
         a = analyze_model(m, dims={**dims, solve: v}, shapes=shapes, values=values, as_dtype=as_dtype,
-                          kernel_rules=kernel_rules)
+                          kernel_rules=kernel_rules, host=host)
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
         complete = unresolved <= base[0]
@@ -487,7 +495,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         next_total_bytes=after.total_bytes if after is not None else None,
         next_complete=after is None or after.complete,
         unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
-        violations=violations, shapes=shapes, values=values,
+        violations=violations, host=host, shapes=shapes, values=values,
     )
 
 
@@ -495,7 +503,7 @@ def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
               dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
               values: InputMap | None = None, overhead_bytes: int = 0,
               as_dtype: str | None = None, cost: Cost | None = None,
-              kernel_rules: bool = True) -> FitCheck:
+              kernel_rules: bool = True, host: HostProfile | None = None) -> FitCheck:
     """Whether the model with every dim bound (``dims``, ``shapes``, ``values`` as
     :func:`graphmem.analyze` takes them) fits ``budget_bytes`` after ``overhead_bytes``
     (``cost``: what is compared, default the analysis total; ``kernel_rules`` as in
@@ -504,7 +512,7 @@ def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
 
     available = _budget(budget_bytes, overhead_bytes)
     a = analyze_model(_as_model(model), dims=dims, shapes=shapes, values=values, as_dtype=as_dtype,
-                      kernel_rules=kernel_rules)
+                      kernel_rules=kernel_rules, host=host)
     measured = a.total_bytes if cost is None else cost(a)
     return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
                     total_bytes=measured, needed_bytes=measured + overhead_bytes,
@@ -549,7 +557,7 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
                             budget_bytes: int, config: TrainingConfig | None = None,
                             dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
                             values: InputMap | None = None, overhead_bytes: int = 0,
-                            limit: int | None = None) -> SearchResult:
+                            limit: int | None = None, host: HostProfile | None = None) -> SearchResult:
     """The largest value of ``solve`` whose training step peak + overhead ≤ budget:
     :func:`search_largest` with the step peak of ``config`` (default Adam, fp32, gradients
     released) as its cost, and ``result.training`` set (the estimate at the answer, the step
@@ -578,7 +586,7 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
 
     r = search_largest(model, solve=solve, budget_bytes=budget_bytes, dims=dims, shapes=shapes,
                        values=values, overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
-                       as_dtype=PRECISION_DTYPES[config.precision], kernel_rules=False)
+                       as_dtype=PRECISION_DTYPES[config.precision], kernel_rules=False, host=host)
     est = kept.get(r.largest) if r.analysis is not None else None
     if r.analysis is not None and est is None:  # the kept value did not count (shapes)
         est = estimate_training_analysis(r.analysis, config)
@@ -589,7 +597,8 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
 def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: int,
                        config: TrainingConfig | None = None,
                        dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
-                       values: InputMap | None = None, overhead_bytes: int = 0) -> FitCheck:
+                       values: InputMap | None = None, overhead_bytes: int = 0,
+                       host: HostProfile | None = None) -> FitCheck:
     """Whether one training step of the fully bound model fits: :func:`check_fit` with the
     step peak as its cost and ``result.training`` set."""
     from graphmem.training import estimate_training_analysis
@@ -603,7 +612,7 @@ def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: i
 
     r = check_fit(model, budget_bytes=budget_bytes, dims=dims, shapes=shapes, values=values,
                   overhead_bytes=overhead_bytes,
-                  as_dtype=PRECISION_DTYPES[config.precision], cost=step_peak, kernel_rules=False)
+                  as_dtype=PRECISION_DTYPES[config.precision], cost=step_peak, kernel_rules=False, host=host)
     e = held[0]
     return dataclasses.replace(r, training=TrainingFit(
         config=config, estimate=e, probes={}, warnings=e.warnings))

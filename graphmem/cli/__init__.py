@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,8 +25,8 @@ from graphmem.cli.batch import (
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, internal_error, parse_dims,
-    parse_inputs, terminating_signals,
+    DimOption, HostOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, host_of,
+    internal_error, parse_dims, parse_inputs, terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -38,7 +38,11 @@ from graphmem.cli.gate import (
     OutputOption,
     RequireExactOption,
 )
+from graphmem.cli.helptext import MARKUP_MODE, Command, Group
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, UsageError
+
+if TYPE_CHECKING:
+    from graphmem.host import HostProfile
 
 __all__ = ["app", "main", "run"]
 
@@ -49,6 +53,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=MARKUP_MODE,
+    cls=Group,
 )
 
 
@@ -103,6 +109,7 @@ def peak(
         ),
     ] = "none",
     plot: PlotOption = None,
+    host: HostOption = None,
 ) -> None:
     """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs.
 
@@ -128,7 +135,7 @@ def peak(
             raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
         if shape or value:
             raise UsageError("--symbolic leaves named dims free: give --shape and --value without it")
-        _symbolic(model, parse_dims(dim), as_json)
+        _symbolic(model, parse_dims(dim), as_json, host_of(host))
         return
     fmt = resolve_format(fmt, as_json=as_json)
     budgets = parse_budgets(
@@ -141,23 +148,28 @@ def peak(
 
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
-    result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype)
+    result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype,
+                               host=host_of(host))
+    plotted = None
     if plot is not None:
-        from graphmem.views.plot import peak_plot, write_plot
+        from graphmem.views.plot import peak_plot, write_plot, wrote
 
-        write_plot(peak_plot(result), plot, inputs=[model])
+        plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
     inputs = [model, *([devices_file] if devices_file else [])]
-    raise typer.Exit(finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs))
+    code = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
+    if plotted is not None:
+        typer.echo(plotted, err=True)
+    raise typer.Exit(code)
 
 
-def _symbolic(model: Path, dims: dict[str, int], as_json: bool) -> None:
+def _symbolic(model: Path, dims: dict[str, int], as_json: bool, host: HostProfile) -> None:
     """``peak --symbolic``: the figures as formulas of the dims left unbound."""
     import json
 
     from graphmem.views.symbolic import symbolic_analysis, symbolic_json, symbolic_table
 
-    s = symbolic_analysis(model, dims)
+    s = symbolic_analysis(model, dims, host=host)
     if as_json:
         typer.echo(json.dumps(symbolic_json(s, path=str(model), dims=dims), indent=2))
     else:
@@ -244,6 +256,7 @@ def run() -> None:
 #: Command modules; each has ``register(app)``. Imported here so that ``graphmem --help`` lists
 #: them; each imports its heavy dependencies inside its commands, keeping start-up fast.
 COMMAND_MODULES = (
+    "graphmem.cli.host",
     "graphmem.cli.flops",
     "graphmem.cli.verify",
     "graphmem.cli.batch",
@@ -257,9 +270,14 @@ def _register_commands() -> None:
     import importlib
     import importlib.util
 
+    from typer.core import TyperCommand
+
     for name in COMMAND_MODULES:
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name).register(app)
+    for info in app.registered_commands:  # every command's --help reads the same (cli/helptext.py)
+        if info.cls in (None, TyperCommand):
+            info.cls = Command
 
 
 _register_commands()

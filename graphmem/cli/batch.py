@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import JsonOption, ModelArg, ShapeOption, ValueOption, handled
+from graphmem.cli.common import HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of
 from graphmem.errors import EXIT_GATE_FAILED
 
 if TYPE_CHECKING:
@@ -127,6 +127,7 @@ def sweep_command(
     value: ValueOption = None,
     as_json: JsonOption = False,
     as_dtype: AsDtypeOption = None,
+    host: HostOption = None,
 ) -> None:
     """Memory at each value of one dim, and a fitted model total ≈ fixed + per_unit × dim.
 
@@ -137,7 +138,7 @@ def sweep_command(
     from graphmem.batch.report import sweep_json, sweep_table
 
     result = sweep(model, parse_sweep_dims(dim), shapes=parse_shapes(shape), values=parse_values(value),
-                   as_dtype=as_dtype)
+                   as_dtype=as_dtype, host=host_of(host))
     typer.echo(json.dumps(sweep_json(result), indent=2) if as_json else sweep_table(result))
 
 
@@ -161,6 +162,7 @@ def fit_command(
     precision: PrecisionOption = None,
     frozen: FrozenOption = None,
     foreach: ForeachOption = False,
+    host: HostOption = None,
 ) -> None:
     """Largest value of a dim that fits a memory budget, or whether a fully bound model fits.
 
@@ -205,6 +207,7 @@ def fit_command(
     if dev.memory_bytes is None:
         raise UsageError(f"device '{dev.name}' has no fixed memory: give --memory SIZE")
     overhead_bytes = parse_bytes(overhead)
+    profile = host_of(host)
     dims = parse_bound_dims(dim)
     inputs = {"shapes": parse_shapes(shape), "values": parse_values(value)}
     m = load_model(model)
@@ -229,10 +232,10 @@ def fit_command(
     if solve is None:
         if config is not None:
             check = check_fit_training(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
-                                       overhead_bytes=overhead_bytes, config=config)
+                                       overhead_bytes=overhead_bytes, config=config, host=profile)
         else:
             check = check_fit(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
-                              overhead_bytes=overhead_bytes, as_dtype=as_dtype)
+                              overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile)
         _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
         if not check.fits:
@@ -240,10 +243,10 @@ def fit_command(
         return
     if config is not None:
         found = search_largest_training(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
-                                        overhead_bytes=overhead_bytes, config=config)
+                                        overhead_bytes=overhead_bytes, config=config, host=profile)
     else:
         found = search_largest(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
-                               overhead_bytes=overhead_bytes, as_dtype=as_dtype)
+                               overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile)
     _warn(found.training)
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
           as_json)

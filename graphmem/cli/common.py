@@ -16,7 +16,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -25,8 +25,11 @@ from graphmem.ort.runtime import RuntimeVersionWarning
 
 __all__ = [
     "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
-    "JsonOption", "ModelArg", "PlotOption", "terminating_signals",
+    "JsonOption", "ModelArg", "PlotOption", "terminating_signals", "HostOption", "host_of",
 ]
+
+if TYPE_CHECKING:
+    from graphmem.host import HostProfile
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +40,9 @@ DimOption = Annotated[
     typer.Option(
         "--dim",
         "-d",
-        help="Bind a symbolic dim: NAME=VALUE (repeatable), e.g. --dim batch=8.",
+        help="Bind a symbolic dim: NAME=VALUE (repeatable), e.g. --dim batch=8. A value of 0 is an empty "
+        "tensor (an empty KV-cache past), sized as onnxruntime runs it (0 bytes); a node that cannot "
+        "take it is named as the cause of the tensors left without a size.",
         show_default=False,
     ),
 ]
@@ -68,7 +73,7 @@ PlotOption = Annotated[
     typer.Option(
         "--plot",
         help="Also draw the memory timeline into FILE (.png or .svg, written atomically; needs "
-        "matplotlib: pip install 'graphmem[plot]').",
+        "matplotlib: pip install 'graphmem[plot]'); says where it wrote on stderr.",
         show_default=False,
     ),
 ]
@@ -88,10 +93,34 @@ def parse_inputs(dims: list[str] | None, shapes: list[str] | None = None, values
     return parse(dims, shapes, values)
 
 
+HostOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--host",
+        metavar="FILE",
+        help="Predict for the machine this profile describes (JSON written by `graphmem host --json`, "
+        "or TOML with its keys): CPU flags, caches and threads decide some kernels' buffers. "
+        "Default: this machine (or the profile $GRAPHMEM_HOST names).",
+        show_default=False,
+    ),
+]
+
+
+def host_of(option: Path | None) -> HostProfile:
+    """The host profile a command passes down, read once here at the edge: the ``--host`` file,
+    else this machine (:func:`graphmem.host.this_host`)."""
+    from graphmem.host import resolve_host
+
+    return resolve_host(option)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
-    """graphmem's own warnings (an onnxruntime version the emulation is not proven against) as
-    one ``graphmem: warning:`` line on stderr; others as Python shows them."""
-    if issubclass(category, RuntimeVersionWarning):
+    """graphmem's own warnings (an onnxruntime version the emulation is not proven against, an
+    absent external-data file) as one ``graphmem: warning:`` line on stderr; others as Python
+    shows them."""
+    from graphmem.model.validate import ExternalDataWarning  # loaded by then: onnx is not a start-up import
+
+    if issubclass(category, (RuntimeVersionWarning, ExternalDataWarning)):
         typer.echo(f"graphmem: warning: {message}", err=True)
     else:
         _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)

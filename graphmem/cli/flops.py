@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from graphmem.optable import op_key
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.optable import domain_name, op_key
+from graphmem.cli.common import (
+    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs,
+)
 from graphmem.cli.gate import FormatOption, OutputOption
 
 if TYPE_CHECKING:
@@ -20,8 +22,11 @@ __all__ = ["register", "layers_json"]
 
 LAYERS_HELP = """Per-layer table: op type, output shape, parameters, FLOPs and share, output bytes,
 and whether the layer's output is held at the activation peak ('*').
---format json|markdown|csv (--json = --format json) for CI and pull-request comments (csv: one
-row per layer); --output FILE writes the report atomically instead of printing it.
+
+Rows are in graph order (the order onnxruntime runs the nodes) unless --sort ranks them; --top N
+keeps the first N. --format json|markdown|csv (--json = --format json) for CI and pull-request
+comments (csv: one row per layer); --output FILE writes the report atomically instead of
+printing it.
 
 FLOP conventions: a multiply-add is 1 MAC and 2 FLOPs; add/sub/mul/div/compare 1 FLOP per
 output element; exp, log, sqrt, tanh, erf, pow 1 each; FLOPs are work per run, not FLOP/s.
@@ -34,21 +39,28 @@ def layers_command(
     dim: DimOption = None,
     shape: ShapeOption = None,
     value: ValueOption = None,
-    sort: Annotated[str, typer.Option(help="order, flops, params or memory.")] = "order",
-    top: Annotated[Optional[int], typer.Option(help="Show only the first N rows.")] = None,
+    sort: Annotated[
+        str, typer.Option(help="order (graph order: the order onnxruntime runs the nodes), flops, params or memory.")
+    ] = "order",
+    top: Annotated[
+        Optional[int],
+        typer.Option(help="Show only the first N rows: in graph order unless --sort ranks them (then the N largest).",
+                     show_default=False),
+    ] = None,
     group: Annotated[
         Optional[int], typer.Option(help="Group nodes by name scope to this depth (/layer1/... = 1).")
     ] = None,
     as_json: JsonOption = False,
     fmt: FormatOption = "table",
     output: OutputOption = None,
+    host: HostOption = None,
 ) -> None:
     from graphmem.analysis.pipeline import analyze
     from graphmem.views.formats import render_layers, resolve_format
     from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
-    a = analyze(model, **parse_inputs(dim, shape, value))
+    a = analyze(model, **parse_inputs(dim, shape, value), host=host_of(host))
     doc = layers_json(a, str(model), sort=sort, top=top, group=group)
     raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=(), inputs=[model]))
 
@@ -62,6 +74,7 @@ def layers_json(
     from graphmem.views.report import SCHEMA_VERSION
 
     rows = layer_rows(a, sort=sort, top=top, group_depth=group)
+    total = len(layer_rows(a, group_depth=group)) if top else len(rows)
     layers = []
     for r in rows:
         row = asdict(r)
@@ -76,8 +89,10 @@ def layers_json(
             "values": {k: list(x) for k, x in a.model.values.items()},
         },
         "layers": layers,
+        "rows": {"sort": sort, "shown": len(layers), "of": total},
         "totals": {"params": a.weights.params, "flops": a.flops.flops, "macs": a.flops.macs},
         "activations": {"peak_bytes": a.activations.peak_bytes, "peak_node": a.activations.peak_node},
+        "host": a.host.to_dict(),
     }
 
 
@@ -113,7 +128,7 @@ def ops_command(
             "schema_version": 1,
             "opset": opset,
             "ops": [
-                {"domain": d or "ai.onnx", "op_type": o, "outcome": k, "nodes": used.get((d, o), 0)}
+                {"domain": domain_name(d), "op_type": o, "outcome": k, "nodes": used.get((d, o), 0)}
                 for d, o, k in rows
             ],
         }

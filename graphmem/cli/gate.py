@@ -13,7 +13,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import (
+    DimOption, HostOption, JsonOption, ShapeOption, ValueOption, handled, host_of, parse_inputs,
+)
 from graphmem.errors import one_line
 from graphmem.errors import EXIT_INPUT_ERROR
 
@@ -104,6 +106,7 @@ def check(
     as_json: JsonOption = False,
     output: OutputOption = None,
     require_exact: RequireExactOption = False,
+    host: HostOption = None,
 ) -> None:
     """Analyze every configured model and check its budgets; exit 1 if any is over budget.
 
@@ -114,6 +117,7 @@ def check(
     from graphmem.views.output import deliver, report_failures
 
     fmt = resolve_format(fmt, as_json=as_json)
+    profile = host_of(host)
     cfg = load_config(config)
     if require_exact:
         from dataclasses import replace
@@ -121,10 +125,10 @@ def check(
         cfg = replace(cfg, models=tuple(replace(m, budgets=replace(m.budgets, require_exact=True)) for m in cfg.models))
     progress = _Progress(len(cfg.models))
     try:
-        outcomes = run_check(cfg, jobs=jobs, on_done=progress.update)
+        outcomes = run_check(cfg, jobs=jobs, on_done=progress.update, host=profile)
     finally:
         progress.close()
-    doc = check_document(cfg, outcomes)
+    doc = check_document(cfg, outcomes, profile)
     errors = [f"{o.spec.name}: {o.error}" for o in outcomes if o.status == "error"]
     failures = [f"{o.spec.name}: {m}" for o in outcomes for m in o.messages]
     inputs = [cfg.path, *(spec.path for spec in cfg.models)]
@@ -186,14 +190,21 @@ def diff(
         typer.Option("--plot", show_default=False,
                      help="Also draw both timelines overlaid into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
     ] = None,
+    require_exact: Annotated[
+        bool,
+        typer.Option("--require-exact", help="Fail (exit 1) when either side's activation figures are approximate."),
+    ] = False,
+    host: HostOption = None,
 ) -> None:
     """Compare two models: weights, params, peak, total, FLOPs, nodes, and which layers changed.
 
-    Exit 1 when an increase is over its --max-increase* threshold.
+    Exit 1 when an increase is over its --max-increase* threshold, or with --require-exact when
+    either side is not exact. Each side's exactness is shown; a side with tensors of no static
+    size is warned about on stderr (its figures are lower estimates).
     """
     from graphmem.analysis.pipeline import analyze
     from graphmem.views.formats import render_diff, resolve_format
-    from graphmem.gate.diff import compare, parse_thresholds
+    from graphmem.gate.diff import compare, diff_warnings, parse_thresholds
     from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
@@ -211,12 +222,19 @@ def diff(
         plot_format(plot)
         require()
     inputs = parse_inputs(dim, shape, value)
-    before = analyze(old, **inputs, provider=provider)
-    after = analyze(new, **inputs, provider=provider)
+    profile = host_of(host)
+    before = analyze(old, **inputs, provider=provider, host=profile)
+    after = analyze(new, **inputs, provider=provider, host=profile)
+    plotted = None
     if plot is not None:
-        from graphmem.views.plot import diff_plot, write_plot
+        from graphmem.views.plot import diff_plot, write_plot, wrote
 
-        write_plot(diff_plot(before, after), plot, inputs=[old, new])
-    doc = compare(before, after, thresholds=thresholds, top=top)
+        plotted = wrote("diff", plot, write_plot(diff_plot(before, after), plot, inputs=[old, new]))
+    doc = compare(before, after, thresholds=thresholds, top=top, require_exact=require_exact)
+    for warning in diff_warnings(doc):
+        typer.echo(f"graphmem: warning: {one_line(warning)}", err=True)
     failures = [f["message"] for f in doc["gate"]["failures"]]
-    raise typer.Exit(deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new]))
+    code = deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new])
+    if plotted is not None:
+        typer.echo(plotted, err=True)
+    raise typer.Exit(code)

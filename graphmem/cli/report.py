@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import DimOption, HostOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs
 
 __all__ = ["register", "report"]
 
@@ -33,6 +33,7 @@ def report(
             "analysed on the file as given (CPU, graph-opt none).",
         ),
     ] = None,
+    host: HostOption = None,
 ) -> None:
     """Write a self-contained HTML report: figures, exactness, the memory timeline (hover for the
     node and exact bytes), the tensors live at the peak, FLOPs by op type, the layers and, with
@@ -40,7 +41,8 @@ def report(
     from graphmem.views.html_report import build_report
     from graphmem.views.output import write_atomic
 
-    page = build_report(model, **parse_inputs(dim, shape, value), graph_opt=graph_opt, provider=provider, sweep=sweep)
+    page = build_report(model, **parse_inputs(dim, shape, value), graph_opt=graph_opt, provider=provider, sweep=sweep,
+                        host=host_of(host))
     write_atomic(output, page, inputs=[model])
     typer.echo(f"graphmem report: wrote {output} ({len(page.encode('utf-8')):,} bytes)")
 

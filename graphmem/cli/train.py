@@ -14,7 +14,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import (
+    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs,
+)
 
 __all__ = ["register", "train"]
 
@@ -53,6 +55,7 @@ def train(
         typer.Option("--plot", show_default=False,
                      help="Also draw the step's phases into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
     ] = None,
+    host: HostOption = None,
 ) -> None:
     """Weights, gradients, optimizer state, tensors saved for backward, and each phase's peak."""
     from graphmem.training import estimate_training
@@ -71,17 +74,21 @@ def train(
         precision=precision,
         frozen=tuple(frozen or ()),
         foreach=foreach,
+        host=host_of(host),
     )
+    plotted = None
     if plot is not None:
-        from graphmem.views.plot import training_figure, write_plot
+        from graphmem.views.plot import training_figure, write_plot, wrote
 
-        write_plot(training_figure(est), plot, inputs=[model])
+        plotted = wrote("train", plot, write_plot(training_figure(est), plot, inputs=[model]))
     for warning in est.warnings:
         typer.echo(f"graphmem: warning: {warning}", err=True)
     if as_json:
         typer.echo(json.dumps(training_json(est), indent=2))
     else:
         typer.echo(training_table(est))
+    if plotted is not None:
+        typer.echo(plotted, err=True)
 
 
 def register(app: typer.Typer) -> None:

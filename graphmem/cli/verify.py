@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs
+from graphmem.cli.common import (
+    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs,
+)
 from graphmem.cli.gate import (
     MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption, RequireExactOption,
 )
@@ -39,11 +41,13 @@ def verify_command(
     max_params: MaxParamsOption = None,
     max_flops: MaxFlopsOption = None,
     require_exact: RequireExactOption = False,
+    host: HostOption = None,
 ) -> None:
     """Run the graph with onnxruntime, measure its activation peak, compare with the prediction.
 
-    Exit 0 within tolerance (and budgets, --max-*, on the predicted figures), 1 outside, 2 on
-    errors.
+    The run is on this machine, so the prediction is for this machine: a --host profile that
+    differs from it is refused (exit 2). Exit 0 within tolerance (and budgets, --max-*, on the
+    predicted figures), 1 outside, 2 on errors.
     """
     from graphmem.gate.budgets import evaluate, parse_budgets
     from graphmem.views.output import report_failures
@@ -66,6 +70,7 @@ def verify_command(
         random_weights=random_weights,
         int_range=int_range,
         seed=seed,
+        host=host,
     )
     gate = evaluate(peak_json(v.analysis), budgets) if budgets.active else None
     passed = v.passed and (gate is None or gate.passed)

@@ -20,19 +20,21 @@ from graphmem.flops.families import (
     rms_flops,
     zero,
 )
+from graphmem.flops.linear import DEQUANT, REQUANT
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, domain_ops, domain_table, with_outcome
 
 __all__ = ["MS_TABLE", "NCHWC_TABLE"]
 
 
 def _ms_elementwise(op: str) -> Rule:
-    return elementwise(ELEMENT_COSTS[f"com.microsoft:{op}"])
+    return elementwise(ELEMENT_COSTS[(MS_DOMAIN, op)])
 
 
 @rule
 def fast_gelu(node: NodeView) -> Cost:
     """FastGelu: tanh-approximated Gelu (9/element) + 1 for the optional bias."""
     n = out_elems(node)
-    return counted(flops=(ELEMENT_COSTS["com.microsoft:FastGelu"] + int(node.has_input(1))) * n)
+    return counted(flops=(ELEMENT_COSTS[(MS_DOMAIN, "FastGelu")] + int(node.has_input(1))) * n)
 
 
 @rule
@@ -145,7 +147,7 @@ def gated_rms_norm(node: NodeView) -> Cost:
     return counted(flops=rms_flops(n, n // c if c else 0, scaled=True) + (gate + 1) * n)
 
 
-def _ms_table() -> dict[str, tuple[Rule, str]]:
+def _ms_table() -> OpTable[OpRule[Rule]]:
     counted_rules: dict[str, Rule] = {
         # contractions
         "FusedConv": linear.conv,
@@ -175,7 +177,17 @@ def _ms_table() -> dict[str, tuple[Rule, str]]:
         "GatherBlockQuantized": quantized.gather_block_quantized,
         "MulInteger": quantized.mul_integer,
         "ReduceSumInteger": quantized.reduce_sum_integer,
-        "DynamicQuantizeLSTM": sequence.rnn,
+        # QLinear elementwise: dequantize each quantized input (2), the float op, requantize (5)
+        "QLinearAdd": quantized.qlinear_elementwise(2 * DEQUANT + 1 + REQUANT, data=(0, 3)),
+        "QLinearMul": quantized.qlinear_elementwise(2 * DEQUANT + 1 + REQUANT, data=(0, 3)),
+        "QLinearSigmoid": quantized.qlinear_elementwise(DEQUANT + 1 + REQUANT),
+        "QLinearLeakyRelu": quantized.qlinear_elementwise(DEQUANT + 2 + REQUANT),
+        "QLinearSoftmax": quantized.qlinear_elementwise(DEQUANT + 5 + REQUANT),
+        # each input requantized to the output's scale
+        "QLinearConcat": quantized.qlinear_elementwise(DEQUANT + REQUANT, concat=True),
+        # select, then requantize the chosen value
+        "QLinearWhere": quantized.qlinear_elementwise(1 + DEQUANT + REQUANT, data=(0, 1, 4)),
+        "DynamicQuantizeLSTM": sequence.dynamic_quantize_lstm,
         "QAttention": sequence.ms_attention,
         # activations and elementwise fusions
         "Gelu": _ms_elementwise("Gelu"),
@@ -203,7 +215,7 @@ def _ms_table() -> dict[str, tuple[Rule, str]]:
         "Attention": sequence.ms_attention,
         "DecoderMaskedSelfAttention": sequence.ms_attention,
         "MultiHeadAttention": sequence.multi_head_attention,
-        "DecoderMaskedMultiHeadAttention": sequence.multi_head_attention,
+        "DecoderMaskedMultiHeadAttention": sequence.decoder_masked_multi_head_attention,
         "GroupQueryAttention": sequence.group_query_attention,
         "RotaryEmbedding": sequence.rotary_embedding,
         "GemmaRotaryEmbedding": sequence.gemma_rotary_embedding,
@@ -220,29 +232,28 @@ def _ms_table() -> dict[str, tuple[Rule, str]]:
         "Irfft": rfft,
         "Unique": special.unique,
     }
-    t: dict[str, tuple[Rule, str]] = {op: (r, "counted") for op, r in counted_rules.items()}
-    for op in quantized.QLINEAR_ELEMENT_COSTS:
-        t[op] = (quantized.qlinear_elementwise(op), "counted")
-    for op in ("ExpandDims", "GatherND", "Pad", "Trilu", "Range", "TorchEmbedding", "RemovePadding",
-               "RestorePadding"):
-        t[op] = (zero(), "zero")
-    return t
+    zero_ops = ("ExpandDims", "GatherND", "Pad", "Trilu", "Range", "TorchEmbedding", "RemovePadding", "RestorePadding")
+    return OpTable(
+        with_outcome("counted", domain_table(MS_DOMAIN, counted_rules)),
+        with_outcome("zero", domain_ops(MS_DOMAIN, zero_ops, zero())),
+    )
 
 
-def _nchwc_table() -> dict[str, tuple[Rule, str]]:
+def _nchwc_table() -> OpTable[OpRule[Rule]]:
     """NCHWc ops (onnxruntime's level-3 layout transform): blocked channels, padded to the block
     size, so the counts include the padding channels' work."""
-    return {
-        "Conv": (linear.conv, "counted"),
-        "MaxPool": (pool("max"), "counted"),
-        "AveragePool": (pool("avg"), "counted"),
-        "GlobalMaxPool": (global_pool("max"), "counted"),
-        "GlobalAveragePool": (global_pool("avg"), "counted"),
-        "Upsample": (special.resize, "counted"),
-        "ReorderInput": (zero(), "zero"),
-        "ReorderOutput": (zero(), "zero"),
-    }
+    return OpTable(
+        with_outcome("counted", domain_table(NCHWC_DOMAIN, {
+            "Conv": linear.conv,
+            "MaxPool": pool("max"),
+            "AveragePool": pool("avg"),
+            "GlobalMaxPool": global_pool("max"),
+            "GlobalAveragePool": global_pool("avg"),
+            "Upsample": special.resize,
+        })),
+        with_outcome("zero", domain_ops(NCHWC_DOMAIN, ("ReorderInput", "ReorderOutput"), zero())),
+    )
 
 
-MS_TABLE: dict[str, tuple[Rule, str]] = _ms_table()
-NCHWC_TABLE: dict[str, tuple[Rule, str]] = _nchwc_table()
+MS_TABLE: OpTable[OpRule[Rule]] = _ms_table()
+NCHWC_TABLE: OpTable[OpRule[Rule]] = _nchwc_table()

@@ -50,7 +50,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Convention", "CONVENTIONS", "ELEMENT_COSTS", "ACTIVATION_COSTS", "conventions_text"]
+from graphmem.optable import DEFAULT_DOMAIN, MS_DOMAIN, OpTable, default_domain_ops, domain_table
+
+__all__ = ["Convention", "CONVENTIONS", "ELEMENT_COSTS", "GELU_TANH_COST", "ACTIVATION_COSTS", "conventions_text"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,12 +82,11 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention(topic="Loop / If / Scan", rule="body × constant trip count / larger branch / per slice"),
 )
 
-#: FLOPs per output element of elementwise ops (unary, binary, activations), default domain
-#: unless the key says ``domain:op``. Sources: each op's defining formula in the ONNX spec (or
-#: onnxruntime's contrib-op doc), every basic operation counted 1.
-ELEMENT_COSTS: dict[str, int] = {
+#: FLOPs per output element of elementwise ops (unary, binary, activations). Sources: each op's
+#: defining formula in the ONNX spec (or onnxruntime's contrib-op doc), every basic operation counted 1.
+ELEMENT_COSTS: OpTable[int] = OpTable(
     # basic arithmetic, comparison, logic: 1 each
-    **dict.fromkeys(
+    default_domain_ops(
         (
             "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min",
             "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
@@ -96,41 +97,47 @@ ELEMENT_COSTS: dict[str, int] = {
         1,
     ),
     # basic math functions: 1 each
-    **dict.fromkeys(
+    default_domain_ops(
         (
             "Exp", "Log", "Sqrt", "Erf", "Tanh", "Sigmoid", "Sin", "Cos", "Tan", "Asin", "Acos",
             "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
         ),
         1,
     ),
-    "LeakyRelu": 2,  # x < 0 ? a*x : x -> compare, mul
-    "PRelu": 2,  # compare, mul (slope broadcast)
-    "Clip": 2,  # min, max (1 per bound given, opset >= 11)
-    "Affine": 2,  # a*x + b
-    "ImageScaler": 2,  # scale*x + bias
-    "Softsign": 3,  # x / (1 + |x|)
-    "Softplus": 3,  # log(exp(x) + 1)
-    "Shrink": 3,  # two compares, one add/sub
-    "Swish": 3,  # x * sigmoid(a*x)
-    "ScaledTanh": 3,  # a * tanh(b*x)
-    "Elu": 4,  # x < 0 ? a*(exp(x) - 1) : x
-    "HardSigmoid": 4,  # max(0, min(1, a*x + b))
-    "SwiGLU": 4,  # A * sigmoid(a*A) * B
-    "HardSwish": 5,  # x * HardSigmoid(x)
-    "Selu": 5,  # g * (x > 0 ? x : a*(exp(x) - 1))
-    "Mish": 5,  # x * tanh(log(1 + exp(x)))
-    "Gelu": 5,  # 0.5*x*(1 + erf(x/sqrt 2)); approximate="tanh": 9
-    "Gelu(tanh)": 9,  # 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3)))
-    "ParametricSoftplus": 5,  # a * log(exp(b*x) + 1)
-    "Celu": 7,  # max(0, x) + min(0, a*(exp(x/a) - 1))
-    "com.microsoft:Gelu": 5,
-    "com.microsoft:FastGelu": 9,  # +1 with the bias input
-    "com.microsoft:BiasGelu": 6,  # bias add + Gelu
-    "com.microsoft:QuickGelu": 3,  # x * sigmoid(a*x)
-    "com.microsoft:ScaledSiLU": 3,  # z = s*x; z * sigmoid(z)
-    "com.microsoft:BiasAdd": 2,  # x + bias + skip
-    "com.microsoft:GatedAdd": 2,  # x + y*gate
-}
+    domain_table(DEFAULT_DOMAIN, {
+        "LeakyRelu": 2,  # x < 0 ? a*x : x -> compare, mul
+        "PRelu": 2,  # compare, mul (slope broadcast)
+        "Clip": 2,  # min, max (1 per bound given, opset >= 11)
+        "Affine": 2,  # a*x + b
+        "ImageScaler": 2,  # scale*x + bias
+        "Softsign": 3,  # x / (1 + |x|)
+        "Softplus": 3,  # log(exp(x) + 1)
+        "Shrink": 3,  # two compares, one add/sub
+        "Swish": 3,  # x * sigmoid(a*x)
+        "ScaledTanh": 3,  # a * tanh(b*x)
+        "Elu": 4,  # x < 0 ? a*(exp(x) - 1) : x
+        "HardSigmoid": 4,  # max(0, min(1, a*x + b))
+        "SwiGLU": 4,  # A * sigmoid(a*A) * B
+        "HardSwish": 5,  # x * HardSigmoid(x)
+        "Selu": 5,  # g * (x > 0 ? x : a*(exp(x) - 1))
+        "Mish": 5,  # x * tanh(log(1 + exp(x)))
+        "Gelu": 5,  # 0.5*x*(1 + erf(x/sqrt 2)); approximate="tanh": GELU_TANH_COST
+        "ParametricSoftplus": 5,  # a * log(exp(b*x) + 1)
+        "Celu": 7,  # max(0, x) + min(0, a*(exp(x/a) - 1))
+    }),
+    domain_table(MS_DOMAIN, {
+        "Gelu": 5,
+        "FastGelu": 9,  # +1 with the bias input
+        "BiasGelu": 6,  # bias add + Gelu
+        "QuickGelu": 3,  # x * sigmoid(a*x)
+        "ScaledSiLU": 3,  # z = s*x; z * sigmoid(z)
+        "BiasAdd": 2,  # x + bias + skip
+        "GatedAdd": 2,  # x + y*gate
+    }),
+)
+
+#: Gelu with ``approximate="tanh"``: 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))).
+GELU_TANH_COST = 9
 
 #: FLOPs per element of the activation named by a fused op's ``activation`` attribute
 #: (FusedConv, FusedGemm, RNN ``activations``, GroupNorm's SiLU, ...).

@@ -1,6 +1,6 @@
 """The rule table of the default ONNX domain (and the experimental ops onnxruntime still runs).
 
-Each entry is ``op_type: (rule, kind)``; ``kind`` is what :func:`graphmem.flops.coverage`
+Each entry is ``("", op_type) -> OpRule(rule, outcome)``; the outcome is what :func:`graphmem.flops.coverage`
 reports for the op ("counted", "zero" or "unsupported" for ops we know but cannot count). A
 "counted" rule may still answer zero (Resize nearest) or unsupported (a shape is unknown) for a
 given node.
@@ -21,6 +21,7 @@ from graphmem.flops.families import (
     zero,
 )
 from graphmem.flops.quantized import dequantize_linear, dynamic_quantize_linear, quantize_linear
+from graphmem.optable import OpRule, OpTable, default_domain_ops, domain_table, with_outcome
 
 __all__ = ["DEFAULT_TABLE", "ZERO_OPS"]
 
@@ -60,12 +61,7 @@ _BINARY = (
 )
 
 
-def _table() -> dict[str, tuple[Rule, str]]:
-    t: dict[str, tuple[Rule, str]] = {}
-    for op in ZERO_OPS:
-        t[op] = (zero(), "zero")
-    for op in _UNARY + _BINARY:
-        t[op] = (elementwise(ELEMENT_COSTS[op]), "counted")
+def _table() -> OpTable[OpRule[Rule]]:
     counted_rules: dict[str, Rule] = {
         "Sum": variadic(),
         "Max": variadic(),
@@ -136,8 +132,8 @@ def _table() -> dict[str, tuple[Rule, str]]:
         "Col2Im": special.col2im,
         # sequence models
         "RNN": sequence.rnn,
-        "GRU": sequence.rnn,
-        "LSTM": sequence.rnn,
+        "GRU": sequence.gru,
+        "LSTM": sequence.lstm,
         "Attention": sequence.onnx_attention,
         "RotaryEmbedding": sequence.rotary_embedding,
         "LinearAttention": sequence.linear_attention,
@@ -157,12 +153,12 @@ def _table() -> dict[str, tuple[Rule, str]]:
         "Loop": control.loop_rule,
         "Scan": control.scan_rule,
     }
-    for op, r in counted_rules.items():
-        t[op] = (r, "counted")
     # zero in the usual case (no reduction; inference), counted when the node says otherwise
-    t["ScatterElements"] = (special.scatter, "zero")
-    t["ScatterND"] = (special.scatter, "zero")
-    t["Dropout"] = (special.dropout, "zero")
+    usually_zero: dict[str, Rule] = {
+        "ScatterElements": special.scatter,
+        "ScatterND": special.scatter,
+        "Dropout": special.dropout,
+    }
     known_unsupported = {
         "NonMaxSuppression": "data-dependent: the boxes kept decide the IoU work",
         "MaxRoiPool": "data-dependent: pooled region sizes come from the ROI values",
@@ -170,9 +166,13 @@ def _table() -> dict[str, tuple[Rule, str]]:
         "ImageDecoder": "image decoding is not arithmetic we model",
         "SequenceMap": "iteration count is the run-time length of a sequence",
     }
-    for op, reason in known_unsupported.items():
-        t[op] = (not_modelled(reason), "unsupported")
-    return t
+    return OpTable(
+        with_outcome("zero", default_domain_ops(ZERO_OPS, zero())),
+        with_outcome("counted", {("", op): elementwise(ELEMENT_COSTS[("", op)]) for op in _UNARY + _BINARY}),
+        with_outcome("counted", domain_table("", counted_rules)),
+        with_outcome("zero", domain_table("", usually_zero)),
+        with_outcome("unsupported", {("", op): not_modelled(reason) for op, reason in known_unsupported.items()}),
+    )
 
 
-DEFAULT_TABLE: dict[str, tuple[Rule, str]] = _table()
+DEFAULT_TABLE: OpTable[OpRule[Rule]] = _table()

@@ -29,20 +29,7 @@ __all__ = [
     "gather_block_quantized",
     "mul_integer",
     "reduce_sum_integer",
-    "QLINEAR_ELEMENT_COSTS",
 ]
-
-#: int_ops per output element of QLinear elementwise ops: dequantize each quantized input (2),
-#: the float op, requantize (5).
-QLINEAR_ELEMENT_COSTS: dict[str, int] = {
-    "QLinearAdd": 2 * DEQUANT + 1 + REQUANT,
-    "QLinearMul": 2 * DEQUANT + 1 + REQUANT,
-    "QLinearSigmoid": DEQUANT + 1 + REQUANT,
-    "QLinearLeakyRelu": DEQUANT + 2 + REQUANT,
-    "QLinearSoftmax": DEQUANT + 5 + REQUANT,
-    "QLinearConcat": DEQUANT + REQUANT,  # each input requantized to the output's scale
-    "QLinearWhere": 1 + DEQUANT + REQUANT,  # select, then requantize the chosen value
-}
 
 
 @rule
@@ -63,17 +50,17 @@ def dynamic_quantize_linear(node: NodeView) -> Cost:
     return counted(int_ops=(2 + REQUANT) * numel(node.in_shape(0)))
 
 
-def qlinear_elementwise(op: str) -> Rule:
-    """QLinearAdd/Mul/Sigmoid/LeakyRelu/Softmax/Concat/Where: a fixed cost per output element."""
-    per = QLINEAR_ELEMENT_COSTS[op]
-    data = {"QLinearAdd": (0, 3), "QLinearMul": (0, 3), "QLinearWhere": (0, 1, 4)}.get(op, (0,))
+def qlinear_elementwise(per: int, data: tuple[int, ...] = (0,), *, concat: bool = False) -> Rule:
+    """QLinearAdd/Mul/Sigmoid/LeakyRelu/Softmax/Concat/Where: ``per`` int_ops per output element
+    (dequantize each quantized input, the float op, requantize). Without a known output, the
+    elements are the broadcast of the ``data`` inputs (``concat``: the sum of QLinearConcat's)."""
 
     @rule
     def qlinear_rule(node: NodeView) -> Cost:
         y = node.known_out(0)
         if y is not None:
             n = numel(y)
-        elif op == "QLinearConcat":  # inputs: Y_scale, Y_zp, then (x, scale, zp) triples
+        elif concat:  # inputs: Y_scale, Y_zp, then (x, scale, zp) triples
             n = sum(numel(node.in_shape(i)) for i in range(2, len(node.inputs), 3))
         else:
             n = numel(broadcast(*(node.in_shape(i) for i in data)))

@@ -12,7 +12,7 @@ from onnx import TensorProto
 from graphmem.flops.contrib import MS_TABLE, NCHWC_TABLE
 from graphmem.flops.cost import Cost, NodeView, Rule, unsupported
 from graphmem.flops.default_ops import DEFAULT_TABLE
-from graphmem.optable import DEFAULT_DOMAIN, MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, normalize_domain
+from graphmem.optable import OpRule, OpTable, normalize_domain
 
 __all__ = ["Entry", "REGISTRY", "lookup", "evaluate", "run", "normalize_domain", "FLOAT_DTYPES"]
 
@@ -21,11 +21,7 @@ __all__ = ["Entry", "REGISTRY", "lookup", "evaluate", "run", "normalize_domain",
 #: what coverage reports.
 Entry = OpRule[Rule]
 
-REGISTRY: OpTable[Entry] = OpTable(
-    ((domain, op), OpRule(rule=fn, outcome=kind))
-    for domain, table in ((DEFAULT_DOMAIN, DEFAULT_TABLE), (MS_DOMAIN, MS_TABLE), (NCHWC_DOMAIN, NCHWC_TABLE))
-    for op, (fn, kind) in table.items()
-)
+REGISTRY: OpTable[Entry] = OpTable(DEFAULT_TABLE, MS_TABLE, NCHWC_TABLE)
 
 #: Element types whose arithmetic is floating point; every other known type books int_ops.
 FLOAT_DTYPES = frozenset(

@@ -7,11 +7,17 @@ QKᵀ and P·V are MACs; scaling, masking, softcap and softmax are per-score FLO
 
 from __future__ import annotations
 
-from graphmem.flops.cost import Cost, MissingInfo, NodeView, counted, numel, rule
+from graphmem.flops.cost import Cost, MissingInfo, NodeView, Rule, counted, numel, rule
 from graphmem.flops.families import activation_cost
 
 __all__ = [
+    "recurrent",
     "rnn",
+    "gru",
+    "lstm",
+    "dynamic_quantize_lstm",
+    "multi_head",
+    "decoder_masked_multi_head_attention",
     "onnx_attention",
     "ms_attention",
     "multi_head_attention",
@@ -26,67 +32,68 @@ __all__ = [
 #: Softmax FLOPs per element (max, subtract, exp, sum, divide).
 SOFTMAX_PER_SCORE = 5
 
-_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4, "DynamicQuantizeLSTM": 4}
-_DEFAULT_ACTS = {
-    "RNN": ("Tanh",),
-    "GRU": ("Sigmoid", "Tanh"),
-    "LSTM": ("Sigmoid", "Tanh", "Tanh"),
-    "DynamicQuantizeLSTM": ("Sigmoid", "Tanh", "Tanh"),
-}
-
-
-def _step_elementwise(op: str, h: int, acts: tuple[int, ...], bias: bool, clip: bool, peep: bool) -> int:
+def _step_elementwise(cell: str, gates: int, h: int, acts: tuple[int, ...], bias: bool, clip: bool, peep: bool) -> int:
     """Elementwise FLOPs of one cell step for one batch row and one direction.
 
     Gate pre-activations: X·W + H·R (+ Wb + Rb): 1 add (3 with bias) per gate element, 2 more
     with ``clip``. RNN: f(gate). GRU: f(z), f(r), g(h̃), r⊙(...), H = (1-z)⊙h̃ + z⊙H (4).
     LSTM: f(i, f, o), g(c̃), C = f⊙C + i⊙c̃ (3), H = o⊙h(C) (1 + h), peepholes 2 per gate (3 gates).
     """
-    g = _GATES[op]
     per_gate = (3 if bias else 1) + (2 if clip else 0)
-    flops = g * h * per_gate
-    if op == "RNN":
+    flops = gates * h * per_gate
+    if cell == "RNN":
         return flops + h * acts[0]
-    if op == "GRU":
+    if cell == "GRU":
         return flops + 2 * h * acts[0] + h * acts[1] + h + 4 * h
     return flops + 3 * h * acts[0] + h * acts[1] + 3 * h + h * acts[2] + h + (6 * h if peep else 0)
 
 
-@rule
-def rnn(node: NodeView) -> Cost:
-    """RNN, GRU, LSTM (and DynamicQuantizeLSTM): every step of T, per direction.
+def recurrent(cell: str, gates: int, activations: tuple[str, ...], *, integer_matmuls: bool = False) -> Rule:
+    """RNN, GRU, LSTM cells (``cell``, with ``gates`` gates and these default ``activations`` per
+    direction): every step of T, per direction; ``integer_matmuls``: the matmuls run in integers
+    (DynamicQuantizeLSTM), booked as int_ops.
 
     MACs per step, batch row and direction = gates·H·(I + H) (input and recurrent matmuls).
     ``sequence_lens`` may stop rows early at run time: the count is then an upper bound.
     """
-    op = node.op_type
-    x = node.in_shape(0)
-    w = node.in_shape(1)
-    t, b = (x[1], x[0]) if node.attr_int("layout", 0) == 1 else (x[0], x[1])
-    i = x[2]
-    hidden = node.attr_int("hidden_size", 0) or node.in_shape(2)[-1]
-    dirs = w[0]
-    g = _GATES[op]
-    names = node.attr_strs("activations") or _DEFAULT_ACTS[op] * dirs
-    per_dir = len(names) // dirs if dirs else 0
-    macs = t * b * dirs * g * hidden * (i + hidden)
-    flops = 2 * macs
-    for d in range(dirs):
-        acts = tuple(activation_cost(n) for n in names[d * per_dir : (d + 1) * per_dir])
-        if len(acts) < len(_DEFAULT_ACTS[op]):
-            raise MissingInfo(f"{op} needs {len(_DEFAULT_ACTS[op])} activations per direction")
-        step = _step_elementwise(
-            op,
-            hidden,
-            acts,
-            bias=node.has_input(3),
-            clip="clip" in node.attrs,
-            peep=node.has_input(7) and op != "RNN",
-        )
-        flops += t * b * step
-    if op == "DynamicQuantizeLSTM":  # the matmuls run in integers
-        return counted(flops=flops - 2 * macs, int_ops=2 * macs, macs=macs)
-    return counted(flops=flops, macs=macs)
+
+    @rule
+    def recurrent_rule(node: NodeView) -> Cost:
+        x = node.in_shape(0)
+        w = node.in_shape(1)
+        t, b = (x[1], x[0]) if node.attr_int("layout", 0) == 1 else (x[0], x[1])
+        i = x[2]
+        hidden = node.attr_int("hidden_size", 0) or node.in_shape(2)[-1]
+        dirs = w[0]
+        names = node.attr_strs("activations") or activations * dirs
+        per_dir = len(names) // dirs if dirs else 0
+        macs = t * b * dirs * gates * hidden * (i + hidden)
+        flops = 2 * macs
+        for d in range(dirs):
+            acts = tuple(activation_cost(n) for n in names[d * per_dir : (d + 1) * per_dir])
+            if len(acts) < len(activations):
+                raise MissingInfo(f"{node.op_type} needs {len(activations)} activations per direction")
+            step = _step_elementwise(
+                cell,
+                gates,
+                hidden,
+                acts,
+                bias=node.has_input(3),
+                clip="clip" in node.attrs,
+                peep=node.has_input(7) and cell != "RNN",
+            )
+            flops += t * b * step
+        if integer_matmuls:
+            return counted(flops=flops - 2 * macs, int_ops=2 * macs, macs=macs)
+        return counted(flops=flops, macs=macs)
+
+    return recurrent_rule
+
+
+rnn = recurrent("RNN", 1, ("Tanh",))
+gru = recurrent("GRU", 3, ("Sigmoid", "Tanh"))
+lstm = recurrent("LSTM", 4, ("Sigmoid", "Tanh", "Tanh"))
+dynamic_quantize_lstm = recurrent("LSTM", 4, ("Sigmoid", "Tanh", "Tanh"), integer_matmuls=True)
 
 
 def attention_cost(
@@ -187,57 +194,58 @@ def ms_attention(node: NodeView) -> Cost:
     return counted(flops=flops + 2 * proj_macs, macs=macs + proj_macs)
 
 
-_MHA_INPUTS = {
-    # op: (past_key, key_padding_mask, attention_bias, bias)
-    "MultiHeadAttention": (6, 4, 5, 3),
-    "DecoderMaskedMultiHeadAttention": (5, 3, 4, 10),
-}
-
-
-@rule
-def multi_head_attention(node: NodeView) -> Cost:
-    """com.microsoft MultiHeadAttention / DecoderMaskedMultiHeadAttention (projections outside).
+def multi_head(*, past_key: int, key_padding_mask: int, attention_bias: int, bias: int) -> Rule:
+    """com.microsoft MultiHeadAttention / DecoderMaskedMultiHeadAttention (projections outside),
+    with their inputs at these positions.
 
     Output (B, Sq, v_hidden). Key length L: present_key (B, N, L, H) when known, else key
     (B, L, hidden) plus past_key, (B, N, L, H), or packed KV (B, L, N, 2, H); packed QKV query
     (B, S, N, 3, H). The optional bias adds 1 per element of Q, K and V.
     """
-    past_i, mask_i, attn_bias_i, bias_i = _MHA_INPUTS[node.op_type]
-    n_heads = node.attr_int("num_heads", 0)
-    if n_heads <= 0:
-        raise MissingInfo("num_heads missing")
-    q = node.in_shape(0)
-    b, sq = q[0], q[1]
-    d_qk = q[4] if len(q) == 5 else q[2] // n_heads
-    y = node.known_out(0)
-    if y is not None:
-        d_v = y[2] // n_heads
-    elif len(q) == 5:
-        d_v = q[4]
-    else:
-        v = node.in_shape(2)
-        d_v = v[3] if len(v) == 4 else v[2] // n_heads
-    present = node.known_out(1)
-    key = node.known_in(1) if node.has_input(1) else None
-    if node.has_input(1) and key is None:
-        raise MissingInfo()
-    if present is not None and len(present) == 4:
-        total = present[2]
-    elif key is not None and len(key) == 4:
-        total = key[2]
-    else:
-        new = key[1] if key is not None else sq
-        past = node.known_in(past_i) if node.has_input(past_i) else None
-        if node.has_input(past_i) and past is None:
+
+    @rule
+    def multi_head_rule(node: NodeView) -> Cost:
+        n_heads = node.attr_int("num_heads", 0)
+        if n_heads <= 0:
+            raise MissingInfo("num_heads missing")
+        q = node.in_shape(0)
+        b, sq = q[0], q[1]
+        d_qk = q[4] if len(q) == 5 else q[2] // n_heads
+        y = node.known_out(0)
+        if y is not None:
+            d_v = y[2] // n_heads
+        elif len(q) == 5:
+            d_v = q[4]
+        else:
+            v = node.in_shape(2)
+            d_v = v[3] if len(v) == 4 else v[2] // n_heads
+        present = node.known_out(1)
+        key = node.known_in(1) if node.has_input(1) else None
+        if node.has_input(1) and key is None:
             raise MissingInfo()
-        total = new + (past[2] if past is not None else 0)
-    per_score = 1 + SOFTMAX_PER_SCORE
-    per_score += sum(1 for i in (mask_i, attn_bias_i) if node.has_input(i))
-    per_score += node.attr_int("unidirectional", 0)
-    flops, macs = attention_cost(scores=b * n_heads * sq * total, d_qk=d_qk, d_v=d_v, per_score=per_score)
-    if node.has_input(bias_i):
-        flops += sum(numel(node.in_shape(i)) for i in (0, 1, 2) if node.has_input(i))
-    return counted(flops=flops, macs=macs)
+        if present is not None and len(present) == 4:
+            total = present[2]
+        elif key is not None and len(key) == 4:
+            total = key[2]
+        else:
+            new = key[1] if key is not None else sq
+            past = node.known_in(past_key) if node.has_input(past_key) else None
+            if node.has_input(past_key) and past is None:
+                raise MissingInfo()
+            total = new + (past[2] if past is not None else 0)
+        per_score = 1 + SOFTMAX_PER_SCORE
+        per_score += sum(1 for i in (key_padding_mask, attention_bias) if node.has_input(i))
+        per_score += node.attr_int("unidirectional", 0)
+        flops, macs = attention_cost(scores=b * n_heads * sq * total, d_qk=d_qk, d_v=d_v, per_score=per_score)
+        if node.has_input(bias):
+            flops += sum(numel(node.in_shape(i)) for i in (0, 1, 2) if node.has_input(i))
+        return counted(flops=flops, macs=macs)
+
+    return multi_head_rule
+
+
+multi_head_attention = multi_head(past_key=6, key_padding_mask=4, attention_bias=5, bias=3)
+decoder_masked_multi_head_attention = multi_head(past_key=5, key_padding_mask=3, attention_bias=4, bias=10)
 
 
 @rule

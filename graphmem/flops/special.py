@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from graphmem.flops.conventions import ELEMENT_COSTS
+from graphmem.flops.conventions import ELEMENT_COSTS, GELU_TANH_COST
 from graphmem.flops.cost import ZERO, Cost, MissingInfo, NodeView, Rule, counted, numel, rule
 from graphmem.flops.families import out_elems
 from graphmem.flops.sequence import SOFTMAX_PER_SCORE
@@ -238,8 +238,8 @@ def softmax_cross_entropy(node: NodeView) -> Cost:
 @rule
 def gelu(node: NodeView) -> Cost:
     """Gelu (opset 20): erf form 5/element, ``approximate="tanh"`` 9/element."""
-    key = "Gelu(tanh)" if node.attr_str("approximate", "none") == "tanh" else "Gelu"
-    return counted(flops=ELEMENT_COSTS[key] * out_elems(node))
+    tanh = node.attr_str("approximate", "none") == "tanh"
+    return counted(flops=(GELU_TANH_COST if tanh else ELEMENT_COSTS[("", "Gelu")]) * out_elems(node))
 
 
 @rule

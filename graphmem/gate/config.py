@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from graphmem.analysis.dims import MAX_DIM
 from graphmem.errors import ConfigError, UsageError
+from graphmem.host import HostProfile, resolve_host
 from graphmem.gate.budgets import METRICS, Budgets, budgets_from_mapping
 
 __all__ = [
@@ -277,8 +278,9 @@ class Outcome:
         return [f["message"] for f in gate["failures"]]
 
 
-def check_model(spec: ModelSpec) -> Outcome:
-    """Analyze one configured model and gate it; input errors become an ``error`` outcome."""
+def check_model(spec: ModelSpec, host: HostProfile) -> Outcome:
+    """Analyze one configured model for a run on ``host`` and gate it; input errors become an
+    ``error`` outcome."""
     from graphmem.analysis.pipeline import analyze_model
     from graphmem.errors import GraphmemError
     from graphmem.gate.budgets import apply_gate, evaluate
@@ -291,7 +293,7 @@ def check_model(spec: ModelSpec) -> Outcome:
         own = set(model.symbolic_dims)
         dims = {k: v for k, v in spec.default_dims.items() if k in own} | spec.dims
         doc = peak_json(
-            analyze_model(model, dims=dims, shapes=spec.shapes, values=spec.values, provider=spec.provider)
+            analyze_model(model, dims=dims, shapes=spec.shapes, values=spec.values, provider=spec.provider, host=host)
         )
         status: Literal["pass", "fail"] = "pass"
         if spec.budgets.active:
@@ -314,14 +316,17 @@ def run_check(
     *,
     jobs: int | None = None,
     on_done: Callable[[Outcome, int, int], None] | None = None,
+    host: HostProfile | None = None,
 ) -> list[Outcome]:
-    """Check every configured model; return the outcomes in configuration order.
+    """Check every configured model for a run on ``host`` (None: this machine); return the
+    outcomes in configuration order.
 
     ``jobs`` worker processes (default ``os.cpu_count()``; 1 runs in this process). The
     largest files are started first so that the workers finish together. ``on_done(outcome,
     done, total)`` is called as each model finishes, in completion order.
     """
     specs = config.models
+    host = resolve_host(host)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs < 1:
         raise UsageError(f"--jobs {jobs}: must be at least 1")
@@ -335,13 +340,13 @@ def run_check(
 
     if jobs == 1 or total == 1:
         for i, spec in enumerate(specs):
-            record(i, check_model(spec))
+            record(i, check_model(spec, host))
     else:
         order = sorted(range(total), key=lambda i: -_size(specs[i].path))
         _preload()
         with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context()) as pool:
             try:
-                futures = {pool.submit(check_model, specs[i]): i for i in order}
+                futures = {pool.submit(check_model, specs[i], host): i for i in order}
                 for future in as_completed(futures):
                     record(futures[future], future.result())
             except BaseException:  # a signal (errors.Terminated) or a failure: the workers end too,
@@ -377,11 +382,13 @@ def _size(path: str) -> int:
         return 0
 
 
-def check_document(config: Config, outcomes: list[Outcome]) -> dict[str, Any]:
-    """The ``graphmem check --json`` document (``schema_version`` 1)."""
+def check_document(config: Config, outcomes: list[Outcome], host: HostProfile) -> dict[str, Any]:
+    """The ``graphmem check --json`` document (``schema_version`` 1) of the models checked for a
+    run on ``host``."""
     counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "error")}
     return {
         "schema_version": 1,
+        "host": host.to_dict(),
         "config": str(config.path),
         "passed": counts["fail"] == 0 and counts["error"] == 0,
         "summary": {

@@ -28,6 +28,9 @@ __all__ = [
     "layer_profile",
     "compare",
     "diff_documents",
+    "diff_warnings",
+    "exactness",
+    "is_exact",
 ]
 
 #: Figures compared by ``graphmem diff``: the gated metrics plus the node count (never gated).
@@ -151,14 +154,15 @@ def layer_profile(analysis: Analysis) -> dict[str, Layer]:
 
 
 def compare(
-    old: Analysis, new: Analysis, *, thresholds: Thresholds, top: int = 20
+    old: Analysis, new: Analysis, *, thresholds: Thresholds, top: int = 20, require_exact: bool = False
 ) -> dict[str, Any]:
     """The ``graphmem diff`` document for two analyses (``old`` → ``new``).
 
     Metric rows give old, new, change and change_percent (None when old is 0 and new is not);
     ``op_types`` and ``layers`` list what changed, largest first (``layers``: the ``top``
     largest, ``layers_changed``: how many changed). Raises :class:`FlopsUnavailableError` for
-    ``--max-increase-flops`` when either model has no FLOP count.
+    ``--max-increase-flops`` when either model has no FLOP count. ``require_exact``
+    (``--require-exact``): a side whose activation figures are not exact is a failure.
     """
     from graphmem.views.report import peak_json
 
@@ -169,6 +173,7 @@ def compare(
         new_layers=layer_profile(new),
         thresholds=thresholds,
         top=top,
+        require_exact=require_exact,
     )
 
 
@@ -180,6 +185,7 @@ def diff_documents(
     new_layers: Mapping[str, Layer],
     thresholds: Thresholds,
     top: int = 20,
+    require_exact: bool = False,
 ) -> dict[str, Any]:
     """:func:`compare` on documents and layer profiles already computed."""
     if top < 0:
@@ -191,11 +197,15 @@ def diff_documents(
             rows.append(row)
         if failure is not None:
             failures.append(failure)
+    sides = {"old": old_doc, "new": new_doc}
+    if require_exact:
+        failures += [_inexact(side, doc) for side, doc in sides.items() if not is_exact(doc)]
     layers = _layer_changes(old_layers, new_layers)
     return {
         "schema_version": 1,
         "old": dict(old_doc),
         "new": dict(new_doc),
+        "exact": {side: is_exact(doc) for side, doc in sides.items()},
         "metrics": rows,
         "op_types": _op_type_changes(old_layers, new_layers),
         "layers": layers[:top],
@@ -203,8 +213,57 @@ def diff_documents(
         "gate": {
             "passed": not failures,
             "thresholds": thresholds.to_json(),
+            "require_exact": require_exact,
             "failures": failures,
         },
+    }
+
+
+def is_exact(doc: Mapping[str, Any]) -> bool:
+    """Whether a peak document's activation figures are exact (a document without the key, from
+    before exactness was reported, is not known to be)."""
+    return lookup(doc, ("activations", "exact")) is True
+
+
+def exactness(doc: Mapping[str, Any]) -> str:
+    """One side's exactness in words: ``exact``, or why not (unresolved tensors and their cause
+    first: they leave whole tensors out of the figures)."""
+    if is_exact(doc):
+        return "exact"
+    unresolved = lookup(doc, ("shapes", "unresolved")) or []
+    causes = lookup(doc, ("shapes", "causes")) or []
+    if unresolved:
+        cause = f"; cause: {causes[0]['detail']}" if causes else ""
+        return (f"NOT EXACT: {len(unresolved)} tensors have no static size, so its figures are lower estimates"
+                f"{cause}")
+    found = lookup(doc, ("activations", "approximations")) or []
+    kinds = ", ".join(sorted({str(x.get("kind")) for x in found if isinstance(x, Mapping)})) or "unknown"
+    return f"NOT EXACT: {len(found)} approximations ({kinds})"
+
+
+def diff_warnings(doc: Mapping[str, Any]) -> list[str]:
+    """One line per side with unresolved tensors: its figures leave tensors out, so the changes
+    against the other side are not like for like."""
+    out = []
+    for side in ("old", "new"):
+        unresolved = lookup(doc[side], ("shapes", "unresolved")) or []
+        causes = lookup(doc[side], ("shapes", "causes")) or []
+        if unresolved:
+            cause = f" (cause: {causes[0]['detail']})" if causes else ""
+            out.append(f"{side.upper()} {doc[side]['model']['path']}: {len(unresolved)} tensors have no static size"
+                       f"{cause}: its figures leave them out, so the changes against it are not like for like")
+    return out
+
+
+def _inexact(side: str, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``--require-exact`` failure of one side."""
+    found = lookup(doc, ("activations", "approximations")) or []
+    return {
+        "metric": "exact",
+        "option": "--require-exact",
+        "side": side,
+        "approximations": len(found),
+        "message": f"{side.upper()} ({doc['model']['path']}): {exactness(doc)}; --require-exact",
     }
 
 

@@ -21,19 +21,24 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper
 
-from graphmem.optable import is_default_domain
-from graphmem.model.dtypes import tensor_bytes
-from graphmem.errors import CorruptProtobufError, ModelLoadError
+from graphmem.optable import is_default_domain, normalize_opsets
+from graphmem.model.dtypes import dtype_name, element_bits, tensor_bytes
+from graphmem.errors import CorruptProtobufError, ModelLoadError, TensorSizeError
 from graphmem.model.protoscan import read_stripped
 from graphmem.model.types import TensorType, type_from_proto
 from graphmem.model.validate import check_model
+from graphmem.model.walk import node_bodies
 
 __all__ = [
     "Weight", "Model", "load_model", "model_from_proto", "model_from_graph", "constant_weight", "KEEP_VALUE_MAX_ELEMENTS",
+    "MAX_TENSOR_BYTES", "check_declared_sizes",
 ]
 
 #: Integer initializers up to this many elements keep their values (shape constants).
 KEEP_VALUE_MAX_ELEMENTS = 4096
+
+#: Tensors larger than this (1 EiB) mean absurd dims, not a model.
+MAX_TENSOR_BYTES = 1 << 60
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,7 +88,7 @@ class Model:
     @property
     def opset(self) -> int:
         """Opset of the default ONNX domain."""
-        return self.opsets.get("", 0)  # "ai.onnx" is normalised to "" when loading
+        return self.opsets.get("", 0)  # normalize_opsets files the default domain under ""
 
     @property
     def symbolic_dims(self) -> tuple[str, ...]:
@@ -124,9 +129,44 @@ def load_model(path: str | os.PathLike[str], *, validate: bool = True) -> Model:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelLoadError(f"{p}: not a readable ONNX model (truncated or corrupt: {reason})") from None
     _check_is_model(proto, str(p))
+    check_declared_sizes(proto.graph)  # before onnx's checker, which can run for minutes on them
     if validate:
         check_model(proto, path=str(p), skipped={k.decode("utf-8", "replace"): v for k, v in skipped.items()})
     return model_from_proto(proto, path=str(p))
+
+
+def check_declared_sizes(graph: onnx.GraphProto) -> None:
+    """Raise :class:`TensorSizeError`, naming the first, for a tensor the file declares (graph
+    input, output, value_info, initializer or Constant, in a body too) larger than
+    :data:`MAX_TENSOR_BYTES`: its dims are absurd. onnx's checker and shape inference are never
+    shown such a file (an Expand whose ``shape`` input declares 2**62 elements kept the checker
+    busy for minutes, growing until the machine killed it). A symbolic dim counts as 1."""
+    declared = [("graph input", vi.name, vi.type.tensor_type) for vi in graph.input]
+    declared += [("graph output", vi.name, vi.type.tensor_type) for vi in graph.output]
+    declared += [("value_info", vi.name, vi.type.tensor_type) for vi in graph.value_info]
+    for where, name, t in declared:
+        if t.HasField("shape"):
+            known = [d.dim_value for d in t.shape.dim if d.HasField("dim_value")]
+            _check_size(where, name, t.elem_type, known)
+    for init in graph.initializer:
+        _check_size("initializer", init.name, init.data_type, list(init.dims))
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                name = next((o for o in node.output if o), attr.t.name)  # a Constant's value is its output
+                _check_size(f"{node.op_type} node '{node.name}'", name, attr.t.data_type, list(attr.t.dims))
+        for body in node_bodies(node):
+            check_declared_sizes(body)
+
+
+def _check_size(where: str, name: str, dtype: int, dims: list[int]) -> None:
+    numel = math.prod(max(d, 0) for d in dims)
+    size = tensor_bytes(dtype, numel) if element_bits(dtype) is not None else numel  # strings: 1 B each at least
+    if size is not None and size > MAX_TENSOR_BYTES:
+        raise TensorSizeError(
+            f"tensor '{name}' ({where}, {dtype_name(dtype)} {dims}) would take {size:,} bytes (more than 2**60): "
+            "its dims are absurd"
+        )
 
 
 def _check_is_model(proto: onnx.ModelProto, path: str) -> None:
@@ -141,9 +181,7 @@ def model_from_proto(proto: onnx.ModelProto, *, path: str = "<memory>") -> Model
     _check_is_model(proto, path)
     graph = proto.graph
     _drop_references(graph)
-    opsets = {o.domain or "": o.version for o in proto.opset_import}
-    if "ai.onnx" in opsets and "" not in opsets:
-        opsets[""] = opsets["ai.onnx"]
+    opsets = normalize_opsets({o.domain or "": o.version for o in proto.opset_import})
     return model_from_graph(
         graph, path=path, ir_version=proto.ir_version, opsets=opsets, functions=tuple(proto.functions)
     )

@@ -19,6 +19,7 @@ from graphmem.model.dtypes import STRING_OBJECT_BYTES, element_bits, tensor_byte
 from graphmem.model.graph import OpGraph
 from graphmem.planner.program import Key, Program, Step, Value
 from graphmem.model.types import CONTAINERS, TensorType, is_concrete, numel
+from graphmem.optable import is_default_domain
 
 __all__ = ["build_program", "tensor_size", "value_size", "reuse_key", "Devices", "SequenceElements", "sequence_elements"]
 
@@ -123,7 +124,7 @@ def sequence_elements(
 
     for nid in order:
         node = g.node(nid)
-        op = node.op_type if node.domain in ("", "ai.onnx") else ""
+        op = node.op_type if is_default_domain(node.domain) else ""
         for k, out in enumerate(node.output):
             t = runtime.get(out)
             if not out or t is None or t.kind not in CONTAINERS:

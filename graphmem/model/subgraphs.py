@@ -17,16 +17,19 @@ import onnx
 
 from graphmem.model.loading import Model, Weight, model_from_graph
 from graphmem.model.types import TensorType
+from graphmem.optable import OpTable
 
 __all__ = ["CONTROL_FLOW_OPS", "all_weights", "body_graphs", "body_model", "is_control_flow", "outer_names"]
 
-#: Ops that run subgraphs, in the default domain.
-CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan"})
+#: Ops that run subgraphs -> the attributes that hold them.
+CONTROL_FLOW_OPS: OpTable[tuple[str, ...]] = OpTable(
+    {("", "If"): ("then_branch", "else_branch"), ("", "Loop"): ("body",), ("", "Scan"): ("body",)}
+)
 
 
 def is_control_flow(node: onnx.NodeProto) -> bool:
     """Whether ``node`` is an If, Loop or Scan of the default domain."""
-    return node.op_type in CONTROL_FLOW_OPS and node.domain in ("", "ai.onnx")
+    return CONTROL_FLOW_OPS.of(node) is not None
 
 
 def body_graphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:

@@ -16,7 +16,7 @@ strict shape inference; ``core/framework/tensorprotoutils.cc``: payload sizes, e
 * external-data entries well formed: a location inside the model's folder, offsets and lengths
   that are non-negative integers, within the file when it exists. **An absent external-data file
   is accepted**: graphmem never reads weight bytes (the one documented difference from
-  onnxruntime, which needs them to load).
+  onnxruntime, which needs them to load); one :class:`ExternalDataWarning` names it.
 
 What only onnxruntime refuses (opsets newer than it supports, nodes without a CPU kernel for
 their types) is checked by :mod:`graphmem.ort.loadable` once types are known.
@@ -28,6 +28,7 @@ import functools
 import heapq
 import math
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,8 +39,15 @@ from onnx import TensorProto, helper
 from graphmem.errors import InvalidModelError
 from graphmem.model.dtypes import element_bits
 from graphmem.model.walk import all_nodes, node_bodies
+from graphmem.optable import is_default_domain, normalize_domain
 
-__all__ = ["check_model", "checker_proxy", "clear_invalid_dims"]
+__all__ = ["check_model", "checker_proxy", "clear_invalid_dims", "ExternalDataWarning", "missing_data_message"]
+
+
+class ExternalDataWarning(UserWarning):
+    """An external-data file the model names is absent: graphmem's figures do not need it,
+    onnxruntime does (it cannot load the model)."""
+
 
 _PAYLOAD_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
 _MAX_REASON = 300
@@ -163,11 +171,9 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     graph = proxy.graph
     clear_invalid_dims(graph)
     for opset in proxy.opset_import:
-        if opset.domain == "ai.onnx":
-            opset.domain = ""
+        opset.domain = normalize_domain(opset.domain)
     for node in graph.node:
-        if node.domain == "ai.onnx":
-            node.domain = ""
+        node.domain = normalize_domain(node.domain)
     inputs = {vi.name for vi in graph.input}
     kept = []
     for t in graph.initializer:
@@ -185,7 +191,7 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     # Constant nodes become initializers when onnxruntime builds the graph (graph.cc): their type
     # is their tensor's, whatever value_info declares (onnxruntime-genai declares [1] constants as
     # scalars, and onnxruntime loads them).
-    constants = {out for node in graph.node if node.op_type == "Constant" and node.domain in ("", "ai.onnx") for out in node.output}
+    constants = {out for node in graph.node if node.op_type == "Constant" and is_default_domain(node.domain) for out in node.output}
     if constants & {vi.name for vi in graph.value_info}:
         kept_info = [vi for vi in graph.value_info if vi.name not in constants]
         del graph.value_info[:]
@@ -411,14 +417,28 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
             if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_location != TensorProto.EXTERNAL:
                 _check_payload(attr.t, path, None, 0,
                                where=f"{path}: not a valid ONNX model: the tensor of {node.op_type} node '{node.name}'")
+    absent: dict[str, int] = {}  # external-data file -> bytes of weights it should hold
     for t in proto.graph.initializer:
         if any(d < 0 for d in t.dims):
             raise InvalidModelError(f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}")
         if t.data_location == TensorProto.EXTERNAL:
-            _check_external(t, path, base, sizes)
+            location = _check_external(t, path, base, sizes)
+            if location is not None:
+                absent[location] = absent.get(location, 0) + (_payload_bytes(t) or 0)
             continue
         field, length = skipped.get(t.name, (None, 0))
         _check_payload(t, path, field, length)
+    if absent:
+        warnings.warn(missing_data_message(path, absent), ExternalDataWarning, stacklevel=2)
+
+
+def missing_data_message(path: str, absent: Mapping[str, int]) -> str:
+    """One line naming the absent external-data file(s) of ``path`` (file -> bytes it should hold)."""
+    files = list(absent)
+    named = f"'{files[0]}' is" if len(files) == 1 else (
+        f"{len(files)} files are (" + ", ".join(f"'{f}'" for f in files[:3]) + (" …" if len(files) > 3 else "") + ")")
+    return (f"{path}: external-data {named} missing ({sum(absent.values()):,} bytes of weights): the figures do not "
+            "need the weight bytes, but onnxruntime cannot load this model without them")
 
 
 #: TensorProto payload fields: number -> (name, bytes per stored value; 0 = varint, uncountable).
@@ -492,10 +512,11 @@ def _payload_bytes(t: onnx.TensorProto) -> int | None:
     return (math.prod(t.dims) * bits + 7) // 8
 
 
-def _check_external(t: onnx.TensorProto, path: str, base: Path, sizes: dict[str, int | None] | None = None) -> None:
+def _check_external(t: onnx.TensorProto, path: str, base: Path, sizes: dict[str, int | None] | None = None) -> str | None:
     """Well-formed external-data entries (``tensorprotoutils.cc``, ``tensor_external_data_info.cc``);
-    an absent file is accepted (see module doc). ``sizes``: each location's file size (None: no
-    file) as already looked up, filled in here (the weights of a model share one or a few files)."""
+    an absent file is accepted (see module doc): its location is returned, else None. ``sizes``:
+    each location's file size (None: no file) as already looked up, filled in here (the weights of
+    a model share one or a few files)."""
     info = {e.key: e.value for e in t.external_data}
     location = info.get("location", "")
     where = f"{path}: not a valid ONNX model: initializer '{t.name}'"
@@ -521,10 +542,12 @@ def _check_external(t: onnx.TensorProto, path: str, base: Path, sizes: dict[str,
         file = base / location
         sizes[location] = file.stat().st_size if file.is_file() else None
     size = sizes[location]
-    if size is not None:
-        end = numbers.get("offset", 0) + (numbers.get("length", want or 0))
-        if end > size:
-            raise InvalidModelError(f"{where} reads bytes up to {end:,} of '{location}', which has {size:,}")
+    if size is None:
+        return location
+    end = numbers.get("offset", 0) + (numbers.get("length", want or 0))
+    if end > size:
+        raise InvalidModelError(f"{where} reads bytes up to {end:,} of '{location}', which has {size:,}")
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -457,7 +457,7 @@ def _dequantize_ms(node, ins, values, block_sizes):  # type: ignore[no-untyped-d
 
 _QPOOL_ATTRS = frozenset({"auto_pad", "kernel_shape", "strides", "pads", "ceil_mode"})
 #: The quantization ops onnxruntime's CPU optimizers and quantization tools produce.
-QUANT_RULES: dict[tuple[str, str], Rule] = {
+QUANT_RULES: OpTable[Rule] = OpTable({
     # QLinearMathDocGenerator: A's element type, bidirectional broadcast of A (0) and B (3).
     (MS_DOMAIN, "QLinearAdd"): _onnx_op("Add", 14, pick=(0, 3), keep_attrs=frozenset()),
     (MS_DOMAIN, "QLinearMul"): _onnx_op("Mul", 14, pick=(0, 3), keep_attrs=frozenset()),
@@ -485,7 +485,7 @@ QUANT_RULES: dict[tuple[str, str], Rule] = {
     (MS_DOMAIN, "DynamicQuantizeLSTM"): _dynamic_quantize_lstm,
     (MS_DOMAIN, "QuantizeLinear"): _quantize_ms,
     (MS_DOMAIN, "DequantizeLinear"): _dequantize_ms,
-}
+})
 
 
 # --- onnxruntime-only ops of the ONNX domain -------------------------------------------------
@@ -584,6 +584,6 @@ RULES: OpTable[Rule] = OpTable(
         (MS_DOMAIN, "GroupQueryAttention"): _group_query_attention,
         ("", "LayerNormalization"): _layer_norm,
         ("", "SimplifiedLayerNormalization"): _layer_norm,
-        **QUANT_RULES,
-    }
+    },
+    QUANT_RULES,
 )

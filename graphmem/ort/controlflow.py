@@ -6,7 +6,7 @@ body :class:`~graphmem.planner.program.Program`). The run is replayed as onnxrun
 requests and releases, one at a time, through the CPU arena (:class:`~graphmem.ort.arena.BfcArena`),
 so both figures come out of one replay: the requested bytes the profiler samples after each kernel
 and the arena's in-use high-water mark, kernel scratch included. The rules, with the measurements
-that confirm them, are in ``docs/controlflow-rules.md``; each is cited where it is applied:
+that confirm them, are in ``docs/pages/controlflow-rules.md``; each is cited where it is applied:
 
 * a body execution is a fresh ExecutionFrame over the body's own plan, on the same arena
   (``core/framework/utils.cc`` ExecuteSubgraph, ``execution_frame.cc``): its values are requested

@@ -33,7 +33,7 @@ from onnx import TensorProto, helper
 
 from graphmem.model.loading import Model
 from graphmem.model.types import TensorType
-from graphmem.optable import normalize_domain
+from graphmem.optable import DEFAULT_DOMAIN, OpTable, domain_table, normalize_domain
 from graphmem.ort import kernels
 
 __all__ = [
@@ -50,14 +50,15 @@ __all__ = [
 
 PREFIX = "InsertedPrecisionFreeCast_"
 FP16 = TensorProto.FLOAT16
-#: Ops (domain, op, since-version) that onnxruntime 1.31 runs as their function body when the CPU
-#: provider has no kernel for a node's float16/bfloat16 types, before any Cast is inserted
-#: (measured by ``scripts/probe_kernels.py --inlining``; every other op without a float16 kernel,
+#: Ops -> the since-versions of their schema that onnxruntime 1.31 runs as their function body when
+#: the CPU provider has no kernel for a node's float16/bfloat16 types, before any Cast is inserted
+#: (measured by ``scripts/probes/probe_kernels.py --inlining``; every other op without a float16 kernel,
 #: Relu-14 included, runs in float32 behind Casts).
-INLINED_WITHOUT_KERNEL = frozenset({
-    ("", "Gelu", 20), ("", "LayerNormalization", 1), ("", "LogSoftmax", 13), ("", "ReduceL1", 18),
-    ("", "ReduceLogSum", 18), ("", "ReduceSumSquare", 18), ("", "Softmax", 13),
-})
+INLINED_WITHOUT_KERNEL: OpTable[frozenset[int]] = OpTable(domain_table(DEFAULT_DOMAIN, {
+    "Gelu": frozenset({20}), "LayerNormalization": frozenset({1}), "LogSoftmax": frozenset({13}),
+    "ReduceL1": frozenset({18}), "ReduceLogSum": frozenset({18}), "ReduceSumSquare": frozenset({18}),
+    "Softmax": frozenset({13}),
+}))
 #: Domains whose kernels the CPU table knows; nodes of other (custom) domains are left alone.
 _KNOWN = frozenset({"", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc"})
 
@@ -324,8 +325,8 @@ def _runs_as_body(model: Model, n: onnx.NodeProto, static: Mapping[str, TensorTy
     """A node without a CPU kernel for its types (a :func:`kernel_problems` node) that onnxruntime
     runs as its function body: a float16/bfloat16 one only if measured so (INLINED_WITHOUT_KERNEL)."""
     half = any(_dtype(static, x) in (FP16, TensorProto.BFLOAT16) for x in n.input)
-    key = (normalize_domain(n.domain), n.op_type, node_since_version(model, n))
-    return key in INLINED_WITHOUT_KERNEL or (not half and _has_function_body(model, n))
+    inlined = node_since_version(model, n) in INLINED_WITHOUT_KERNEL.of(n, frozenset())
+    return inlined or (not half and _has_function_body(model, n))
 
 
 def fp16_inlined_without_kernel(model: Model, node: onnx.NodeProto, static: Mapping[str, TensorType]) -> bool:

@@ -34,7 +34,7 @@ from onnx import helper
 from graphmem.errors import InvalidModelError
 from graphmem.model.loading import Model
 from graphmem.model.walk import all_nodes
-from graphmem.optable import normalize_domain
+from graphmem.optable import OpTable, domain_name, normalize_domain, op_key
 
 __all__ = [
     "CPU_KERNEL_ATTRIBUTES",
@@ -69,7 +69,7 @@ def check_domains(path: str, nodes: Iterable[onnx.NodeProto], functions: Iterabl
     attribute onnxruntime's schema of the op lacks at the model's opset (:data:`ORT_SCHEMA_GAPS`)."""
     local = {(f.domain, f.name) for f in functions}
     for node in all_nodes(nodes):
-        domain = "" if node.domain == "ai.onnx" else node.domain
+        domain = normalize_domain(node.domain)
         gap = ORT_SCHEMA_GAPS.get((domain, node.op_type))
         if gap is not None and opsets is not None and opsets.get(domain, 0) >= gap[0]:
             extra = sorted({a.name for a in node.attribute} & gap[1])
@@ -95,7 +95,7 @@ def check_opsets(path: str, opsets: Mapping[str, int], ir_version: int = 0) -> N
     for domain, version in opsets.items():
         top = MAX_OPSETS.get(domain)
         if top is not None and not 1 <= version <= top:
-            name = domain or "ai.onnx"
+            name = domain_name(domain)
             raise InvalidModelError(
                 f"{path}: onnxruntime would refuse to load it: {name} opset {version} "
                 f"(onnxruntime 1.31 loads {name} opsets 1 to {top})"
@@ -194,16 +194,16 @@ def _positive_or_nan(value: object) -> bool:
 
 #: (domain, op) -> a check of all its attributes at once (name -> value): the phrase of the
 #: problem, or None.
-CPU_KERNEL_NODE_CHECKS: dict[tuple[str, str], Callable[[Mapping[str, object]], str | None]] = {
+CPU_KERNEL_NODE_CHECKS: OpTable[Callable[[Mapping[str, object]], str | None]] = OpTable({
     ("", "Clip"): _clip_bounds,
     ("", "Cast"): _cast_saturate,
     ("", "ConstantOfShape"): _constant_of_shape_value,
-}
+})
 
 #: (domain, op) -> (attribute, test of its value (None when absent), what the kernel needs): the
 #: attribute checks of the CPU kernels' constructors (measured with onnxruntime 1.31.1: the
 #: session fails with "... was false"; onnx's checker accepts these models).
-CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object], bool], str], ...]] = {
+CPU_KERNEL_ATTRIBUTES: OpTable[tuple[tuple[str, Callable[[object], bool], str], ...]] = OpTable({
     # rnn/deep_cpu_gru.h DeepCpuGruOp: hidden_size > 0, layout_ == 0
     ("", "GRU"): (("hidden_size", _positive, "a positive hidden_size"), ("layout", _zero, "layout 0")),
     # rnn/lstm_base.h LSTMBase: hidden_size > 0, layout_ == 0
@@ -228,23 +228,23 @@ CPU_KERNEL_ATTRIBUTES: dict[tuple[str, str], tuple[tuple[str, Callable[[object],
     ),
     # llm/tensorscatter.cc TensorScatter: mode == "linear" || mode == "circular"
     ("", "TensorScatter"): (("mode", _one_of("linear", "circular"), "mode linear or circular"),),
-}
+})
 
 #: (domain, op) -> (first opset, attributes): attributes of onnx 1.23's newer schema that
 #: onnxruntime 1.31's own schema of the op lacks (it has Attention only up to version 24, which it
 #: uses at opsets 25 and 26: "Unrecognized attribute: left_window_size for operator Attention").
 #: The whole difference between the two schema sets at the opsets onnxruntime loads, printed by
-#: ``scripts/ort_schema_gap.py``.
-ORT_SCHEMA_GAPS: dict[tuple[str, str], tuple[int, frozenset[str]]] = {
+#: ``scripts/probes/ort_schema_gap.py``.
+ORT_SCHEMA_GAPS: OpTable[tuple[int, frozenset[str]]] = OpTable({
     ("", "Attention"): (25, frozenset({"left_window_size", "right_window_size"})),
-}
+})
 
 
 def check_cpu_kernel_attributes(path: str, nodes: Iterable[onnx.NodeProto]) -> None:
     """Raise :class:`InvalidModelError` for a node whose CPU kernel refuses its attributes
     (:data:`CPU_KERNEL_ATTRIBUTES`), naming the node and the attribute."""
     for node in all_nodes(nodes):
-        key = ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
+        key = op_key(node)
         checks = CPU_KERNEL_ATTRIBUTES.get(key, ())
         if not checks and key not in CPU_KERNEL_NODE_CHECKS:
             continue

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from graphmem.errors import UnsupportedOpError
+from graphmem.optable import is_default_domain
 
 __all__ = ["optimized_model"]
 
@@ -69,7 +70,7 @@ def _drop_in(graph) -> bool:  # type: ignore[no-untyped-def]
     """Drop them from ``graph`` and its bodies; whether any was dropped."""
     inits = {t.name for t in graph.initializer}
     kept = [n for n in graph.node
-            if not (n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output and n.output[0] in inits)]
+            if not (n.op_type == "Constant" and is_default_domain(n.domain) and n.output and n.output[0] in inits)]
     changed = len(kept) != len(graph.node)
     if changed:
         del graph.node[:]

@@ -15,19 +15,19 @@ Whether QLinearConv takes the symmetric-convolution path depends on the CPU (:mo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import onnx
 from onnx import TensorProto
 
 from graphmem.model.types import TensorType
-from graphmem.optable import MS_DOMAIN
+from graphmem.optable import MS_DOMAIN, OpTable
 from graphmem.ort.mlas import conv_sym_output_alignment
 from graphmem.ort.scratch_common import KernelScratch, ScratchSite, attr, concrete_shape
 
 __all__ = [
-    "PREPACK_KEYS",
+    "PREPACK_RULES",
     "qlinear_conv",
     "conv_integer",
     "qlinear_matmul",
@@ -37,8 +37,6 @@ __all__ = [
     "prepack_requests",
 ]
 
-#: The kernels whose ``PrePack`` allocates from the arena (:func:`prepack_requests`).
-PREPACK_KEYS = frozenset({("", "QLinearConv"), (MS_DOMAIN, "QLinearConv"), (MS_DOMAIN, "QGemm")})
 #: ``sizeof(const T*)``: one pointer per indirection-buffer entry (x86-64).
 POINTER_BYTES = 8
 #: ``MLAS_SYMM_QGEMM_BUF_OVERRUN`` (``core/mlas/inc/mlas.h``): 0 off ARM64.
@@ -63,7 +61,7 @@ class _QConvPlan:
     """How ``QLinearConv<ActType>`` holds its filter: ``packed`` is "sym" (MlasConvSymPackW),
     "gemm" (MlasGemmPackB per group), "reordered" (the filter reordered at PrePack) or ""
     (not prepacked: ``Compute`` reorders it into scratch); ``prepack``: (bytes, kept) arena
-    requests of ``PrePack``. Measured on onnxruntime 1.31.1 (``scripts/probe_scratch.py
+    requests of ``PrePack``. Measured on onnxruntime 1.31.1 (``scripts/probes/probe_scratch.py
     --check``, one-node sessions): only the symmetric filter is an arena chunk; the GEMM-packed
     and reordered filters, and the GEMM path's one-group reordering buffer, stay out of the
     arena's regions (the in-use baseline counts the packed and reordered filters, unrounded:
@@ -94,7 +92,7 @@ def _qconv_plan(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: Sc
         if site.is_constant(2) and site.is_constant(5) and (x_zp is None or w_zp is None):
             return None  # constant zero points too large to be kept: the path is unknown
         if site.is_constant(2) and site.is_constant(5) and x_zp is not None and x_zp.size == 1 and not w_zp.any():
-            size = _conv_sym_pack_size(group, gi, go, ks, act_signed)
+            size = _conv_sym_pack_size(group, gi, go, ks, act_signed, site.host.cpu_flags)
             if size:
                 return _QConvPlan(packed="sym", prepack=((size, True),))
             # MlasSymmQgemmPackBSize is 0 off ARM64: no symmetric GEMM packing either
@@ -103,9 +101,9 @@ def _qconv_plan(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: Sc
     return _QConvPlan(packed="reordered", prepack=())  # reserved
 
 
-def _conv_sym_pack_size(group: int, gi: int, go: int, ks: int, act_signed: bool) -> int:
-    """``MlasConvSymPackWSize`` (``core/mlas/lib/convsym.cpp``) on x86-64."""
-    alignment = conv_sym_output_alignment()
+def _conv_sym_pack_size(group: int, gi: int, go: int, ks: int, act_signed: bool, flags: frozenset[str]) -> int:
+    """``MlasConvSymPackWSize`` (``core/mlas/lib/convsym.cpp``) on an x86-64 CPU with ``flags``."""
+    alignment = conv_sym_output_alignment(flags)
     if act_signed or alignment is None:
         return 0
     if group > 1:
@@ -220,19 +218,37 @@ def nhwc_max_pool(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(POINTER_BYTES * math.prod(kernel) * min(math.prod(y[1:-1]), 512),))
 
 
-def prepack_requests(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: ScratchSite) -> tuple[tuple[int, bool], ...]:
-    """Arena requests ``node``'s kernel makes in ``PrePack`` when the session is created, as
-    (bytes, kept) in order; a buffer not kept is freed before the next request of another
-    kernel. QLinearConv keeps its symmetric packed filter (``alloc->Alloc`` in
-    ``TryConvSymPrepack``; see :class:`_QConvPlan` for the other paths); QGemm with transB
-    transposes a constant B into a temporary tensor before packing it
+def _qlinear_conv_prepack(node: onnx.NodeProto, ins: Sequence[TensorType | None],
+                          site: ScratchSite) -> tuple[tuple[int, bool], ...]:
+    """QLinearConv keeps its symmetric packed filter (``alloc->Alloc`` in ``TryConvSymPrepack``;
+    see :class:`_QConvPlan` for the other paths)."""
+    plan = _qconv_plan(node, ins, site)
+    return () if plan is None else plan.prepack
+
+
+def _qgemm_prepack(node: onnx.NodeProto, ins: Sequence[TensorType | None],
+                   site: ScratchSite) -> tuple[tuple[int, bool], ...]:
+    """QGemm with transB transposes a constant B into a temporary tensor before packing it
     (``quantization::TransPoseInputData``; the packed B is reserved outside the regions)."""
-    op = node.op_type
-    if op == "QLinearConv":
-        plan = _qconv_plan(node, ins, site)
-        return () if plan is None else plan.prepack
-    if op == "QGemm" and len(node.input) > 3 and site.is_constant(3) and attr(node, "transB", 0):
+    if len(node.input) > 3 and site.is_constant(3) and attr(node, "transB", 0):
         b = concrete_shape(ins[3]) if len(ins) > 3 else None
         if b is not None and len(b) == 2:
             return ((math.prod(b), False),)
     return ()
+
+
+PrepackRule = Callable[[onnx.NodeProto, Sequence[TensorType | None], ScratchSite], tuple[tuple[int, bool], ...]]
+
+#: The kernels whose ``PrePack`` allocates from the arena -> the requests it makes.
+PREPACK_RULES: OpTable[PrepackRule] = OpTable(
+    {("", "QLinearConv"): _qlinear_conv_prepack, (MS_DOMAIN, "QLinearConv"): _qlinear_conv_prepack,
+     (MS_DOMAIN, "QGemm"): _qgemm_prepack}
+)
+
+
+def prepack_requests(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: ScratchSite) -> tuple[tuple[int, bool], ...]:
+    """Arena requests ``node``'s kernel makes in ``PrePack`` when the session is created, as
+    (bytes, kept) in order (:data:`PREPACK_RULES`; none for another kernel); a buffer not kept is
+    freed before the next request of another kernel."""
+    rule = PREPACK_RULES.of(node)
+    return () if rule is None else rule(node, ins, site)

@@ -25,6 +25,8 @@ Contrib kernels (``onnxruntime/contrib_ops/cpu/``), which onnxruntime's optimize
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, VIEW_OPS, OpTable, default_domain_ops
 
 __all__ = [
@@ -62,7 +64,7 @@ _INPLACE_OPS = (
     "LogSoftmax",
     "Trilu",
     "ScatterElements",
-    "Shrink",  # providers/cpu/nn/shrink.cc; found by scripts/probe_inplace.py
+    "Shrink",  # providers/cpu/nn/shrink.cc; found by scripts/probes/probe_inplace.py
     "BitCast",  # providers/cpu/tensor/bitcast_op.cc (.MayInplace(0, 0), opset 26)
     "TensorScatter",  # providers/cpu/llm/tensorscatter.cc (.MayInplace(0, 0): the KV cache updated in place)
     "ParametricSoftplus",  # contrib_ops/cpu/activations.cc (ONNX-domain contrib kernels)
@@ -134,31 +136,44 @@ def runs_as_function(domain: str, op_type: str, opset: int) -> bool:
     return since is not None and opset >= since
 
 
-#: (domain, op_type) -> input positions whose constant float initializer the CPU kernel packs at
-#: session creation (``OpKernel::PrePack``: ``math/matmul.cc`` and ``math/gemm.cc`` GemmPackBFp32,
-#: 2-D B only; ``rnn/deep_cpu_lstm.cc`` and ``rnn/deep_cpu_gru.cc`` W and R; ``nn/conv_transpose.cc``
-#: the filter). An initializer every consumer packs is released afterwards
-#: (``session_state.cc`` PrepackConstantInitializedTensors), also when the consumer is in a body.
-PREPACKED: dict[tuple[str, str], tuple[int, ...]] = {
-    ("", "MatMul"): (1,),
-    ("", "Gemm"): (1,),
-    ("", "LSTM"): (1, 2),
-    ("", "GRU"): (1, 2),
-    ("", "ConvTranspose"): (1,),
-    ("com.microsoft", "FusedMatMul"): (1,),
-    ("com.microsoft", "FusedGemm"): (1,),
-}
+def _matrix(rank: int) -> bool:
+    """GemmPackBFp32 packs a 2-D matrix only."""
+    return rank == 2
+
+
+def _filter(rank: int) -> bool:
+    """ConvTranspose packs a filter (rank > 2)."""
+    return rank > 2
+
+
+def _any_rank(rank: int) -> bool:
+    return True
+
+
+#: (domain, op_type) -> (input positions whose constant float initializer the CPU kernel packs at
+#: session creation, the ranks it packs) (``OpKernel::PrePack``: ``math/matmul.cc`` and
+#: ``math/gemm.cc`` GemmPackBFp32, 2-D B only; ``rnn/deep_cpu_lstm.cc`` and ``rnn/deep_cpu_gru.cc``
+#: W and R; ``nn/conv_transpose.cc`` the filter). An initializer every consumer packs is released
+#: afterwards (``session_state.cc`` PrepackConstantInitializedTensors), also when the consumer is in a body.
+PREPACKED: OpTable[tuple[tuple[int, ...], Callable[[int], bool]]] = OpTable(
+    {
+        ("", "MatMul"): ((1,), _matrix),
+        ("", "Gemm"): ((1,), _matrix),
+        ("", "LSTM"): ((1, 2), _any_rank),
+        ("", "GRU"): ((1, 2), _any_rank),
+        ("", "ConvTranspose"): ((1,), _filter),
+        (MS_DOMAIN, "FusedMatMul"): ((1,), _matrix),
+        (MS_DOMAIN, "FusedGemm"): ((1,), _matrix),
+    }
+)
 
 _FLOAT = 1  # onnx.TensorProto.FLOAT
 
 
 def prepacks(domain: str, op_type: str, position: int, dtype: int, rank: int) -> bool:
     """Whether the CPU kernel packs its input ``position`` when it is a constant of that type."""
-    key = ("" if domain == "ai.onnx" else domain, op_type)
-    if position not in PREPACKED.get(key, ()) or dtype != _FLOAT:
+    entry = PREPACKED.lookup(domain, op_type)
+    if entry is None or dtype != _FLOAT:
         return False
-    if op_type in ("MatMul", "Gemm", "FusedMatMul", "FusedGemm"):
-        return rank == 2  # GemmPackBFp32 packs a 2-D matrix only
-    if op_type == "ConvTranspose":
-        return rank > 2
-    return True
+    positions, packs_rank = entry
+    return position in positions and packs_rank(rank)

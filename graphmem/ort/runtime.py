@@ -63,7 +63,8 @@ def onnxruntime() -> ModuleType:
 
     Raises :class:`RuntimeUnavailableError` (exit 2) with the install line when no onnxruntime
     is installed; warns once (:class:`RuntimeVersionWarning`) for a version outside
-    :data:`KNOWN_GOOD`, and once on a host that is not x86-64 (:func:`graphmem.ort.kernels.host_problem`).
+    :data:`KNOWN_GOOD`. (A host that is not x86-64 is named by the analysis of its profile:
+    :func:`graphmem.ort.kernels.host_problem`.)
     """
     global _checked
     if _checked is not None:
@@ -76,11 +77,6 @@ def onnxruntime() -> ModuleType:
     problem = version_problem(getattr(ort, "__version__", ""))
     if problem:
         warnings.warn(problem, RuntimeVersionWarning, stacklevel=2)
-    from graphmem.ort.kernels import host_problem  # the measured runtime is this host's build
-
-    host = host_problem()
-    if host:
-        warnings.warn(host, RuntimeVersionWarning, stacklevel=2)
     _checked = ort
     return ort
 

@@ -8,6 +8,8 @@ import functools
 import onnx
 import onnx.defs
 
+from graphmem.optable import is_default_domain
+
 __all__ = ["onnx_domain_contrib_ops"]
 
 
@@ -27,7 +29,7 @@ def onnx_domain_contrib_ops() -> frozenset[tuple[str, int]]:
         return frozenset()
     out = set()
     for schema in schemas:
-        if schema.domain in ("", "ai.onnx"):
+        if is_default_domain(schema.domain):
             try:
                 known = onnx.defs.get_schema(schema.name, schema.since_version, "").since_version == schema.since_version
             except onnx.defs.SchemaError:

@@ -13,8 +13,9 @@ the measured high by up to 43%, MobileNetV2 at level all); this module models th
   microsoft/onnxruntime), as a list of requests made before and after the kernel's outputs:
   Conv/FusedConv (MLAS working buffer), ConvTranspose, LRN, LSTM, GRU, Where, BiasGelu/FastGelu,
   Softmax off the last axis, BatchNormalization in training mode, GroupQueryAttention (its flash
-  tiles follow this machine's L2 cache size, :func:`l2_cache_bytes`, and its total length is the
-  value of an input: rules also get the input values shape inference computed) (outcome
+  tiles follow the host's L2 cache size, :attr:`graphmem.host.HostProfile.l2_bytes`, and its
+  total length is the value of an input: rules also get the input values shape inference
+  computed) (outcome
   ``modelled``); and the kernels checked to take none (outcome ``none``); any other op is
   *unmodelled*: counted 0 and listed in :attr:`ScratchProfile.unmodelled`, never silently
   assumed free;
@@ -39,8 +40,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 
+from graphmem.host import HostProfile
 from graphmem.model.dtypes import element_bits, tensor_bytes
-from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key
+from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key, with_outcome
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.ort.order import node_key
 from graphmem.model.types import TensorType
@@ -64,7 +66,6 @@ __all__ = [
     "prepack_order",
     "prepacked_in_arena",
     "MLAS_CONV_WORKING_BUFFER_FLOATS",
-    "l2_cache_bytes",
 ]
 
 #: ``MLAS_CONV_WORKING_BUFFER_SIZE_PER_THREAD`` (``core/mlas/lib/convolve.cpp``):
@@ -338,25 +339,13 @@ def _batch_norm(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return None if mean is None else KernelScratch(after=(mean, mean))
 
 
-def l2_cache_bytes() -> int:
-    """The L2 cache size onnxruntime's ``Env::GetL2CacheSize`` reports on this machine
-    (``core/platform/posix/env.cc``: ``sysconf(_SC_LEVEL2_CACHE_SIZE)``); 0 when unknown. It sizes
-    GroupQueryAttention's flash tiles, so that kernel's scratch is machine-specific."""
-    import os
-
-    try:  # glibc's _SC_LEVEL2_CACHE_SIZE; Python's sysconf table has no name for it
-        return max(int(os.sysconf(os.sysconf_names.get("SC_LEVEL2_CACHE_SIZE", 191))), 0)
-    except (OSError, ValueError, AttributeError):
-        return 0
-
-
 def _gqa_value(v: np.ndarray | None) -> int | None:
     if v is None or v.size != 1:
         return None
     return int(v.reshape(-1)[0])
 
 
-def _group_query_attention(node, ins, outs, site, *, l2: int | None = None):  # type: ignore[no-untyped-def]
+def _group_query_attention(node, ins, outs, site):  # type: ignore[no-untyped-def]
     """``GroupQueryAttention<float>`` (``contrib_ops/cpu/bert/group_query_attention.cc`` Compute;
     ``gqa_attention_base.h`` ApplyAttentionFlash and ApplyAttention; ``attention_utils.cc``
     MaybeTransposeToBNSH). After the outputs, held to the end: Q — with K and V unless QKV come
@@ -366,7 +355,10 @@ def _group_query_attention(node, ins, outs, site, *, l2: int | None = None):  # 
     = min(L2 / (32·head), 2·head, S). Off the flash path (total length 1, softcap, smooth softmax,
     a head sink or the QK output) the attention probabilities, B·N·S·present floats, instead.
     total: the value of input 6 (the longest sequence's length, as seqlens_k's maximum + 1 with
-    a full attention mask). One intra-op thread; float only; no quantized or windowed KV cache."""
+    a full attention mask). L2: the host's ``Env::GetL2CacheSize`` (``core/platform/posix/env.cc``:
+    ``sysconf(_SC_LEVEL2_CACHE_SIZE)``, :attr:`graphmem.host.HostProfile.l2_bytes`), so this
+    kernel's scratch is machine-specific. One intra-op thread; float only; no quantized or
+    windowed KV cache."""
     q = _shape(ins[0])
     total = _gqa_value(site.value(6))
     if q is None or len(q) != 3 or total is None or ins[0].dtype != onnx.TensorProto.FLOAT:  # type: ignore[union-attr]
@@ -396,7 +388,7 @@ def _group_query_attention(node, ins, outs, site, *, l2: int | None = None):  # 
     flash = (total > 1 and _attr(node, "softcap", 0.0) == 0.0 and _attr(node, "smooth_softmax", 0) != 1
              and not has(11, node.input) and not has(3, node.output) and has(1, node.output) and has(2, node.output))
     if flash:
-        cache = l2_cache_bytes() if l2 is None else l2
+        cache = site.host.l2_bytes
         kv_block0 = max(cache // (f * 4 * 2 * head), 1)
         if s == 1:
             req.append(f * (total + head))
@@ -414,7 +406,8 @@ def _none(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch()
 
 
-_MODELLED = {
+#: The kernels whose scratch a rule computes.
+_MODELLED = with_outcome("modelled", {
     ("", "BatchNormalization"): _batch_norm,
     ("", "Conv"): _mlas_conv,
     (MS, "FusedConv"): _mlas_conv,
@@ -435,7 +428,7 @@ _MODELLED = {
     (MS, "QGemm"): quant.qgemm,
     (MS, "DynamicQuantizeMatMul"): quant.dynamic_quantize_matmul,
     (MS, "NhwcMaxPool"): quant.nhwc_max_pool,
-}
+})
 
 #: Kernels that take no scratch on the CPU EP (read in their sources and confirmed by running each
 #: node of the corpus alone: in-use high-water = outputs). NCHWc kernels run MLAS on the caller's
@@ -448,7 +441,7 @@ _NONE = (
     # QuickGelu (contrib_ops/cpu/activations.h) runs MlasComputeLogistic into its output
     + [(MS, op) for op in ("FusedGemm", "FusedMatMul", "QuickGelu", "SkipLayerNormalization",
                            "SkipSimplifiedLayerNormalization")]
-    # Confirmed by scripts/probe_scratch.py on the float16/quantized corpus (every distinct node
+    # Confirmed by scripts/probes/probe_scratch.py on the float16/quantized corpus (every distinct node
     # run alone: in-use high-water = graphmem's arena replay without scratch).
     # StringConcat (providers/cpu/text/string_concat.cc) broadcasts into its output; the characters
     # of long strings live on the heap, outside the arena (measured: tests/analysis/test_strings.py)
@@ -460,7 +453,7 @@ _NONE = (
     # If, Loop and Scan take no scratch of their own: their temporaries (Loop's scalars, Scan's
     # transposed inputs and loop-state buffers) are requests graphmem.ort.controlflow replays
     + [("", op) for op in ("If", "Loop", "Scan")]
-    # Confirmed by scripts/probe_scratch_controlflow.py (every distinct node of the control-flow
+    # Confirmed by scripts/probes/probe_scratch_controlflow.py (every distinct node of the control-flow
     # corpus, bodies included, run alone). DFT's work vectors are heap vectors, not arena chunks
     # (``signal/dft.cc``).
     + [("", op) for op in ("DFT", "Log", "Mod", "ReduceMean", "ReduceSumSquare")]
@@ -483,10 +476,7 @@ _NONE = (
 
 #: Every kernel whose scratch is known: ``modelled`` (a rule computes it) or ``none`` (checked to
 #: take none). Any other op is unmodelled: counted 0 and listed, never silently assumed free.
-SCRATCH_RULES: OpTable[OpRule[ScratchRule]] = OpTable(
-    {key: OpRule(rule=fn, outcome="modelled") for key, fn in _MODELLED.items()},
-    {key: OpRule(rule=_none, outcome="none") for key in _NONE},
-)
+SCRATCH_RULES: OpTable[OpRule[ScratchRule]] = OpTable(_MODELLED, with_outcome("none", dict.fromkeys(_NONE, _none)))
 
 
 def kernel_scratch(
@@ -494,25 +484,28 @@ def kernel_scratch(
     ins: Sequence[TensorType | None],
     outs: Sequence[TensorType | None],
     *,
+    host: HostProfile,
     opset: int = 13,
     values: Sequence[np.ndarray | None] | None = None,
     constant: Sequence[bool] | None = None,
 ) -> KernelScratch | None:
-    """The scratch one run of ``node`` requests, from its runtime input and output types (and the
-    input values shape inference computed, ``values[i]`` for input ``i``; ``constant[i]``: input
-    ``i`` is an initializer); an empty :class:`KernelScratch` for a kernel without scratch; None
-    when unmodelled. ``opset``: the model's default-domain opset (Softmax before 13 flattens
-    instead of transposing)."""
+    """The scratch one run of ``node`` requests on ``host``, from its runtime input and output
+    types (and the input values shape inference computed, ``values[i]`` for input ``i``;
+    ``constant[i]``: input ``i`` is an initializer); an empty :class:`KernelScratch` for a kernel
+    without scratch; None when unmodelled. ``opset``: the model's default-domain opset (Softmax
+    before 13 flattens instead of transposing)."""
     entry = SCRATCH_RULES.of(node)
     if entry is None:
         return None
-    return entry.rule(node, ins, outs, _site(len(ins), opset, values, constant))
+    return entry.rule(node, ins, outs, _site(len(ins), host, opset, values, constant))
 
 
-def _site(n: int, opset: int, values: Sequence[np.ndarray | None] | None, constant: Sequence[bool] | None) -> ScratchSite:
+def _site(n: int, host: HostProfile, opset: int, values: Sequence[np.ndarray | None] | None,
+          constant: Sequence[bool] | None) -> ScratchSite:
     vals = list(values or ())
     flags = list(constant or ())
-    return ScratchSite(opset=opset, values=vals + [None] * (n - len(vals)), constant=flags + [False] * (n - len(flags)))
+    return ScratchSite(host=host, opset=opset, values=vals + [None] * (n - len(vals)),
+                       constant=flags + [False] * (n - len(flags)))
 
 
 # --- run 1 through the arena -----------------------------------------------------------------
@@ -542,7 +535,8 @@ def prepack_order(graph: OpGraph, nodes: Iterable[int] | None = None) -> list[in
 
 
 def prepacked_in_arena(
-    graph: OpGraph, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray] | None = None
+    graph: OpGraph, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray] | None = None, *,
+    host: HostProfile,
 ) -> list[tuple[int, bool]]:
     """Arena requests kernels make when the session is created, as (bytes, kept): ConvTranspose<float>
     packs its filter with ``alloc->Alloc`` (``nn/conv_transpose.cc`` PrePack), QLinearConv keeps its
@@ -553,12 +547,12 @@ def prepacked_in_arena(
     known = values or {}
     requests: list[tuple[int, bool]] = []
     packing = [nid for nid in graph.dag.nodes  # only these request anything: the others need no order
-               if graph.node(nid).op_type == "ConvTranspose" or op_key(graph.node(nid)) in quant.PREPACK_KEYS]
+               if graph.node(nid).op_type == "ConvTranspose" or op_key(graph.node(nid)) in quant.PREPACK_RULES]
     for nid in prepack_order(graph, packing):
         node = graph.node(nid)
-        if op_key(node) in quant.PREPACK_KEYS:
+        if op_key(node) in quant.PREPACK_RULES:
             ins = [types.get(x) if x else None for x in node.input]
-            site = _site(len(ins), model.opset, [known.get(x) if x else None for x in node.input],
+            site = _site(len(ins), host, model.opset, [known.get(x) if x else None for x in node.input],
                          [bool(x) and x in model.weights for x in node.input])
             requests += quant.prepack_requests(node, ins, site)
             continue
@@ -579,9 +573,11 @@ def step_scratch(
     order: Sequence[int],
     types: Mapping[str, TensorType],
     values: Mapping[str, np.ndarray] | None = None,
+    *,
+    host: HostProfile,
 ) -> tuple[list[KernelScratch], list[str]]:
-    """Each step's scratch (empty when unmodelled), and the unmodelled op types; ``values``: the
-    tensor values shape inference computed."""
+    """Each step's scratch on ``host`` (empty when unmodelled), and the unmodelled op types;
+    ``values``: the tensor values shape inference computed."""
     out: list[KernelScratch] = []
     unmodelled: dict[str, None] = {}
     known = values or {}
@@ -604,7 +600,7 @@ def step_scratch(
             ks = memo[key]
         else:
             vals = [known.get(x) if x else None for x in names]
-            ks = kernel_scratch(node, ins, outs, opset=graph.model.opset, values=vals, constant=constant)
+            ks = kernel_scratch(node, ins, outs, host=host, opset=graph.model.opset, values=vals, constant=constant)
             if key is not None:
                 memo[key] = ks
         if ks is None:
@@ -622,17 +618,18 @@ def replay_run(
     order: Sequence[int],
     types: Mapping[str, TensorType],
     values: Mapping[str, np.ndarray] | None = None,
+    host: HostProfile,
 ) -> ScratchProfile:
-    """Replay run 1 of ``plan`` (over ``graph`` run in ``order``, runtime ``types`` and the tensor
-    ``values`` shape inference computed) through :class:`BfcArena`.
+    """Replay run 1 of ``plan`` (over ``graph`` run in ``order`` on ``host``, runtime ``types`` and
+    the tensor ``values`` shape inference computed) through :class:`BfcArena`.
 
     Per step: the step's *before* scratch, the buffers the plan requests at it (in request
     order), its *after* scratch; all scratch is freed; the arena's in-use is sampled (as the
     profiler does, before releases); then the buffers whose last reader it was are released.
     """
-    scratch, unmodelled = step_scratch(graph, order, types, values)
+    scratch, unmodelled = step_scratch(graph, order, types, values, host=host)
     arena = BfcArena()
-    for size, kept in prepacked_in_arena(graph, types, values):
+    for size, kept in prepacked_in_arena(graph, types, values, host=host):
         chunk = arena.alloc(size)
         if not kept:
             arena.free(chunk)

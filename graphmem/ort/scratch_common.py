@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from graphmem.host import HostProfile
 from graphmem.model.dtypes import tensor_bytes
 from graphmem.model.types import TensorType, is_concrete
 
@@ -37,12 +38,13 @@ class KernelScratch:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScratchSite:
-    """What a rule may read about a node besides its runtime types: the model's default-domain
-    opset; ``values[i]``, the value of input ``i`` when shape inference computed it (small
+    """What a rule may read about a node besides its runtime types: the machine it runs on
+    (``host``: the L2 size, the CPU flags MLAS dispatches on); the model's default-domain opset; ``values[i]``, the value of input ``i`` when shape inference computed it (small
     tensors: zero points, GroupQueryAttention's total length), else None; ``constant[i]``, whether
     input ``i`` is an initializer (kernels prepack those when the session is created, and a
     prepacked weight needs no scratch copy: ``OpKernelInfo::TryGetConstantInput``)."""
 
+    host: HostProfile
     opset: int = 13
     values: Sequence[np.ndarray | None] = ()
     constant: Sequence[bool] = ()

@@ -13,7 +13,9 @@ One file per document, all ``schema_version`` 1 (draft 2020-12):
 * ``fit.schema.json`` — ``graphmem fit --json`` (modes "check" and "solve", with or without
   ``--train``, with or without ``--device``);
 * ``devices.schema.json`` — ``graphmem devices --json``;
-* ``train.schema.json`` — ``graphmem train --json``.
+* ``train.schema.json`` — ``graphmem train --json``;
+* ``host.schema.json`` — ``graphmem host --json``, and the ``host`` block every document built
+  from an analysis records (the machine its figures are for).
 
 Later versions add keys, never rename or remove them; ``schema_version`` changes only with a
 documented migration.
@@ -38,7 +40,7 @@ __all__ = ["SCHEMAS", "SchemaError", "load_schema", "schema_errors", "validate"]
 
 SCHEMAS = (
     "peak", "check", "diff", "symbolic", "layers", "ops", "verify", "sweep", "fit", "devices",
-    "train",
+    "train", "host",
 )
 
 _ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "title", "description"})

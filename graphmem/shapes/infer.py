@@ -26,7 +26,7 @@ import onnx
 from onnx import defs
 from onnx.numpy_helper import from_array
 
-from graphmem.optable import is_default_domain
+from graphmem.optable import OpTable, default_domain_ops, is_default_domain, op_key
 from graphmem.model.dtypes import is_integer
 from graphmem.model.graph import OpGraph
 from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes, reorder_input_channels
@@ -42,12 +42,14 @@ __all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_
 
 #: Ops whose integer values onnxruntime 1.31 propagates at graph resolve
 #: (``core/graph/data_propagation/*``).
-ORT_PROPAGATED_OPS = frozenset(
-    {"Shape", "Size", "Gather", "Slice", "Concat", "Squeeze", "Unsqueeze", "Add", "Sub", "Mul", "Div"}
-)
+ORT_PROPAGATED_OPS: OpTable[bool] = OpTable(default_domain_ops(
+    ("Shape", "Size", "Gather", "Slice", "Concat", "Squeeze", "Unsqueeze", "Add", "Sub", "Mul", "Div"), True
+))
 
 #: Ops whose output can be far larger than their inputs: evaluate only once the size is known.
-_EXPANDING = frozenset({"ConstantOfShape", "Expand", "Tile", "Resize", "Upsample", "Pad", "Range"})
+_EXPANDING: OpTable[bool] = OpTable(default_domain_ops(
+    ("ConstantOfShape", "Expand", "Tile", "Resize", "Upsample", "Pad", "Range"), True
+))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,7 +57,7 @@ class View:
     """How a shape view propagates values (see module doc)."""
 
     name: str
-    value_ops: frozenset[str] | None  # None: any op whose inputs are known
+    value_ops: OpTable[bool] | None  # None: any op whose inputs are known
     int_values_only: bool
 
 
@@ -181,7 +183,7 @@ def infer_types(
                 if have not in bound:  # declared types repeat: each bound once
                     bound[have] = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
                 have = bound[have]
-                if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and node.domain in ("", "ai.onnx"):
+                if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and is_default_domain(node.domain):
                     conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
             if (new, have) not in merged:  # so do the pairs merged
                 merged[new, have] = _merge(new, have, prefer_inferred_rank=run)
@@ -193,7 +195,7 @@ def infer_types(
                 types[out] = replace(types[out], shape=None)
         if view is RUNTIME:
             _fill_runtime_gaps(node, types)
-        if view.value_ops is None or node.op_type in view.value_ops:
+        if view.value_ops is None or op_key(node) in view.value_ops:
             _compute_values(model.opsets, node, types, values, view)
     return ShapeResult(
         types=types, values=values, failed_nodes=tuple(failed), bodies=bodies, type_conflicts=tuple(conflicts)
@@ -264,7 +266,7 @@ def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ign
     """Runtime view: a node whose inputs are all known small values is evaluated first, and its
     outputs typed by the values it computed (what the run produces), skipping ONNX inference.
     False, with nothing set, when that is not possible."""
-    if node.op_type in _EXPANDING or node.op_type in ("Shape", "Size") or not is_default_domain(node.domain):
+    if op_key(node) in _EXPANDING or node.op_type in ("Shape", "Size") or not is_default_domain(node.domain):
         return False
     known = _known_inputs(node, values)
     if known is None or any(v is not None and v.dtype == object for v in known):
@@ -475,7 +477,7 @@ def _compute_values(opsets, node, types, values, view: View) -> None:  # type: i
         if is_concrete(t.shape):
             if math.prod(t.shape) > MAX_VALUE_ELEMENTS:
                 return
-        elif node.op_type in _EXPANDING:
+        elif op_key(node) in _EXPANDING:
             return
     result = evaluate_node(node, known, opsets)
     if result is None:

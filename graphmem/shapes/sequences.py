@@ -16,7 +16,7 @@ How the elements' buffers are shared between sequences is the program's business
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -25,14 +25,9 @@ from onnx import helper
 
 from graphmem.errors import ShapeInferenceError
 from graphmem.model.types import Dim, TensorType, is_concrete
+from graphmem.optable import DEFAULT_DOMAIN, OpTable, domain_table
 
-__all__ = ["SEQUENCE_OPS", "infer_sequence", "sequence_of", "is_sequence", "optional_of", "bound_optional"]
-
-#: Ops of the default domain whose runtime types this module gives.
-SEQUENCE_OPS = frozenset({
-    "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
-    "ConcatFromSequence", "SplitToSequence",
-})
+__all__ = ["SEQUENCE_RULES", "infer_sequence", "sequence_of", "is_sequence", "optional_of", "bound_optional"]
 
 _SEQ = "sequence_type"
 
@@ -72,71 +67,119 @@ def _int(values: Mapping[str, np.ndarray], name: str) -> int | None:
     return int(v.reshape(-1)[0])
 
 
+#: What a rule gives: output types (and values), or None when it does not type the node.
+Typed = tuple[dict[str, TensorType], dict[str, np.ndarray]] | None
+#: ``(node, input types, output 0's name, known values) -> Typed``.
+SequenceRule = Callable[[onnx.NodeProto, list[TensorType | None], str, Mapping[str, np.ndarray]], Typed]
+
+
 def infer_sequence(
     node: onnx.NodeProto, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray]
 ) -> tuple[dict[str, TensorType], dict[str, np.ndarray]] | None:
-    """Output types (and SequenceLength's value) of a sequence op in the runtime view; None when
-    this module does not type ``node`` (the caller infers it as any op)."""
-    op = node.op_type
+    """Output types (and SequenceLength's value) of a sequence op in the runtime view
+    (:data:`SEQUENCE_RULES`); None when this module does not type ``node`` (the caller infers it
+    as any op)."""
+    rule = SEQUENCE_RULES.of(node)
+    if rule is None:
+        return None
     ins = [types.get(x) if x else None for x in node.input]
     out = node.output[0] if node.output else ""
-    if op == "Identity" and ins and is_sequence(ins[0]):
-        return {out: ins[0]}, {}  # type: ignore[dict-item]
-    if op == "Optional":  # optional.cc: copies its input (a tensor, or a sequence's elements) in
-        return {out: _optional(node, ins[0] if ins else None)}, {}
-    if op == "OptionalHasElement" and ins and ins[0] is not None and ins[0].kind == "optional_type" and ins[0].elements is not None:
+    return rule(node, ins, out, values)
+
+
+def _identity(node, ins, out, values):  # type: ignore[no-untyped-def]
+    """Identity passes a sequence on (a tensor is typed as any op)."""
+    return ({out: ins[0]}, {}) if ins and is_sequence(ins[0]) else None
+
+
+def _optional_rule(node, ins, out, values):  # type: ignore[no-untyped-def]
+    """optional.cc: copies its input (a tensor, or a sequence's elements) in."""
+    return {out: _optional(node, ins[0] if ins else None)}, {}
+
+
+def _optional_has_element(node, ins, out, values):  # type: ignore[no-untyped-def]
+    x = ins[0] if ins else None
+    if x is not None and x.kind == "optional_type" and x.elements is not None:
         # empty only as Optional() without an input makes it (or `--shape o=none`: holding nothing):
         # an optional of an empty sequence holds no tensor, yet has its element
         # (`core/providers/cpu/optional/optional_ops.cc`)
-        empty = ins[0].elements == () and not ins[0].holds
+        empty = x.elements == () and not x.holds
         return {out: TensorType(dtype=onnx.TensorProto.BOOL, shape=())}, {out: np.array(not empty)}
-    if op == "OptionalHasElement" and ins and ins[0] is not None and ins[0].kind in ("tensor", _SEQ) and ins[0].dtype:
+    if x is not None and x.kind in ("tensor", _SEQ) and x.dtype:
         # opset 18 takes a tensor or a sequence itself (a Loop feeding its carried sequence back
         # into an optional body input): it has its element (optional_ops.cc: IsAllocated)
         return {out: TensorType(dtype=onnx.TensorProto.BOOL, shape=())}, {out: np.array(True)}
-    if op == "OptionalGetElement" and ins and ins[0] is not None:
-        held = _held(ins[0])
-        return ({out: held}, {}) if held is not None else None
-    if op not in SEQUENCE_OPS:
-        return None
-    if op == "SequenceEmpty":
-        return {out: sequence_of(_attr(node, "dtype", onnx.TensorProto.FLOAT), ())}, {}
-    if op == "SequenceConstruct":
-        elements = tuple(t for t in ins if t is not None)
-        known = len(elements) == len(ins) and all(t.kind == "tensor" for t in elements)
-        return {out: sequence_of(elements[0].dtype if elements else 0, elements if known else None)}, {}
-    seq = ins[0] if ins else None
-    if op == "SplitToSequence":
-        return {out: _split(node, seq, values)}, {}
-    if seq is None or not is_sequence(seq):
-        return None
-    elements = seq.elements
-    if op == "SequenceInsert":
-        x = ins[1] if len(ins) > 1 else None
-        pos = _int(values, node.input[2]) if len(node.input) > 2 and node.input[2] else len(elements or ())
-        if elements is None or x is None or pos is None:
-            return {out: sequence_of(seq.dtype, None, seq)}, {}
-        pos = pos + len(elements) if pos < 0 else pos
-        return {out: sequence_of(seq.dtype, elements[:pos] + (x,) + elements[pos:])}, {}
-    if op == "SequenceErase":
-        pos = _int(values, node.input[1]) if len(node.input) > 1 and node.input[1] else -1
-        if elements is None or pos is None or not elements:
-            return {out: sequence_of(seq.dtype, None, seq)}, {}
-        pos = pos + len(elements) if pos < 0 else pos
-        return {out: sequence_of(seq.dtype, elements[:pos] + elements[pos + 1 :])}, {}
-    if op == "SequenceLength":
-        if elements is None:
-            return None
-        return {out: TensorType(dtype=onnx.TensorProto.INT64, shape=())}, {out: np.array(len(elements), np.int64)}
-    if op == "SequenceAt":
-        pos = _int(values, node.input[1]) if len(node.input) > 1 else None
-        if elements is None or pos is None or not -len(elements) <= pos < len(elements):
-            return None
-        return {out: elements[pos]}, {}
-    if op == "ConcatFromSequence":
-        concat = _concat(node, elements)
-        return ({out: concat}, {}) if concat is not None else None
     return None
+
+
+def _optional_get_element(node, ins, out, values):  # type: ignore[no-untyped-def]
+    held = _held(ins[0]) if ins and ins[0] is not None else None
+    return ({out: held}, {}) if held is not None else None
+
+
+def _sequence_empty(node, ins, out, values):  # type: ignore[no-untyped-def]
+    return {out: sequence_of(_attr(node, "dtype", onnx.TensorProto.FLOAT), ())}, {}
+
+
+def _sequence_construct(node, ins, out, values):  # type: ignore[no-untyped-def]
+    elements = tuple(t for t in ins if t is not None)
+    known = len(elements) == len(ins) and all(t.kind == "tensor" for t in elements)
+    return {out: sequence_of(elements[0].dtype if elements else 0, elements if known else None)}, {}
+
+
+def _split_to_sequence(node, ins, out, values):  # type: ignore[no-untyped-def]
+    return {out: _split(node, ins[0] if ins else None, values)}, {}
+
+
+def _on_sequence(rule: Callable[..., Typed]) -> SequenceRule:
+    """A rule reading the sequence of input 0 (``rule(node, seq, ins, out, values)``); None when
+    input 0 is not a known sequence."""
+
+    def on_sequence(node, ins, out, values):  # type: ignore[no-untyped-def]
+        seq = ins[0] if ins else None
+        if seq is None or not is_sequence(seq):
+            return None
+        return rule(node, seq, ins, out, values)
+
+    return on_sequence
+
+
+def _sequence_insert(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+    elements = seq.elements
+    x = ins[1] if len(ins) > 1 else None
+    pos = _int(values, node.input[2]) if len(node.input) > 2 and node.input[2] else len(elements or ())
+    if elements is None or x is None or pos is None:
+        return {out: sequence_of(seq.dtype, None, seq)}, {}
+    pos = pos + len(elements) if pos < 0 else pos
+    return {out: sequence_of(seq.dtype, elements[:pos] + (x,) + elements[pos:])}, {}
+
+
+def _sequence_erase(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+    elements = seq.elements
+    pos = _int(values, node.input[1]) if len(node.input) > 1 and node.input[1] else -1
+    if elements is None or pos is None or not elements:
+        return {out: sequence_of(seq.dtype, None, seq)}, {}
+    pos = pos + len(elements) if pos < 0 else pos
+    return {out: sequence_of(seq.dtype, elements[:pos] + elements[pos + 1 :])}, {}
+
+
+def _sequence_length(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+    if seq.elements is None:
+        return None
+    return {out: TensorType(dtype=onnx.TensorProto.INT64, shape=())}, {out: np.array(len(seq.elements), np.int64)}
+
+
+def _sequence_at(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+    elements = seq.elements
+    pos = _int(values, node.input[1]) if len(node.input) > 1 else None
+    if elements is None or pos is None or not -len(elements) <= pos < len(elements):
+        return None
+    return {out: elements[pos]}, {}
+
+
+def _concat_from_sequence(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+    concat = _concat(node, seq.elements)
+    return ({out: concat}, {}) if concat is not None else None
 
 
 def _optional(node: onnx.NodeProto, x: TensorType | None) -> TensorType:
@@ -262,3 +305,20 @@ def _split(node: onnx.NodeProto, x: TensorType | None, values: Mapping[str, np.n
             del piece[axis]
         pieces.append(TensorType(dtype=x.dtype, shape=tuple(piece)))
     return sequence_of(x.dtype, tuple(pieces))
+
+
+#: Ops of the default domain whose runtime types this module gives -> the rule.
+SEQUENCE_RULES: OpTable[SequenceRule] = OpTable(domain_table(DEFAULT_DOMAIN, {
+    "Identity": _identity,
+    "Optional": _optional_rule,
+    "OptionalHasElement": _optional_has_element,
+    "OptionalGetElement": _optional_get_element,
+    "SequenceEmpty": _sequence_empty,
+    "SequenceConstruct": _sequence_construct,
+    "SplitToSequence": _split_to_sequence,
+    "SequenceInsert": _on_sequence(_sequence_insert),
+    "SequenceErase": _on_sequence(_sequence_erase),
+    "SequenceLength": _on_sequence(_sequence_length),
+    "SequenceAt": _on_sequence(_sequence_at),
+    "ConcatFromSequence": _on_sequence(_concat_from_sequence),
+}))

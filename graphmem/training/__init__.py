@@ -6,6 +6,8 @@ The stages, in the order the estimate runs them:
 * :mod:`~graphmem.training.classify` — trainable weights, weight preprocessing, requires-grad;
 * :mod:`~graphmem.training.patterns` — the graph as PyTorch runs it (fused GELU, views);
 * :mod:`~graphmem.training.saved` — the saved-tensor rules table, keyed by (domain, op_type);
+* :mod:`~graphmem.training.kernels` — the CPU kernels' temporaries (oneDNN, ATen): one table,
+  every rule reading the host profile (:mod:`graphmem.host`);
 * :mod:`~graphmem.training.phases` — forward and backward passes as planner programs;
 * :mod:`~graphmem.training.optimizer` — optimizer state, step temporaries, mixed precision;
 * :mod:`~graphmem.training.estimate` — the pipeline and its typed result;

@@ -51,6 +51,7 @@ from onnx import TensorProto
 
 from graphmem.model.dtypes import is_float
 from graphmem.model.types import TensorType
+from graphmem.optable import OpTable
 from graphmem.training.patterns import Op
 
 __all__ = ["Autocast", "autocast_ops", "is_cast", "LINEAR_WEIGHT_INPUTS", "LOWER_PRECISION_OPS", "FP32_OPS", "PROMOTE_OPS", "HALF"]
@@ -87,7 +88,7 @@ FP32_OPS = frozenset({"Pad", "MaxPool", "AveragePool", "GlobalAveragePool", "Gri
 PROMOTE_OPS = frozenset({"Concat"})
 #: ONNX ops whose weights PyTorch reads through ``at::linear`` (RNN.cpp ``CellParams::linear_ih``/
 #: ``linear_hh``), which autocast casts: input positions W, R, B of a GRU.
-LINEAR_WEIGHT_INPUTS = {"GRU": (1, 2, 3)}
+LINEAR_WEIGHT_INPUTS: OpTable[tuple[int, ...]] = OpTable({("", "GRU"): (1, 2, 3)})
 #: Elementwise ops whose result dtype is the promotion of their floating operands.
 _PROMOTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Where"})
 _WIDTH = {TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2, TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8}
@@ -195,9 +196,10 @@ def autocast_ops(
         inputs = list(op.inputs)
         bias = linear_bias(op) if op.op_type == "Add" else None
         to: int | None = None
-        if op.op_type in LINEAR_WEIGHT_INPUTS:
+        linear_weights = LINEAR_WEIGHT_INPUTS.of(op)
+        if linear_weights is not None:
             # RNN.cpp GRUCell: the weights go through at::linear (cached casts); the state keeps X's dtype
-            for k in LINEAR_WEIGHT_INPUTS[op.op_type]:
+            for k in linear_weights:
                 x = inputs[k] if k < len(inputs) else ""
                 if floating(x) and t[x].dtype != half:
                     inputs[k] = cast(x, half, i, x in weightish and cacheable(x))

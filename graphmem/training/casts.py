@@ -34,6 +34,7 @@ from onnx import TensorProto
 from graphmem.model.dtypes import is_float
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
+from graphmem.optable import is_default_domain
 from graphmem.training.patterns import VIEW_OPS
 
 __all__ = ["cast_warnings", "float32_noop_cast", "follows_dtype", "mask_warning", "softmax_in_float32"]
@@ -48,7 +49,7 @@ def _to(node: onnx.NodeProto) -> int | None:
 
 def float32_noop_cast(node: onnx.NodeProto, types: dict[str, TensorType]) -> bool:
     """A ``Cast(to=FLOAT)`` of a tensor the file types float32 (a no-op when traced)."""
-    if node.op_type != "Cast" or node.domain not in ("", "ai.onnx") or _to(node) != TensorProto.FLOAT:
+    if node.op_type != "Cast" or not is_default_domain(node.domain) or _to(node) != TensorProto.FLOAT:
         return False
     src = types.get(node.input[0]) if node.input else None
     return src is not None and src.dtype == TensorProto.FLOAT
@@ -69,7 +70,7 @@ def follows_dtype(g: OpGraph, node: onnx.NodeProto, types: dict[str, TensorType]
             return None  # the user reads it, or nothing does: no matmul decides its dtype
         for nid in g.consumers[x]:
             c = g.node(nid)
-            if c.domain not in ("", "ai.onnx"):
+            if not is_default_domain(c.domain):
                 return None
             if c.op_type in _MATMULS and x in c.input[:2] and c.input[0] != c.input[1]:
                 if other is None:
@@ -84,7 +85,7 @@ def follows_dtype(g: OpGraph, node: onnx.NodeProto, types: dict[str, TensorType]
 def softmax_in_float32(g: OpGraph, node: onnx.NodeProto, types: dict[str, TensorType]) -> bool:
     """Is the Softmax/LogSoftmax ``node`` ``softmax(x, dtype=torch.float32)``: its one consumer a
     :func:`float32_noop_cast` that :func:`follows_dtype` does not read as ``x.to(v.dtype)``?"""
-    if node.op_type not in ("Softmax", "LogSoftmax") or node.domain not in ("", "ai.onnx"):
+    if node.op_type not in ("Softmax", "LogSoftmax") or not is_default_domain(node.domain):
         return False
     y = node.output[0]
     users = g.consumers.get(y, ())

@@ -26,6 +26,7 @@ import networkx as nx
 from graphmem.model.dtypes import is_float
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
+from graphmem.optable import OpTable, domain_table
 
 __all__ = [
     "WeightRoles",
@@ -40,8 +41,8 @@ __all__ = [
 ]
 
 #: Input positions that carry no gradient (indices, shapes, statistics, hyper-parameters).
-NON_DIFFERENTIABLE_INPUTS: dict[str, frozenset[int]] = {
-    k: frozenset(v)
+NON_DIFFERENTIABLE_INPUTS: OpTable[frozenset[int]] = OpTable({
+    ("", k): frozenset(v)
     for k, v in {
         "BatchNormalization": (3, 4),
         "Dropout": (1, 2),
@@ -78,15 +79,15 @@ NON_DIFFERENTIABLE_INPUTS: dict[str, frozenset[int]] = {
         "GRU": (4,),
         "RNN": (4,),
     }.items()
-}
+})
 #: Output positions that are not differentiable (updated statistics, masks, indices).
-NON_DIFFERENTIABLE_OUTPUTS: dict[str, frozenset[int]] = {
+NON_DIFFERENTIABLE_OUTPUTS: OpTable[frozenset[int]] = OpTable(domain_table("", {
     "BatchNormalization": frozenset({1, 2}),
     "Dropout": frozenset({1}),
     "MaxPool": frozenset({1}),
     "TopK": frozenset({1}),
     "LayerNormalization": frozenset({1, 2}),
-}
+}))
 #: Ops with no gradient at all (their outputs never need one).
 NON_DIFFERENTIABLE_OPS = frozenset(
     {
@@ -108,9 +109,9 @@ class WeightRoles:
     unmatched_patterns: tuple[str, ...]  # --frozen patterns that matched no parameter
 
 
-def differentiable_input(op_type: str, position: int) -> bool:
+def differentiable_input(op_type: str, position: int, domain: str = "") -> bool:
     """True when input ``position`` of ``op_type`` can carry a gradient."""
-    return position not in NON_DIFFERENTIABLE_INPUTS.get(op_type, frozenset())
+    return position not in NON_DIFFERENTIABLE_INPUTS.lookup(domain, op_type, frozenset())
 
 
 def weight_only_nodes(g: OpGraph) -> frozenset[int]:
@@ -174,7 +175,7 @@ def weight_roles(
             continue
         node = g.node(nid)
         for k, x in enumerate(node.input):
-            if x and differentiable_input(node.op_type, k):
+            if x and differentiable_input(node.op_type, k, node.domain):
                 reached |= weight_sources(g, x, weight_only)
     params = {
         n
@@ -214,10 +215,10 @@ def requires_grad(
         if node.op_type in NON_DIFFERENTIABLE_OPS:
             continue
         if not any(
-            x in need and differentiable_input(node.op_type, k) for k, x in enumerate(node.input)
+            x in need and differentiable_input(node.op_type, k, node.domain) for k, x in enumerate(node.input)
         ):
             continue
-        skip = NON_DIFFERENTIABLE_OUTPUTS.get(node.op_type, frozenset())
+        skip = NON_DIFFERENTIABLE_OUTPUTS.of(node, frozenset())
         for k, out in enumerate(node.output):
             t = types.get(out)
             if out and k not in skip and t is not None and is_float(t.dtype):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.errors import UnsupportedOpError, UsageError
+from graphmem.host import HostProfile, resolve_host
 from graphmem.model.dtypes import is_float
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model, load_model
@@ -31,7 +32,7 @@ from graphmem.model.types import TensorType
 from graphmem.ort.order import file_order
 from graphmem.training import casts, classify, patterns
 from graphmem.training.autocast import HALF, autocast_ops, is_cast
-from graphmem.training.halfconv import backward_temporaries, unmodelled
+from graphmem.training.kernels import backward_temporaries, forward_temporaries, unmodelled
 from graphmem.training.optimizer import (
     GRAD_MODES,
     OPTIMIZERS,
@@ -41,7 +42,6 @@ from graphmem.training.optimizer import (
 )
 from graphmem.training.phases import GRAD_VIEW_OPS, Pass, run_backward, run_forward
 from graphmem.training.saved import OpView, saved_by
-from graphmem.training.workspace import forward_temporaries
 
 __all__ = [
     "TrainingConfig",
@@ -137,9 +137,12 @@ def estimate_training(
     precision: str = "fp32",
     frozen: Sequence[str] = (),
     foreach: bool = False,
+    host: HostProfile | None = None,
 ) -> TrainingEstimate:
     """Memory of one training step of the ONNX training-mode export at ``path``; ``dims``,
-    ``shapes`` and ``values`` bind its inputs as :func:`graphmem.analyze` takes them.
+    ``shapes`` and ``values`` bind its inputs as :func:`graphmem.analyze` takes them; ``host``: the
+    machine the step runs on (None: this machine), whose threads, caches and CPU flags decide
+    oneDNN's kernels and their buffers (:mod:`graphmem.training.kernels`).
 
     Raises :class:`graphmem.errors.GraphmemError` subclasses on bad input: an unknown optimizer,
     gradient mode or precision, unbound dims, a model with no trainable weights.
@@ -151,7 +154,8 @@ def estimate_training(
         frozen=tuple(frozen),
         foreach=foreach,
     )
-    return _trained_as_pytorch_runs_it(load_model(path), config, {"dims": dims, "shapes": shapes, "values": values})
+    return _trained_as_pytorch_runs_it(load_model(path), config, {"dims": dims, "shapes": shapes, "values": values},
+                                       host=resolve_host(host))
 
 
 #: The analysis stays in the file's dtypes for every precision: autocast re-types the
@@ -168,7 +172,7 @@ MAX_UNKNOWN_BRANCHES = 4
 
 
 def _trained_as_pytorch_runs_it(model: Model, config: TrainingConfig, inputs: Mapping[str, object],
-                                branches: Mapping[str, str] | None = None) -> TrainingEstimate:
+                                branches: Mapping[str, str] | None = None, *, host: HostProfile) -> TrainingEstimate:
     """The estimate of ``model`` flattened as eager PyTorch runs it. An If whose condition is not
     known is estimated with each branch inlined: the larger step peak is the figure (the then
     branch on a tie), a warning names the If and both step peaks."""
@@ -182,14 +186,15 @@ def _trained_as_pytorch_runs_it(model: Model, config: TrainingConfig, inputs: Ma
             raise UnsupportedOpError(
                 f"{unknown}; graphmem train estimates at most {MAX_UNKNOWN_BRANCHES} Ifs of unknown condition both ways"
             ) from None
-        then = _trained_as_pytorch_runs_it(model, config, inputs, {**branches, unknown.node: "then_branch"})
-        other = _trained_as_pytorch_runs_it(model, config, inputs, {**branches, unknown.node: "else_branch"})
+        then = _trained_as_pytorch_runs_it(model, config, inputs, {**branches, unknown.node: "then_branch"}, host=host)
+        other = _trained_as_pytorch_runs_it(model, config, inputs, {**branches, unknown.node: "else_branch"}, host=host)
         larger, side = (then, "then") if then.step_peak_bytes >= other.step_peak_bytes else (other, "else")
         note = (f"control flow: If '{unknown.node}': its condition '{unknown.condition}' is not known (--value binds it): "
                 f"the figures are its larger branch, {side} (step peak: then {then.step_peak_bytes:,} B, "
                 f"else {other.step_peak_bytes:,} B); not exact")
         return replace(larger, warnings=(*larger.warnings, note))
-    analysis = analyze_model(flat, as_dtype=_AS_DTYPE[config.precision], kernel_rules=False, **inputs)  # type: ignore[arg-type]
+    analysis = analyze_model(flat, as_dtype=_AS_DTYPE[config.precision], kernel_rules=False, host=host,
+                             **inputs)  # type: ignore[arg-type]
     return _with_notes(estimate_training_analysis(analysis, config), inlined)
 
 
@@ -215,7 +220,7 @@ def _flattened(a: Analysis, config: TrainingConfig) -> TrainingEstimate:
         "shapes": a.model.shapes or None,
         "values": a.model.values or None,
     }
-    return _trained_as_pytorch_runs_it(model, config, inputs)
+    return _trained_as_pytorch_runs_it(model, config, inputs, host=a.host)
 
 
 def layer_of(node_name: str, fallback: str) -> str:
@@ -228,8 +233,8 @@ def layer_of(node_name: str, fallback: str) -> str:
 
 def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingEstimate:
     """Same as :func:`estimate_training`, for an existing :class:`Analysis` (its dtype what-if
-    must match ``config.precision``)."""
-    g, model = a.graph, a.graph.model
+    must match ``config.precision``), on the host the analysis is for."""
+    g, model, host = a.graph, a.graph.model, a.host
     if a.bodies:  # If and Loop as PyTorch runs them; what cannot be is refused naming the node
         return _flattened(a, config)
     half = HALF.get(config.precision)
@@ -283,7 +288,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
         _view(g, op, types, needs_grad, weightish, roots, orders, config.grads == "released") for op in ops
     )
     saved = tuple(saved_by(v, op.domain) for v, op in zip(views, ops))
-    warnings += [line for v, op in zip(views, ops) if (line := unmodelled(v, op.domain)) is not None]
+    warnings += [line for v, op in zip(views, ops) if (line := unmodelled(v, host, op.domain)) is not None]
     if half is not None:
         warnings.append(
             "autocast: oneDNN's reduced-precision matmul and convolution kernels allocate scratchpads "
@@ -315,7 +320,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     fwd = run_forward(
         ops, saved, types=types, sources=sources, outputs=outputs,
         view_input=view_of,
-        temporaries=tuple(forward_temporaries(v, op.domain) for v, op in zip(views, ops)),
+        temporaries=tuple(forward_temporaries(v, host, op.domain) for v, op in zip(views, ops)),
         held=cached,
     )
     trainable = roles.trainable
@@ -339,7 +344,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
         ops, fwd, types=types, needs_grad=needs_grad, outputs=outputs,
         weight_grads=weight_grads, keep_weight_grads=not persistent, grad_view=grad_view,
         weight_grad_view=lambda op, k: _weight_grad_view(g, op, k, types, weight_only),
-        temporaries=tuple(backward_temporaries(v, op.domain) for v, op in zip(views, ops)),
+        temporaries=tuple(backward_temporaries(v, host, op.domain) for v, op in zip(views, ops)),
     )
     costs = optimizer_costs(
         config.optimizer,

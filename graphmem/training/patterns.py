@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from graphmem.optable import VIEW_OPS as ONNX_VIEW_OPS, normalize_domain
+from graphmem.optable import VIEW_OPS as ONNX_VIEW_OPS, OpTable, domain_table, normalize_domain
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 
@@ -313,7 +313,7 @@ def _find_fused(g: OpGraph, weight_only: frozenset[int]) -> dict[int, Op]:
     found: dict[int, Op] = {}
     for nid in g.dag.nodes:
         node = g.node(nid)
-        matcher = _MATCHERS.get(node.op_type)
+        matcher = _MATCHERS.of(node)
         chain = None if matcher is None else matcher(g, node, const)
         if chain is None:
             continue
@@ -437,4 +437,8 @@ def _tanh_gelu(g, tanh, const):  # type: ignore[no-untyped-def]
     return None
 
 
-_MATCHERS = {"Erf": _gelu_erf, "Tanh": _gelu_tanh, "Sigmoid": _silu, "HardSigmoid": _hardswish, "Softplus": _mish}
+#: A pattern's matcher: ``(graph, the pattern's first node, is-constant test)`` -> its chain or None.
+Matcher = Callable[..., object]
+_MATCHERS: OpTable[Matcher] = OpTable(domain_table("", {
+    "Erf": _gelu_erf, "Tanh": _gelu_tanh, "Sigmoid": _silu, "HardSigmoid": _hardswish, "Softplus": _mish,
+}))

@@ -7,7 +7,7 @@ with sizes, steps that read and write them, ``alias`` for views) and measured wi
 Forward (PyTorch eager, the file's order): an op's output lives until its last reader; a storage
 autograd saves — and each graph output, which the loss holds — lives to the end of the pass.
 Buffers an op makes for backward (masks, indices, statistics) are extra outputs of its step;
-so are its kernel's temporaries (:mod:`graphmem.training.workspace`), which nothing reads.
+so are its kernel's temporaries (:mod:`graphmem.training.kernels.workspace`), which nothing reads.
 
 Backward (the reverse order, as the autograd engine runs a single-threaded CPU graph):
 
@@ -35,6 +35,7 @@ from graphmem.model.program import tensor_size
 from graphmem.planner.liveness import Liveness, analyze_liveness
 from graphmem.planner.program import Program, Step, Value
 from graphmem.model.types import TensorType
+from graphmem.optable import OpTable, domain_table
 from graphmem.training.classify import differentiable_input
 from graphmem.training.patterns import Op
 from graphmem.training.saved import Saved
@@ -47,7 +48,9 @@ GRAD_VIEW_OPS = frozenset(
 )
 #: Outputs PyTorch never allocates: running statistics updated in place, Dropout's bool mask
 #: (its saved mask is a buffer of its own), LayerNormalization's optional statistics.
-_NOT_ALLOCATED = {"BatchNormalization": {1, 2}, "Dropout": {1}, "LayerNormalization": {1, 2}}
+_NOT_ALLOCATED: OpTable[frozenset[int]] = OpTable(domain_table("", {
+    "BatchNormalization": frozenset({1, 2}), "Dropout": frozenset({1}), "LayerNormalization": frozenset({1, 2}),
+}))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,7 +147,7 @@ def run_forward(
     for i, op in enumerate(ops):
         ins = [index[x] for x in op.inputs if x and x in index]
         hidden = set(op.hidden)
-        skip = _NOT_ALLOCATED.get(op.op_type, set())
+        skip = _NOT_ALLOCATED.of(op, frozenset())
         outs = []
         out_pos: list[int] = []  # positions (in ``outs``) of the op's own outputs
         for k, name in enumerate(op.outputs):
@@ -265,7 +268,7 @@ def run_backward(
         outs: list[int] = []
         alias: list[tuple[int, int]] = []
         for k, x in enumerate(op.inputs):
-            if not x or x not in needs_grad or not differentiable_input(op.op_type, k):
+            if not x or x not in needs_grad or not differentiable_input(op.op_type, k, op.domain):
                 continue
             wg = weight_grads(x)
             if wg is not None:

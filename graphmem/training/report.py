@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphmem.analysis.dims import inputs_text
+from graphmem.host import host_line
 from graphmem.views.report import model_json
 from graphmem.training.estimate import TrainingEstimate
 from graphmem.units import byte_table, format_bytes, format_count
@@ -57,6 +58,7 @@ def training_json(e: TrainingEstimate) -> dict[str, Any]:
             "unknown_sizes": list(e.unknown_sizes),
             "warnings": list(e.warnings),
         },
+        "host": a.host.to_dict(),
     }
 
 
@@ -80,6 +82,7 @@ def training_table(e: TrainingEstimate, *, top: int = 10) -> str:
     lines = [
         f"graphmem train: {a.model.path}",
         f"  dims: {dims}{inputs_text(a.model.shapes, a.model.values)}; optimizer {c.optimizer}, grads {c.grads}, precision {c.precision}{frozen}",
+        f"  host: {host_line(a.host)}, PyTorch threads {a.host.torch_threads}",
         "",
         *byte_table(rows, width=20),
     ]

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from graphmem.errors import UsageError
+from graphmem.host import HostProfile, host_differences, resolve_host, this_host
 
-__all__ = ["Verification", "Divergence", "verify", "parse_tolerance"]
+__all__ = ["Verification", "Divergence", "verify", "parse_tolerance", "matching_order"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +59,11 @@ class Verification:
     ratio: float
     tolerance: float
     passed: bool
+    # onnxruntime picks the execution order per session (order_assumed): the peaks of the orders
+    # it may pick, ascending (predicted_bytes is the largest), and the one this session's
+    # measured peak matched within the tolerance (None: none did, or no alternatives)
+    order_peaks: tuple[int, ...] = ()
+    order_matched: int | None = None
     divergence: Divergence | None
     outputs_match: bool
     output_mismatches: tuple[str, ...]
@@ -90,8 +96,14 @@ def verify(
     random_weights: bool = False,
     int_range: tuple[int, int] | None = None,
     seed: int = 0,
+    host: HostProfile | str | Path | None = None,
 ) -> Verification:
-    """Predict, run and measure ``path``; see the module doc."""
+    """Predict, run and measure ``path``; see the module doc.
+
+    The run is on this machine, so the prediction is for this machine
+    (:func:`graphmem.host.this_host`); a ``host`` profile (``--host``) that differs from it is
+    refused (UsageError naming the fields): a prediction for another machine cannot be checked
+    by a measurement here."""
     import tempfile
 
     import onnx
@@ -104,6 +116,7 @@ def verify(
 
     path = Path(path)
     dims = dict(dims or {})
+    here = _this_machine(host)
     check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
@@ -122,7 +135,7 @@ def verify(
         # the prediction is exactly `graphmem peak --graph-opt LEVEL`'s (one code path for the
         # optimized graph: onnxruntime writes it, the session's static shapes are restored); an
         # inexact one (unresolved tensors, ...) is measured all the same and says so
-        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values)
+        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values, host=here)
         proto = onnx.load(str(runnable), load_external_data=False)
         run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
         feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
@@ -141,10 +154,13 @@ def verify(
         if m.providers and m.providers[0] == CUDA and graph_opt == "none":
             # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
             # inputs the session copied in before the first kernel are in the baseline, as there)
-            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda")
+            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda",
+                                          host=here)
     run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))
+    alternatives = predicted.activations.order_peaks
+    matched = matching_order(alternatives, q, tolerance)
     mismatches = _output_mismatches(predicted, run1)
     bare = unpacked.runs[0]
     set_at_creation = _in_use_set_at_creation(run1, bare)
@@ -170,14 +186,49 @@ def verify(
         scratch_note=note,
         ratio=ratio,
         tolerance=tolerance,
-        passed=abs(ratio - 1) <= tolerance and not mismatches,
-        divergence=_first_divergence(predicted, run1, tolerance, q),
+        passed=(abs(ratio - 1) <= tolerance or matched is not None) and not mismatches,
+        order_peaks=alternatives,
+        order_matched=matched,
+        # the timeline predicted is the largest order's: beside another order's run it says nothing
+        divergence=_first_divergence(predicted, run1, tolerance, q) if matched in (None, p) else None,
         outputs_match=not mismatches,
         output_mismatches=mismatches,
         analysis=predicted,
         cuda_outside_arena=m.cuda_footprint,
         cuda_problem=m.cuda_footprint_problem,
     )
+
+
+def _this_machine(host: HostProfile | str | Path | None) -> HostProfile:
+    """This machine's profile; ``host``, when given, must be the same (see :func:`verify`)."""
+    here = this_host()
+    if host is None:
+        return here
+    given = resolve_host(host)
+    differences = host_differences(given, here)
+    if differences:
+        raise UsageError(
+            f"verify measures on this machine, and the host given differs from it ({'; '.join(differences)}): "
+            "a prediction for another machine cannot be checked here; "
+            "leave --host out (graphmem host shows this machine)"
+        )
+    return here
+
+
+def matching_order(peaks: Sequence[int], measured: int, tolerance: float) -> int | None:
+    """The peak among ``peaks`` (the execution orders a session may pick) that ``measured`` is
+    within ``tolerance`` of, the closest when several are; None when none is (or no peaks).
+
+    >>> matching_order((131_072, 135_168), 131_072, 0.0)
+    131072
+    >>> matching_order((131_072, 135_168), 133_000, 0.0) is None
+    True
+    """
+    def off(peak: int) -> float:
+        return abs(peak / measured - 1) if measured else (0.0 if peak == 0 else float("inf"))
+
+    near = [peak for peak in peaks if off(peak) <= tolerance]
+    return min(near, key=lambda peak: (off(peak), peak)) if near else None
 
 
 def _in_use_set_at_creation(run, unpacked) -> bool:  # type: ignore[no-untyped-def]

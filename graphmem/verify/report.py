@@ -44,6 +44,8 @@ def verify_json(
             "ratio": v.ratio,
             "tolerance": v.tolerance,
             "passed": v.passed,
+            "order_peaks": list(v.order_peaks),
+            "order_matched": v.order_matched,
             "first_divergence": None
             if v.divergence is None
             else {
@@ -59,6 +61,7 @@ def verify_json(
             ],
             "cuda_outside_arena": _cuda_json(v),
         },
+        "host": v.analysis.host.to_dict(),
     }
     if gate is not None:
         doc["gate"] = gate.to_json()
@@ -110,6 +113,7 @@ def verify_table(v: Verification, *, path: str, gate: GateResult | None = None) 
     if v.scratch_note is not None:
         lines.append(f"  in-use with kernel scratch: {v.scratch_note}")
     lines.append(f"  ratio predicted/measured: {v.ratio:.4f} (tolerance {v.tolerance:.1%})")
+    lines += order_lines(v)
     if v.divergence:
         d = v.divergence
         lines.append(
@@ -123,3 +127,16 @@ def verify_table(v: Verification, *, path: str, gate: GateResult | None = None) 
     if gate is not None:
         lines.append(f"  budgets: {'ok' if gate.passed else 'FAILED'}")
     return "\n".join(lines)
+
+
+def order_lines(v: Verification) -> list[str]:
+    """When onnxruntime picks the execution order per session: the orders' peaks and which one
+    this session's measured peak matched (the prediction is the largest)."""
+    if not v.order_peaks:
+        return []
+    peaks = ", ".join(f"{b:,}" for b in v.order_peaks)
+    head = f"  execution order: onnxruntime picks one of the orders per session (peaks {peaks} B)"
+    if v.order_matched is None:
+        return [f"{head}; this session's {v.measured_bytes:,} B matches none of them"]
+    which = "the largest, as predicted" if v.order_matched == v.predicted_bytes else "not the largest, which is the prediction"
+    return [f"{head}; this session ran the order of peak {v.order_matched:,} B ({which})"]

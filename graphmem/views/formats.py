@@ -21,6 +21,7 @@ from typing import Any
 
 from graphmem.errors import UsageError
 from graphmem.gate.budgets import METRICS, lookup
+from graphmem.gate.diff import exactness
 from graphmem.units import short_bytes, short_count
 
 __all__ = [
@@ -352,6 +353,7 @@ def _diff_table(doc: Mapping[str, Any], p: _DiffParts) -> list[str]:
     lines = [f"graphmem diff: {p.paths[0]} → {p.paths[1]}", f"  dims: {p.dims}", ""]
     lines += _grid(_DIFF_HEADER, p.metrics, {1, 2, 3, 4, 5})
     lines += ["", f"  activations peak at node '{p.nodes[0]}' → '{p.nodes[1]}'"]
+    lines += [f"  {side}: {exactness(doc[side])}" for side in ("old", "new")]
     if p.ops:
         lines += ["", "  op types that changed:", *_grid(_OPS_HEADER, p.ops, {1, 2, 3, 4})]
     if p.layers:
@@ -370,6 +372,7 @@ def _diff_markdown(doc: Mapping[str, Any], p: _DiffParts) -> list[str]:
     lines += [f"`{p.paths[0]}` → `{p.paths[1]}` · dims: {p.dims}"]
     lines += ["", *_md(_DIFF_HEADER, metrics, {1, 2, 3, 4, 5})]
     lines += ["", f"Activation peak at `{p.nodes[0]}` → `{p.nodes[1]}`."]
+    lines += ["", *(f"- {side}: {exactness(doc[side])}" for side in ("old", "new"))]
     if not doc["gate"]["passed"]:
         lines += _gate_markdown(doc["gate"], "thresholds")
     if p.ops:
@@ -405,6 +408,8 @@ def _diff_csv(doc: Mapping[str, Any]) -> str:
     for r in doc["metrics"]:
         figures = [r["old"], r["new"], r["change"], r["change_percent"], r["limit_percent"]]
         rows.append(["metric", r["metric"], "", r["status"], *figures, "", "", ""])
+    for side in ("old", "new"):  # status: exact, or why not
+        rows.append(["exact", side, "", exactness(doc[side]), "", "", "", "", "", "", "", ""])
     for r in doc["op_types"]:
         c = r["change"]
         counts = [r["old"]["count"], r["new"]["count"], c["count"], "", ""]
@@ -454,12 +459,25 @@ def _shape(shape: Sequence[Any] | None, *, csv: bool = False) -> str:
     return "x".join("?" if d is None else str(d) for d in shape)
 
 
+def rows_line(doc: Mapping[str, Any]) -> str:
+    """Which rows a cut ``layers`` table shows ('' when it shows them all): the first N in graph
+    order, or the N largest by the --sort key."""
+    rows = doc.get("rows")
+    if not rows or rows["shown"] >= rows["of"]:
+        return ""
+    if rows["sort"] == "order":
+        return (f"first {rows['shown']} of {rows['of']} layers, in graph order (the order onnxruntime runs them; "
+                "--sort flops|params|memory for the largest)")
+    return f"top {rows['shown']} of {rows['of']} layers by {rows['sort']}"
+
+
 def _layers_table(doc: Mapping[str, Any]) -> list[str]:
     """The aligned text table ``graphmem layers`` prints (three significant digits)."""
     from graphmem.units import format_bytes, format_count
 
     totals, act = doc["totals"], doc["activations"]
-    lines = [
+    lines = [rows_line(doc)] if rows_line(doc) else []
+    lines += [
         f"{'layer':<44} {'op':<18} {'output shape':<20} {'params':>10} {'FLOPs':>10} "
         f"{'share':>6} {'output':>11} peak"
     ]
@@ -502,6 +520,7 @@ def _layers_markdown(doc: Mapping[str, Any]) -> list[str]:
         f"· {short_count(totals['flops'])} FLOPs ({short_count(totals['macs'])} MACs) "
         f"· activations peak {peak}",
         "",
+        *([rows_line(doc), ""] if rows_line(doc) else []),
     ]
     if n > _LAYERS_MD_OPEN:
         lines += [f"<details><summary>{n} layers</summary>", "", *table, "", "</details>"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphmem.errors import UsageError
+from graphmem.host import HostProfile, host_line, resolve_host
 from graphmem.model.dtypes import dtype_name
 from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count
@@ -101,7 +102,7 @@ def _subtitle(a: Analysis) -> str:
     dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "no symbolic dims"
     return (
         f"{a.model.path} · opset {a.model.opset}, {a.model.nodes:,} nodes · {dims} · "
-        f"graph-opt {a.model.graph_opt} · {a.activations.runtime}"
+        f"graph-opt {a.model.graph_opt} · {a.activations.runtime} · host {host_line(a.host)}"
     )
 
 
@@ -298,6 +299,7 @@ def build_report(
     graph_opt: str = "none",
     provider: str = "cpu",
     sweep: str | None = None,
+    host: HostProfile | None = None,
 ) -> str:
     """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
     with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
@@ -313,6 +315,7 @@ def build_report(
     from graphmem.batch import SweepSpec, parse_dim_values
     from graphmem.batch import sweep as run_sweep
 
+    host = resolve_host(host)
     dims = dict(dims or {})
     swept = None
     if sweep is not None:
@@ -321,7 +324,7 @@ def build_report(
         if len(points) < 2:
             raise UsageError(f"--sweep {sweep}: give at least two values, e.g. {name}=1,2,4,8")
         fixed = {k: v for k, v in dims.items() if k != name}
-        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points))
+        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points), host=host)
         dims.setdefault(name, points[-1])
-    a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider)
+    a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider, host=host)
     return render_report(a, sweep=swept)

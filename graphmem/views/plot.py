@@ -92,11 +92,20 @@ def render(fig: Figure, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def write_plot(fig: Figure, path: str | Path, *, inputs: Sequence[str | Path] = ()) -> None:
-    """Render ``fig`` in the format ``path`` names and write it atomically (never over ``inputs``)."""
+def write_plot(fig: Figure, path: str | Path, *, inputs: Sequence[str | Path] = ()) -> int:
+    """Render ``fig`` in the format ``path`` names and write it atomically (never over ``inputs``);
+    the bytes written."""
     from graphmem.views.output import write_atomic
 
-    write_atomic(Path(path), render(fig, plot_format(path)), option="--plot", inputs=inputs)
+    data = render(fig, plot_format(path))
+    write_atomic(Path(path), data, option="--plot", inputs=inputs)
+    return len(data.encode("utf-8")) if isinstance(data, str) else len(data)
+
+
+def wrote(command: str, path: str | Path, size: int) -> str:
+    """The line a command prints (on stderr: stdout holds its document) after writing a plot,
+    as ``graphmem report`` says where it wrote."""
+    return f"graphmem {command}: wrote {path} ({size:,} bytes)"
 
 
 def peak_plot(a: Analysis) -> Figure:

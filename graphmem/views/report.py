@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.dims import shape_json
 from graphmem.analysis.result import Analysis, Approximation
+from graphmem.host import host_line
 from graphmem.ort.session import PlacementInfo
 from graphmem.units import byte_table, format_count
 
@@ -71,7 +72,10 @@ def peak_json(a: Analysis) -> dict[str, Any]:
         "placement": _placement_json(a.placement),
         "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
         "total_bytes": a.total_bytes,
-        "shapes": {"tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved)},
+        "shapes": {
+            "tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved),
+            "causes": [c.to_json() for c in a.shapes.causes],
+        },
         "flops": {
             "total": a.flops.flops,
             "macs": a.flops.macs,
@@ -80,6 +84,7 @@ def peak_json(a: Analysis) -> dict[str, Any]:
             "unsupported": dict(sorted(a.flops.unsupported.items())),
             "zero": list(a.flops.zero),
         },
+        "host": a.host.to_dict(),
     }
 
 
@@ -132,6 +137,7 @@ def peak_table(a: Analysis) -> str:
     lines = [
         f"graphmem peak: {a.model.path}",
         f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}, graph-opt {a.model.graph_opt}",
+        f"  host: {host_line(a.host)}",
         "",
         *byte_table(rows),
     ]
@@ -166,6 +172,9 @@ def _unknowns(a: Analysis) -> list[str]:
         shown = ", ".join(unresolved[:8]) + (" …" if len(unresolved) > 8 else "")
         out.append(f"  UNRESOLVED: {len(unresolved)} tensors have no static size ({shown});")
         out.append("  they are not in the figures above, which are therefore lower estimates.")
+        out += [f"  cause: {c.detail}" for c in a.shapes.causes[:3]]
+        if len(a.shapes.causes) > 3:
+            out.append(f"  (+{len(a.shapes.causes) - 3} more nodes that cannot take their inputs: shapes.causes in --json)")
     else:
         out.append(f"  shapes: all {a.shapes.tensors} tensors resolved")
     if a.flops.unsupported:

@@ -31,10 +31,11 @@ under perfect fusion.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from graphmem.optable import MS_DOMAIN, OpTable, default_domain_ops
 from graphmem.views.devices import Device, device_json
 from graphmem.units import format_bytes, format_count
 
@@ -254,18 +255,30 @@ def _traffic(a: Analysis, nid: int) -> tuple[dict[str, int], int]:
     written = sum(tensor_size(a.types.get(o)) or 0 for o in dict.fromkeys(node.output) if o)
     reads = {}
     data = node.input[0] if node.input else ""
+    data_read = _DATA_READ.of(node)
     for name in node_inputs(g, nid):
         size = tensor_size(a.types.get(name)) or 0
-        if name == data and node.op_type in _NO_READ:
-            size = 0
-        elif name == data and node.op_type in _PARTIAL_READ:
-            size = min(size, written)
+        if name == data and data_read is not None:
+            size = data_read(size, written)
         reads[name] = max(reads.get(name, 0), size)
     return reads, written
 
 
-_NO_READ = frozenset({"Shape", "Size"})
-_PARTIAL_READ = frozenset({"Gather", "GatherElements", "GatherND", "Slice"})
+def _reads_nothing(size: int, written: int) -> int:
+    return 0
+
+
+def _reads_at_most_written(size: int, written: int) -> int:
+    return min(size, written)
+
+
+#: Ops that read less of their data input (input 0) than all of it -> the bytes they read, from
+#: (its size, the bytes the node writes).
+_DATA_READ: OpTable[Callable[[int, int], int]] = OpTable(
+    default_domain_ops(("Shape", "Size"), _reads_nothing),
+    default_domain_ops(("Gather", "GatherElements", "GatherND", "Slice"), _reads_at_most_written),
+    {(MS_DOMAIN, "GatherND"): _reads_at_most_written},
+)
 
 
 def _by_op(times: list[NodeTime]) -> tuple[OpTime, ...]:

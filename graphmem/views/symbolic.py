@@ -18,6 +18,7 @@ from typing import Any
 from dataclasses import dataclass
 
 from graphmem.errors import UsageError
+from graphmem.host import HostProfile, resolve_host
 from graphmem.model.loading import Model
 
 __all__ = [
@@ -68,14 +69,18 @@ class SymbolicPeak:
     formulas: dict[str, Formula]
     points: int
     exact: bool
+    host: HostProfile  # the machine every analysis of the grid is for
 
 
-def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ...] = GRID) -> SymbolicPeak:
-    """Fit every figure of :func:`graphmem.analyze` over the dims ``bound`` leaves free."""
+def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ...] = GRID,
+                  host: HostProfile | None = None) -> SymbolicPeak:
+    """Fit every figure of :func:`graphmem.analyze` (for a run on ``host``; None: this machine)
+    over the dims ``bound`` leaves free."""
     import numpy as np
 
     from graphmem.analysis.pipeline import analyze_model
 
+    host = resolve_host(host)
     free = tuple(d for d in model.symbolic_dims if d not in bound)
     if not free:
         raise UsageError("--symbolic: every dim is bound; drop a --dim to get a formula in it")
@@ -92,7 +97,7 @@ def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ..
     check = {d: CHECK_VALUE for d in free}
     rows = {name: [] for name in FIGURES}
     for dims in (*points, check):
-        a = analyze_model(model, dims={**bound, **dims})
+        a = analyze_model(model, dims={**bound, **dims}, host=host)
         figures = {
             "weights_bytes": a.weights.bytes,
             "peak_bytes": a.activations.peak_bytes,
@@ -112,7 +117,8 @@ def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ..
         error = float(np.max(np.abs(design @ coef - y)))
         formulas[name] = Formula(terms=tuple(zip(monomials, (float(c) for c in coef))), worst_error=error)
     exact = all(f.worst_error < 0.5 for f in formulas.values())
-    return SymbolicPeak(free=free, bound=dict(bound), formulas=formulas, points=len(points) + 1, exact=exact)
+    return SymbolicPeak(free=free, bound=dict(bound), formulas=formulas, points=len(points) + 1, exact=exact,
+                        host=host)
 
 
 def _value(monomial: tuple[str, ...], dims: Mapping[str, int]) -> float:
@@ -122,14 +128,15 @@ def _value(monomial: tuple[str, ...], dims: Mapping[str, int]) -> float:
     return v
 
 
-def symbolic_analysis(path: str | os.PathLike[str], dims: Mapping[str, int]) -> SymbolicPeak:
+def symbolic_analysis(path: str | os.PathLike[str], dims: Mapping[str, int],
+                      host: HostProfile | None = None) -> SymbolicPeak:
     """:func:`symbolic_peak` of the file at ``path`` with ``dims`` bound (names and values checked)."""
     from graphmem.analysis.dims import check_dims
     from graphmem.model.loading import load_model
 
     loaded = load_model(path)
     check_dims(loaded, {**{d: 1 for d in loaded.symbolic_dims}, **dims})
-    return symbolic_peak(loaded, dims)
+    return symbolic_peak(loaded, dims, host=host)
 
 
 def symbolic_json(s: SymbolicPeak, *, path: str, dims: Mapping[str, int]) -> dict[str, Any]:
@@ -153,6 +160,7 @@ def symbolic_json(s: SymbolicPeak, *, path: str, dims: Mapping[str, int]) -> dic
                 for name, f in s.formulas.items()
             },
         },
+        "host": s.host.to_dict(),
     }
 
 

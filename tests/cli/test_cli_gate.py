@@ -208,6 +208,58 @@ def test_diff_usage_errors(models: Path, args: list[str], needle: str) -> None:
     assert result.exit_code == 2 and needle in result.stderr
 
 
+def token_model(tmp: Path) -> Path:
+    """input_ids, attention_mask [batch, seq] (int64) -> Add -> y: tiny_bert's inputs, exact at any seq."""
+    from onnx import TensorProto, helper
+
+    from builders import model, save, tensor
+
+    ids, mask = (tensor(n, ["batch", "seq"], TensorProto.INT64) for n in ("input_ids", "attention_mask"))
+    nodes = [helper.make_node("Add", ["input_ids", "attention_mask"], ["y"])]
+    return save(model(nodes, [ids, mask], [tensor("y", ["batch", "seq"], TensorProto.INT64)]), tmp / "tokens.onnx")
+
+
+SEQ_PAST_TABLE = ("-d", "batch=1", "-d", "seq=600")  # tiny_bert's token-type table has 512 entries
+BERT_CAUSE = ("node '/model/embeddings/Expand_1' (Expand) cannot take seq=600 (its inputs: [1, 512], [2] = [1, 600]); "
+              "its shapes resolve for seq ≤ 512")
+
+
+def test_diff_shows_each_sides_exactness_and_warns_of_unresolved(tmp_path: Path) -> None:
+    old, new = str(token_model(tmp_path)), str(REPO / "models" / "tiny_bert.onnx")
+    result = invoke("diff", old, new, *SEQ_PAST_TABLE)
+    assert result.exit_code == 0, result.output
+    assert "  old: exact" in result.stdout.splitlines()
+    assert (f"  new: NOT EXACT: 137 tensors have no static size, so its figures are lower estimates; cause: {BERT_CAUSE}"
+            in result.stdout.splitlines())
+    assert result.stderr.splitlines() == [
+        f"graphmem: warning: NEW {new}: 137 tensors have no static size (cause: {BERT_CAUSE}): its figures leave "
+        "them out, so the changes against it are not like for like"
+    ]
+    doc = json.loads(invoke("diff", old, new, *SEQ_PAST_TABLE, "--json").stdout)
+    validate(doc, "diff")
+    assert doc["exact"] == {"old": True, "new": False}
+    assert doc["gate"] == {"passed": True, "thresholds": {}, "require_exact": False, "failures": []}
+
+
+def test_diff_require_exact(tmp_path: Path) -> None:
+    old, new = str(token_model(tmp_path)), str(REPO / "models" / "tiny_bert.onnx")
+    result = invoke("diff", old, new, *SEQ_PAST_TABLE, "--require-exact", "--json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    validate(doc, "diff")
+    (failure,) = doc["gate"]["failures"]
+    assert {k: failure[k] for k in ("metric", "option", "side")} == {"metric": "exact", "option": "--require-exact", "side": "new"}
+    # 137 unresolved tensors, and two kernels whose scratch rule needs their shapes (Where, Softmax)
+    assert failure["approximations"] == len(doc["new"]["activations"]["approximations"]) == 139
+    assert "graphmem: gate failed: NEW (" in result.stderr
+    # both sides exact: --require-exact passes
+    assert invoke("diff", old, old, *SEQ_PAST_TABLE, "--require-exact").exit_code == 0
+    # at seq 512, within the table, tiny_bert is exact too
+    result = invoke("diff", old, new, "-d", "batch=1", "-d", "seq=512", "--require-exact")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert "  new: exact" in result.stdout.splitlines()
+
+
 # --- a real process ---------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -66,6 +67,10 @@ def test_peak_plot_writes_the_picture_and_still_prints_the_table(tmp_path: Path,
     code, stdout, err = outcome("peak", str(CNN), "--dim", "batch=8", "--plot", str(out))
     assert code == 0, err
     assert out.read_bytes().startswith(magic) and "activations peak" in stdout
+    assert err.splitlines() == [f"graphmem peak: wrote {out} ({out.stat().st_size:,} bytes)"]  # as report says
+    code, stdout, err = outcome("peak", str(CNN), "--dim", "batch=8", "--plot", str(out), "--json")
+    assert code == 0 and json.loads(stdout)["activations"]["peak_bytes"] == 2_621_440  # stdout stays JSON
+    assert err.splitlines() == [f"graphmem peak: wrote {out} ({out.stat().st_size:,} bytes)"]
     if suffix == ".svg":
         assert "2,621,440 B" in out.read_text()  # tiny_cnn's peak at batch 8, as text
 
@@ -83,9 +88,11 @@ def test_train_and_diff_plots(tmp_path: Path) -> None:
     code, _, err = outcome("train", str(TRAIN_CNN), "--dim", "batch=4", "--plot", str(tmp_path / "t.svg"))
     assert code == 0, err
     svg = (tmp_path / "t.svg").read_text()
+    assert err.splitlines()[-1] == f"graphmem train: wrote {tmp_path / 't.svg'} ({(tmp_path / 't.svg').stat().st_size:,} bytes)"
     assert "saved for backward" in svg and "optimizer state" in svg and "step peak" in svg
     code, _, err = outcome("diff", str(CNN), str(BERT), "--dim", "batch=2", "--dim", "seq=16", "--plot", str(tmp_path / "d.png"))
     assert code == 2 and "has no dim 'seq'" in err  # both models take the same dims
     code, _, err = outcome("diff", str(CNN), str(CNN), "--dim", "batch=2", "--plot", str(tmp_path / "d.png"))
     assert code == 0, err
     assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")
+    assert err.splitlines() == [f"graphmem diff: wrote {tmp_path / 'd.png'} ({(tmp_path / 'd.png').stat().st_size:,} bytes)"]

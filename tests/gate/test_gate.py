@@ -25,6 +25,8 @@ from graphmem.units import short_bytes, short_count
 from graphmem.views.output import annotation, finish, write_atomic
 from graphmem.schema import SchemaError, load_schema, schema_errors, validate
 
+from builders import PINNED_HOST
+
 MiB = 1 << 20
 
 
@@ -60,6 +62,7 @@ def peak_doc(
         "io": {"inputs_bytes": inputs, "outputs_bytes": 128},
         "total_bytes": weights + peak + inputs,
         "shapes": {"tensors": 8, "unresolved": list(unresolved)},
+        "host": PINNED_HOST.to_dict(),
     }
     if flops is not None:
         doc["flops"] = {"total": flops}
@@ -461,7 +464,7 @@ def test_check_document_schema_and_render() -> None:
     gated = apply_gate(peak_doc(), evaluate(peak_doc(), Budgets(max_peak=10 * MiB)))
     entry = {"name": "a", "path": "a.onnx", "dims": {"batch": 4}, "provider": "cpu"}
     doc = {
-        "schema_version": 1, "config": "graphmem.toml", "passed": False,
+        "schema_version": 1, "host": PINNED_HOST.to_dict(), "config": "graphmem.toml", "passed": False,
         "summary": {"models": 2, "passed": 0, "failed": 1, "errors": 1},
         "models": [
             {**entry, "status": "fail", "error": None, "report": gated},
@@ -484,7 +487,7 @@ def test_schemas_are_valid_json_schema() -> None:
     referencing = pytest.importorskip("referencing")
     from referencing.jsonschema import DRAFT202012
 
-    names = ("peak", "check", "diff")
+    names = ("peak", "check", "diff", "host")
     registry = referencing.Registry().with_resources(
         [(f"{n}.schema.json", DRAFT202012.create_resource(load_schema(n))) for n in names]
     )

@@ -87,7 +87,7 @@ def test_group_normalization_plans_as_onnxruntime_s_own_graph(tmp_path: Path) ->
     path = save(model(nodes, [tensor("X", [2, 4, 8, 8])], [tensor("Y", [2, 4, 8, 8])], inits, opset=18), tmp_path / "gn.onnx")
     a = graphmem.analyze(path)
     assert "GroupNormalization inlined" in a.activations.runtime
-    assert not a.activations.approximations  # ReduceMean takes no scratch (probe_scratch_controlflow.py)
+    assert not a.activations.approximations  # ReduceMean takes no scratch (scripts/probes/probe_scratch_controlflow.py)
     written = optimized_model(path, "none", tmp_path, always=True)
     b = graphmem.analyze(written, execution_order="file")
     assert [h for _, h in a.activations.timeline] == [h for _, h in b.activations.timeline]

@@ -9,24 +9,26 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from dataclasses import replace
+
 import graphmem
-import graphmem.ort.scratch as scratch
 from graphmem.model.types import TensorType
 from graphmem.ort.scratch import KernelScratch, kernel_scratch
 from graphmem.verify import measure
 
-from builders import IR_VERSION, save
+from builders import IR_VERSION, PINNED_HOST, save
 
 F, I32 = TensorProto.FLOAT, TensorProto.INT32
-L2 = 2 * 1024 * 1024  # this machine's sysconf(_SC_LEVEL2_CACHE_SIZE); patched in, so the test does not depend on it
+L2 = PINNED_HOST.l2_bytes  # 2 MiB: the pinned host's sysconf(_SC_LEVEL2_CACHE_SIZE)
 
 
 def tt(*dims: int, dtype: int = F) -> TensorType:
     return TensorType(dtype=dtype, shape=tuple(dims))
 
 
-def gqa(b, s, past, total, *, heads=4, kv=2, head=32, packed=True, rotary=False, present=None, dtype=F, **attrs):  # type: ignore[no-untyped-def]
-    """kernel_scratch of a GroupQueryAttention node; ``total`` is the value of input 6."""
+def gqa(b, s, past, total, *, heads=4, kv=2, head=32, packed=True, rotary=False, present=None, dtype=F,  # type: ignore[no-untyped-def]
+        host=PINNED_HOST, **attrs):
+    """kernel_scratch of a GroupQueryAttention node on ``host``; ``total`` is the value of input 6."""
     present = past if present is None else present
     names = ["q", "" if packed else "k", "" if packed else "v", "pk", "pv", "seqlens", "total"]
     ins = [tt(b, s, (heads + 2 * kv) * head if packed else heads * head, dtype=dtype)]
@@ -39,12 +41,7 @@ def gqa(b, s, past, total, *, heads=4, kv=2, head=32, packed=True, rotary=False,
                             num_heads=heads, kv_num_heads=kv, do_rotary=int(rotary), **attrs)
     outs = [tt(b, s, heads * head), tt(b, kv, present, head), tt(b, kv, present, head)]
     values = [None] * 6 + [None if total is None else np.array([total], np.int32)] + [None] * (len(ins) - 7)
-    return kernel_scratch(node, ins, outs, values=values)
-
-
-@pytest.fixture(autouse=True)
-def _l2(monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(scratch, "l2_cache_bytes", lambda: L2)
+    return kernel_scratch(node, ins, outs, values=values, host=host)
 
 
 def test_prompt_packed_with_rotary() -> None:
@@ -62,11 +59,13 @@ def test_decode_unpacked_in_genais_shared_buffer() -> None:
     assert gqa(4, 1, 2048, 65, packed=False, rotary=True) == KernelScratch(after=(2048, 1024, 1024, 2048, 1024, 388))
 
 
-def test_flash_tiles_follow_the_l2_cache(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_flash_tiles_follow_the_l2_cache() -> None:
     # L2 256 KiB: 262,144 / 1024 = 256 -> kv_block 256 (of 512), q_block min(256, 64, 512) = 64:
     # (2·64 + 64·256 + 64·32)·4 = 74,240 B. Q packed: 1·8·512·32·4 = 524,288 B.
-    monkeypatch.setattr(scratch, "l2_cache_bytes", lambda: 256 * 1024)
-    assert gqa(1, 512, 0, 512, present=512) == KernelScratch(after=(524288, 74240))
+    small = replace(PINNED_HOST, l2_bytes=256 * 1024)
+    assert gqa(1, 512, 0, 512, present=512, host=small) == KernelScratch(after=(524288, 74240))
+    # L2 2 MiB: 2048 -> kv_block 512 (all of it): (2·64 + 64·512 + 64·32)·4 = 139,776 B
+    assert gqa(1, 512, 0, 512, present=512) == KernelScratch(after=(524288, 139776))
 
 
 def test_off_the_flash_path_the_attention_probabilities() -> None:

@@ -17,14 +17,15 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from builders import init, invoke, model, save, tensor
+from builders import PINNED_HOST, init, invoke, model, save, tensor
 from onnx import TensorProto, helper
 
 import graphmem
 import graphmem.analysis.pipeline
 import graphmem.ort.scratch as scratch
 from graphmem.analysis.scratch import scratch_bytes, scratch_profile
-from graphmem.ort.scratch import BfcArena, KernelScratch, kernel_scratch
+from graphmem.ort.scratch import BfcArena, KernelScratch
+from graphmem.ort.scratch import kernel_scratch as scratch_rule
 from graphmem.ort.contrib_shapes import nchwc_block_sizes
 from graphmem.model.types import TensorType
 from graphmem.verify import make_feeds, measure
@@ -32,6 +33,11 @@ from graphmem.ort.optimized import optimized_model
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(0)
+
+
+def kernel_scratch(node, ins, outs, **kw):  # type: ignore[no-untyped-def]
+    """:func:`graphmem.ort.scratch.kernel_scratch` on the pinned host."""
+    return scratch_rule(node, ins, outs, host=PINNED_HOST, **kw)
 
 
 def w(name: str, *shape: int) -> onnx.TensorProto:

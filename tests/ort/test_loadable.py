@@ -14,9 +14,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from graphmem.model.types import TensorType
-from graphmem.ort.scratch import kernel_scratch
+from graphmem.ort.scratch import kernel_scratch as scratch_rule
 
-from builders import IR_VERSION, ort_loads, outcome, save
+from builders import IR_VERSION, PINNED_HOST, ort_loads, outcome, save
+
+
+def kernel_scratch(node, ins, outs, **kw):  # type: ignore[no-untyped-def]
+    """:func:`graphmem.ort.scratch.kernel_scratch` on the pinned host."""
+    return scratch_rule(node, ins, outs, host=PINNED_HOST, **kw)
 
 
 def _relu(tmp_path: Path, ir_version: int | None) -> Path:

@@ -13,7 +13,6 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import graphmem
-import graphmem.ort.mlas as mlas
 from graphmem.analysis import analyze_graph_opt
 from graphmem.analysis.scratch import scratch_profile
 from graphmem.model.types import TensorType
@@ -21,12 +20,15 @@ from graphmem.model.graph import build_graph
 from graphmem.model.loading import load_model
 from graphmem.ort.order import node_stages
 from graphmem.ort.quant_scratch import prepack_requests
-from graphmem.ort.scratch import KernelScratch, kernel_scratch, prepack_order
+from graphmem.ort.scratch import KernelScratch, prepack_order
+from graphmem.ort.scratch import kernel_scratch as scratch_rule
 from graphmem.ort.scratch_common import ScratchSite
 from graphmem.verify import make_feeds, measure
 
+from builders import PINNED_HOST
+
 F, U8, I8, I32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
-AVX512 = frozenset({"avx2", "avx512f", "avx512bw", "avx512dq", "avx512vl"})
+HOST = PINNED_HOST  # AVX-512: the symmetric convolution, output channels by 4 (graphmem.ort.mlas)
 QCONV_INPUTS = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
 
 
@@ -34,10 +36,9 @@ def tt(*dims: int, dtype: int = U8) -> TensorType:
     return TensorType(dtype=dtype, shape=tuple(dims))
 
 
-@pytest.fixture
-def avx512(monkeypatch):  # type: ignore[no-untyped-def]
-    """The by-hand rules see an AVX-512 machine (symmetric convolution, output channels by 4)."""
-    monkeypatch.setattr(mlas, "cpu_flags", lambda: AVX512)
+def kernel_scratch(node, ins, outs, **kw):  # type: ignore[no-untyped-def]
+    """:func:`graphmem.ort.scratch.kernel_scratch` on the pinned host."""
+    return scratch_rule(node, ins, outs, host=HOST, **kw)
 
 
 def qconv(x, w, y, *, wdtype=I8, wz=0, constant_w=True, domain="", **attrs):  # type: ignore[no-untyped-def]
@@ -46,11 +47,11 @@ def qconv(x, w, y, *, wdtype=I8, wz=0, constant_w=True, domain="", **attrs):  # 
     ins = [tt(*x), tt(dtype=F), tt(), tt(*w, dtype=wdtype), tt(dtype=F), tt(dtype=wdtype), tt(dtype=F), tt()]
     values = [None, None, np.array(128, np.uint8), None, None, np.array(wz, np.int8), None, np.array(128, np.uint8)]
     constant = [False] + [True] * 7 if constant_w else [False, True, True, False, True, True, True, True]
-    site = ScratchSite(values=values, constant=constant)
+    site = ScratchSite(host=HOST, values=values, constant=constant)
     return kernel_scratch(node, ins, [tt(*y)], values=values, constant=constant), prepack_requests(node, ins, site)
 
 
-def test_qlinear_conv_symmetric_3x3(avx512) -> None:  # type: ignore[no-untyped-def]
+def test_qlinear_conv_symmetric_3x3() -> None:
     # int8 filter, zero point 0, 64 -> 64 channels: MlasConvSymPackW packs 16-aligned 64 x 64 x 9 =
     # 36,864 B into an arena chunk; Compute requantizes in its kernel (no int32 output). Channels
     # first: the input image transposed (64 x 56 x 56 = 200,704 B), the output likewise, then the
@@ -60,7 +61,7 @@ def test_qlinear_conv_symmetric_3x3(avx512) -> None:  # type: ignore[no-untyped-
     assert prepack == ((36864, True),)
 
 
-def test_qlinear_conv_gemm_path_when_channels_do_not_align(avx512) -> None:  # type: ignore[no-untyped-def]
+def test_qlinear_conv_gemm_path_when_channels_do_not_align() -> None:
     # 3 input channels (not a multiple of 4): no symmetric packing; the GEMM path keeps its packed
     # filter outside the arena. Y 64 x 112 x 112 = 802,816 elements: int32 GEMM output 3,211,264 B,
     # input transposed 3 x 224 x 224 = 150,528 B, output 802,816 B, im2col 3 x 49 x 12,544 = 1,843,968 B.
@@ -69,7 +70,7 @@ def test_qlinear_conv_gemm_path_when_channels_do_not_align(avx512) -> None:  # t
     assert prepack == ()
 
 
-def test_qlinear_conv_depthwise_not_16_aligned(avx512) -> None:  # type: ignore[no-untyped-def]
+def test_qlinear_conv_depthwise_not_16_aligned() -> None:
     # 40 groups of one channel (40 % 16 != 0): the filter is reordered (reserved), the depthwise
     # kernel writes int32: 4 x 40 x 3,136 = 501,760 B; transposes 125,440 B each; indirection 225,792 B.
     got, prepack = qconv((1, 40, 56, 56), (40, 1, 3, 3), (1, 40, 56, 56), group=40, pads=[1, 1, 1, 1])
@@ -77,14 +78,14 @@ def test_qlinear_conv_depthwise_not_16_aligned(avx512) -> None:  # type: ignore[
     assert prepack == ()
 
 
-def test_qlinear_conv_channels_last_pointwise_takes_none(avx512) -> None:  # type: ignore[no-untyped-def]
+def test_qlinear_conv_channels_last_pointwise_takes_none() -> None:
     # com.microsoft's NHWC variant, 1x1 stride 1, symmetric: no transposes, no buffer at all.
     got, prepack = qconv((1, 56, 56, 64), (128, 64, 1, 1), (1, 56, 56, 128), domain="com.microsoft", channels_last=1)
     assert got == KernelScratch()
     assert prepack == ((128 * 64, True),)
 
 
-def test_qlinear_conv_dynamic_or_asymmetric_filter(avx512) -> None:  # type: ignore[no-untyped-def]
+def test_qlinear_conv_dynamic_or_asymmetric_filter() -> None:
     # A filter that is not an initializer is reordered in Compute first (16 x 8 x 1 = 128 B), then
     # the GEMM path's int32 output (4 x 16 x 100) and the transposes (8 x 100, 16 x 100).
     got, prepack = qconv((1, 8, 10, 10), (16, 8, 1, 1), (1, 16, 10, 10), constant_w=False)
@@ -119,7 +120,7 @@ def test_qgemm_transposes_and_requantization() -> None:
     names = ["a", "as", "az", "b", "bs", "bz", "c", "ys", "yz"]
     ins = [tt(1, 512), None, None, tt(1000, 512, dtype=I8)] + [None] * 5
     node = helper.make_node("QGemm", names, ["y"], domain="com.microsoft", transB=1)
-    site = ScratchSite(constant=[False, True, True, True, True, True, True, True, True])
+    site = ScratchSite(host=HOST, constant=[False, True, True, True, True, True, True, True, True])
     # Constant B: prepacked (the transposed copy is a PrePack temporary); requantized Y: 4 x 1 x 1000.
     assert kernel_scratch(node, ins, [tt(1, 1000)], constant=site.constant) == KernelScratch(after=(4000,))
     assert prepack_requests(node, ins, site) == ((512000, False),)
@@ -174,7 +175,7 @@ def test_quantized_kernels_in_a_real_session(tmp_path: Path) -> None:
     assert list(profile.in_use) == [n.in_use - run.primary.in_use_session_baseline for n in run.nodes]
 
 
-def test_qlinear_conv_channels_last_symmetric_indirection_per_image(avx512) -> None:  # type: ignore[no-untyped-def]
+def test_qlinear_conv_channels_last_symmetric_indirection_per_image() -> None:
     # qlinearconv.cc: a symmetric channels-last convolution runs the whole batch in one parallel
     # section (parallel_batch), so its indirection buffer holds every image's pointers:
     # 8 B x 9 taps x 3,136 pixels x 4 images = 903,168 B. The depthwise filter (32 groups, 16-

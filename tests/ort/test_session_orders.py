@@ -80,3 +80,49 @@ def test_reorder_beside_another_op_one_order(tmp_path: Path) -> None:
     assert result.activations.peak_bytes == 2 * S == 131_072
     assert result.activations.exact, result.activations.approximations
     assert measured(path) == 2 * S
+
+
+def test_verify_passes_on_the_order_the_session_ran(tmp_path: Path) -> None:
+    # siblings.onnx: orders of peak 131,072 (a's branch first) and 135,168 (b's first), see above;
+    # each session picks one. Tolerance 0%: the largest alone would fail whenever the session ran
+    # a's branch first (131,072 / 135,168 - 1 = -3.0%); the order it ran is named and matched.
+    import json
+
+    from builders import invoke
+
+    path = two_convs(tmp_path, neg=False)
+    result = invoke("verify", str(path), "--graph-opt", "all", "--tolerance", "0%", "--json")
+    assert result.exit_code == 0, result.output
+    v = json.loads(result.stdout)["verify"]
+    assert v["order_peaks"] == [2 * S, 2 * S + B] == [131_072, 135_168]
+    assert v["predicted_bytes"] == 2 * S + B
+    assert v["measured_bytes"] in (2 * S, 2 * S + B)
+    assert v["order_matched"] == v["measured_bytes"] and v["passed"]
+    table = invoke("verify", str(path), "--graph-opt", "all", "--tolerance", "0%")
+    assert table.exit_code == 0, table.output
+    assert "onnxruntime picks one of the orders per session (peaks 131,072, 135,168 B); this session ran the order of peak" in table.stdout
+
+
+def test_verify_one_order_names_no_alternatives(tmp_path: Path) -> None:
+    import json
+
+    from builders import invoke
+
+    path = two_convs(tmp_path, neg=True)  # one order: peak 2S (see above)
+    result = invoke("verify", str(path), "--graph-opt", "all", "--tolerance", "0%", "--json")
+    assert result.exit_code == 0, result.output
+    v = json.loads(result.stdout)["verify"]
+    assert (v["order_peaks"], v["order_matched"], v["measured_bytes"]) == ([], None, 2 * S)
+
+
+def test_matching_order_is_within_tolerance_or_none() -> None:
+    from graphmem.verify.compare import matching_order
+
+    peaks = (131_072, 135_168)
+    assert matching_order(peaks, 131_072, 0.0) == 131_072
+    assert matching_order(peaks, 135_168, 0.0) == 135_168
+    # 133,120 is 2,048 B = 1.54% from each (2,048 / 133,120 = 0.01538): none at 1%; at 2% both
+    # are, equally close, and the smaller is named
+    assert matching_order(peaks, 133_120, 0.01) is None
+    assert matching_order(peaks, 133_120, 0.02) == 131_072
+    assert matching_order((), 131_072, 0.05) is None

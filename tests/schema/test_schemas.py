@@ -69,6 +69,7 @@ CASES: list[tuple[str, int, tuple[str, ...]]] = [
     ("peak", 1, ("peak", BERT, "-d", "batch=1", "-d", "seq=4", "--device", "t4",
                  "--max-peak", "1KiB", "--format", "json")),
     ("peak", 0, ("peak", BERT, "-d", "batch=2", "-d", "seq=8", "--provider", "cuda", "--json")),
+    ("peak", 0, ("peak", BERT, "-d", "batch=1", "-d", "seq=600", "--json")),  # shapes.causes: seq past the table
     ("symbolic", 0, ("peak", CNN, "--symbolic", "--json")),
     ("diff", 0, ("diff", CNN, CNN, "-d", "batch=1", "--format", "json")),
     ("layers", 0, ("layers", CNN, "-d", "batch=1", "--json")),

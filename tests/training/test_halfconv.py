@@ -1,25 +1,26 @@
-"""Autocast (bf16/f16) convolution backward temporaries: graphmem.training.halfconv, on the
-oneDNN v3.12 kernels of an AMX-BF16 + AVX512-FP16 CPU (the flags are set here, so the
-figures do not depend on the machine running the tests)."""
+"""Autocast (bf16/f16) convolution backward temporaries: graphmem.training.kernels.halfconv, on the
+oneDNN v3.12 kernels of an AMX-BF16 + AVX512-FP16 CPU: the pinned host (builders.PINNED_HOST:
+2 threads, 2 physical cores, 2 MiB of L2 per core), passed to every rule, so the figures do not
+depend on the machine running the tests."""
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import replace
+
 from onnx import TensorProto, helper
 
+from builders import AVX2_HOST, PINNED_HOST
 from graphmem.model.types import TensorType
-from graphmem.training import halfconv
-from graphmem.training.halfconv import backward_temporaries
+from graphmem.training.kernels import backward_temporaries as temporaries
+from graphmem.training.kernels import halfconv
 from graphmem.training.saved import OpView
 
 BF16, F16 = TensorProto.BFLOAT16, TensorProto.FLOAT16
+HOST = PINNED_HOST
 
 
-@pytest.fixture(autouse=True)
-def _spr(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    monkeypatch.setattr(halfconv, "cpu_flags", lambda: frozenset({"amx_tile", "amx_int8", "amx_bf16", "avx512_fp16"}))
-    monkeypatch.setattr(halfconv, "_physical_cores", lambda: 2)
+def backward_temporaries(op: OpView) -> int:
+    return temporaries(op, HOST)
 
 
 def _conv(dtype, w, x, y, *, group=1, nhwc=False, grads=("x", "W", "B"), **attrs) -> OpView:  # type: ignore[no-untyped-def]
@@ -39,13 +40,13 @@ def test_bf16_depthwise_7x7_channels_last_weight_gradient() -> None:
     #   f32 reduction (768 x 256 x 49 + 768 x 16) x 4 = 38584320 (+128); barrier 4096 + 4096
     op = _conv(BF16, (768, 1, 7, 7), (1, 768, 7, 7), (1, 768, 7, 7), group=768, nhwc=True,
                grads=("W", "B"), pads=[3, 3, 3, 3])
-    assert halfconv.jit_bf16_weights_scratchpad(op) == 42033544  # torch 2.13 profiler: 42,033,544
+    assert halfconv.jit_bf16_weights_scratchpad(op, HOST.torch_threads) == 42033544  # torch 2.13 profiler: 42,033,544
     # ideep's gOIhw16i16o gradient 768 x 256 x 49 x 2 = 19267584 beside the scratchpad, minus the
     # returned weight gradient (75264): measured 61,225,864 beyond the returned gradients
     assert backward_temporaries(op) == 19267584 + 42033544 - 75264
     # more threads than groups: the balance is not followed, named
     small = _conv(BF16, (1, 1, 7, 7), (1, 1, 9, 9), (1, 1, 9, 9), group=1, nhwc=True, grads=("W",), pads=[3, 3, 3, 3])
-    assert halfconv.jit_bf16_weights_scratchpad(small) is None
+    assert halfconv.jit_bf16_weights_scratchpad(small, HOST.torch_threads) is None
 
 
 def test_f16_depthwise_channels_last() -> None:
@@ -66,7 +67,7 @@ def test_bf16_dense_contiguous_weight_gradient() -> None:
     #   f32 reduction (16 x 32 x 9 + 16) x 2 x 4 = 36992 (+128), barrier 8192, tile config 64 + 128,
     #   batch 2 x 205 x 40 = 16400 (+4096), tile buffer 2 x 2 x 4096 (+4096)
     op = _conv(BF16, (16, 32, 3, 3), (1, 32, 128, 128), (1, 16, 128, 128), grads=("W", "B"), pads=[1] * 4)
-    assert halfconv.brgemm_bwd_w_scratchpad(op) == 1050384  # torch 2.13 profiler: 1,050,384
+    assert halfconv.brgemm_bwd_w_scratchpad(op, HOST) == 1050384  # torch 2.13 profiler: 1,050,384
     # nhwc copies of dy (524288) and x (1048576), ideep's OIhw16i16o2i gradient (9216), the
     # scratchpad and the bias (32), minus the returned gradients (9216 + 32): measured 2,623,248
     assert backward_temporaries(op) == 524288 + 1048576 + 9216 + 1050384 + 32 - 9216 - 32
@@ -84,17 +85,21 @@ def test_half_contiguous_input_gradient() -> None:
 
 def test_unmodelled_notes() -> None:
     op = _conv(BF16, (16, 32, 3, 3), (1, 32, 128, 128), (1, 16, 128, 128), grads=("x",), pads=[1] * 4)
-    assert "AMX brgemm input-gradient scratchpad" in (halfconv.unmodelled_note(op) or "")
+    assert "AMX brgemm input-gradient scratchpad" in (halfconv.unmodelled_note(op, HOST) or "")
     first = _conv(BF16, (16, 1, 3, 3), (1, 1, 128, 128), (1, 16, 128, 128), grads=("W", "B"), pads=[1] * 4)
-    assert "one-channel input" in (halfconv.unmodelled_note(first) or "")
-    assert halfconv.unmodelled_note(_conv(F16, (32, 16, 3, 3), (1, 16, 64, 64), (1, 32, 64, 64), pads=[1] * 4)) is None
+    assert "one-channel input" in (halfconv.unmodelled_note(first, HOST) or "")
+    assert halfconv.unmodelled_note(_conv(F16, (32, 16, 3, 3), (1, 16, 64, 64), (1, 32, 64, 64), pads=[1] * 4), HOST) is None
 
 
-def test_other_cpu_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(halfconv, "cpu_flags", lambda: frozenset({"avx2"}))
+def test_other_cpu_falls_back() -> None:
     op = _conv(BF16, (16, 32, 3, 3), (1, 32, 128, 128), (1, 16, 128, 128), grads=("x",), pads=[1] * 4)
-    assert halfconv.half_conv_backward(op) is None
-    assert "lacks AMX-BF16" in (halfconv.unmodelled_note(op) or "")
+    assert halfconv.half_conv_backward(op, HOST) is not None
+    assert halfconv.half_conv_backward(op, AVX2_HOST) is None
+    assert "lacks AMX-BF16" in (halfconv.unmodelled_note(op, AVX2_HOST) or "")
+    # AMX without AVX512-FP16: bf16 still modelled, f16 falls back
+    amx_only = replace(HOST, cpu_flags=HOST.cpu_flags - {"avx512_fp16"})
+    f16 = _conv(F16, (32, 16, 3, 3), (1, 16, 64, 64), (1, 32, 64, 64), grads=("x",), pads=[1] * 4)
+    assert halfconv.half_conv_backward(op, amx_only) is not None and halfconv.half_conv_backward(f16, amx_only) is None
 
 
 def test_dense_channels_last_weight_gradient() -> None:
@@ -107,7 +112,7 @@ def test_dense_channels_last_weight_gradient() -> None:
     #   f32 reduction (192 x 96 x 4 + 192) x 2 x 4 = 591360 (+128), barrier 8192, tile config 192,
     #   batch 2 x 103 x 40 = 8240 (+4096), tile buffer 16384 (+4096)
     op = _conv(BF16, (192, 96, 2, 2), (4, 96, 56, 56), (4, 192, 28, 28), nhwc=True, grads=("W", "B"), strides=[2, 2])
-    assert halfconv.brgemm_bwd_w_scratchpad(op) == 2312368
+    assert halfconv.brgemm_bwd_w_scratchpad(op, HOST) == 2312368
     # ATen's channels-last weight copy (147456) + ideep's OIhw16i16o2i gradient (147456) + the
     # scratchpad, minus the returned weight gradient: measured 2,459,824
     assert backward_temporaries(op) == 147456 + 147456 + 2312368 - 147456

@@ -1,13 +1,13 @@
 """GRU and LSTM under ``--precision mixed-bf16`` (torch.autocast('cpu')): hand-computed figures.
 
 The GRU follows ``aten/src/ATen/native/RNN.cpp`` (GRUCell's ``at::linear`` calls are autocast's);
-the LSTM's brgemm scratchpad follows oneDNN v3.12 (``graphmem.training.onednn_rnn``), checked here
+the LSTM's brgemm scratchpad follows oneDNN v3.12 (``graphmem.training.kernels.onednn_rnn``), checked here
 with explicit CPU flags so the figures do not depend on the machine running the tests.
 """
 
 from __future__ import annotations
 
-from graphmem.training.onednn_rnn import lstm_bf16_scratchpad, lstm_bf16_weights
+from graphmem.training.kernels.onednn_rnn import lstm_bf16_scratchpad, lstm_bf16_weights
 from test_training import estimate, rnn, vi
 
 
@@ -81,7 +81,8 @@ def test_gru_autocast_backward_temporaries_by_hand() -> None:
 
     from graphmem.model.types import TensorType
     from graphmem.training.saved import OpView
-    from graphmem.training.workspace import backward_temporaries
+    from builders import PINNED_HOST
+    from graphmem.training.kernels import backward_temporaries
 
     # T=3, B=2, I=4, H=5, no bias; X f32, W and R autocast's bf16 casts: W_ih' grad 15x4x2 = 120,
     # W_hh' grad 15x5x2 = 150, dX f32 3x2x4x4 = 96, half input-gate grads [3,2,15] = 180, saved
@@ -97,4 +98,4 @@ def test_gru_autocast_backward_temporaries_by_hand() -> None:
     for kept in (True, False):
         view = OpView(op_type="GRU", node=node, inputs=tuple(node.input), outputs=tuple(node.output), types=types,
                       needs_grad=frozenset({"x", "W'", "R'"}), weights=frozenset(), weight_grads_kept=kept)
-        assert backward_temporaries(view) == 84, kept
+        assert backward_temporaries(view, PINNED_HOST) == 84, kept

@@ -7,6 +7,7 @@ trainable weight and ``x`` the graph input.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from graphmem.training.classify import weight_only_nodes
 from graphmem.training.optimizer import optimizer_costs
 from graphmem.training.saved import RULES, lstm_workspace_bytes
 
-from builders import IR_VERSION
+from builders import IR_VERSION, PINNED_HOST
 
 F, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -656,33 +657,32 @@ def _nhwc_conv(w_shape, group, x_shape=(1, 100, 20, 20), y_shape=None, grads=("x
                   needs_grad=frozenset(grads), weights=frozenset({"W", "B"}), orders={"x": (0, 2, 3, 1)})
 
 
-def test_channels_last_conv_weight_gradient_padding(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphmem.training.workspace import backward_temporaries, forward_temporaries
+def test_channels_last_conv_weight_gradient_padding() -> None:
+    from graphmem.training.kernels import backward_temporaries, forward_temporaries
 
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    view = _nhwc_conv
+    view = _nhwc_conv  # on PINNED_HOST: 2 threads
 
     # depthwise 7x7, 100 channels: W 100x1x7x7 = 19600 B, B 400 B, x (= dx) 160000 B.
     # dx phase: W in Abcde16a, groups padded to 112: 112 x 49 x 4 = 21952.
     # dW phase: gOIhw16i16o 100 x 16 x 16 x 49 x 4 = 5017600 + dense copy 19600 + dB 400 = 5037600
     # (torch 2.13 profiler: 256 W, +W dense, +W channels-last result returned, bias 400 x 2)
     dw = view((100, 1, 7, 7), 100)
-    assert backward_temporaries(dw) == 5037600
-    assert forward_temporaries(dw) == 19600  # the reordered weight only
+    assert backward_temporaries(dw, PINNED_HOST) == 5037600
+    assert forward_temporaries(dw, PINNED_HOST) == 19600  # the reordered weight only
     # dense 2x2 stride 1, 100 -> 40 channels, y [1,40,19,19]: W 40x100x2x2 = 64000 B; ATen's
     # channels-last copy 64000; dx: the reordered weight 64000 and brg_conv_bwd's nested
     # scratchpad 12464 (2 threads, see the next test); dW in OIhw16i16o: 48 x 112 x 4 x 4 B =
     # 86016, dense copy 64000, dB 160:
     # max(dx: 64000 + 64000 + 12464, dW: 64000 + 86016 + 64000 + 160) = 214176
     dense = view((40, 100, 2, 2), 1, y_shape=(1, 40, 19, 19))
-    assert backward_temporaries(dense) == 214176
-    assert forward_temporaries(dense) == 128000  # the copy and the reordered weight
+    assert backward_temporaries(dense, PINNED_HOST) == 214176
+    assert forward_temporaries(dense, PINNED_HOST) == 128000  # the copy and the reordered weight
 
 
 def test_half_conv_weight_gradient_reduction_buffer() -> None:
     from graphmem.model.types import TensorType
     from graphmem.training.saved import OpView
-    from graphmem.training.workspace import _half_weight_grad_reduction
+    from graphmem.training.kernels.workspace import _half_weight_grad_reduction
 
     def view(w_shape, dtype, group=1):  # type: ignore[no-untyped-def]
         node = helper.make_node("Conv", ["x", "Wc"], ["y"], group=group)
@@ -702,52 +702,53 @@ def test_half_conv_weight_gradient_reduction_buffer() -> None:
     assert _half_weight_grad_reduction(view((32, 1, 3, 3), bf16, group=32)) == 0  # depthwise: jit_uni_dw
 
 
-def test_channels_last_dense_conv_input_gradient_scratchpad(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphmem.training.workspace import backward_temporaries, brgemm_bwd_data_scratchpad
+def test_channels_last_dense_conv_input_gradient_scratchpad() -> None:
+    from graphmem.training.kernels import backward_temporaries, unmodelled
+    from graphmem.training.kernels.workspace import brgemm_bwd_data_scratchpad
 
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    threads = PINNED_HOST.torch_threads  # 2
     # ConvNeXt-T's first downsample: x [4,96,56,56] nhwc, W 192x96x2x2 (294912 B), stride 2,
     # y [4,192,28,28]; brgconv_strided books per thread (2), each entry + a 4096 page:
     #   dy copy: 28 x 28 x 192 = 150528 -> 151552 elements (pages); 2 x 151552 x 4 + 4096 = 1216512
     #   mask: 2 x 4096 + 4096 = 12288
     #   batch: 2x2 kernel, 4 x 40 B -> 4096 -> 103 elements x 40 = 4120; 2 x 4120 + 4096 = 12336
     # = 1241136, whatever the batch (torch 2.13, 2 threads: ideep's scratchpad tensor 1241136 B
-    # at batch 1 and 4; scripts/probe_conv_nhwc.py)
+    # at batch 1 and 4; scripts/probes/probe_conv_nhwc.py)
     down = dict(kernel_shape=[2, 2], strides=[2, 2])
     for batch in (1, 4):
         op = _nhwc_conv((192, 96, 2, 2), 1, (batch, 96, 56, 56), (batch, 192, 28, 28), grads=("x",), **down)
-        assert brgemm_bwd_data_scratchpad(op) == 1241136
+        assert brgemm_bwd_data_scratchpad(op, threads) == 1241136
         # dx phase: the reordered weight (ATen copies a 2x2 weight channels-last too): 2 x 294912
-        assert backward_temporaries(op) == 2 * 294912 + 1241136
+        assert backward_temporaries(op, PINNED_HOST) == 2 * 294912 + 1241136
     # 8 threads: 8 x 151552 x 4 + 4096, 8 x 4096 + 4096, 8 x 4120 + 4096 = 4927680 (measured)
     assert brgemm_bwd_data_scratchpad(op, 8) == 4853760 + 36864 + 37056
     # stride 1 (3x3, pad 1): brg_conv_bwd books the forward's registry nested (+128), which holds
     # the batch elements only: 2 x 4120 + 4096 + 128 = 12464
     same = _nhwc_conv((64, 64, 3, 3), 1, (4, 64, 32, 32), (4, 64, 32, 32), grads=("x",),
                       kernel_shape=[3, 3], pads=[1, 1, 1, 1])
-    assert brgemm_bwd_data_scratchpad(same) == 12464
+    assert brgemm_bwd_data_scratchpad(same, threads) == 12464
     # 33 wide, stride 2 (iw % 2: exec_trans): dy copy with one overflow row and column,
     # 17 x 17 x 128 = 36992 -> 40960: 2 x 40960 x 4 + 4096 = 331776; mask 12288; batch 12336;
     # an output row per thread, rnd_up(33, 2) x 2 x 64 = 4352 -> 8192: 2 x 8192 x 4 + 4096 = 69632
     odd = _nhwc_conv((128, 64, 2, 2), 1, (4, 64, 33, 33), (4, 128, 16, 16), grads=("x",), **down)
-    assert brgemm_bwd_data_scratchpad(odd) == 331776 + 12288 + 12336 + 69632  # measured 426032
-    from graphmem.training.workspace import unmodelled
+    assert brgemm_bwd_data_scratchpad(odd, threads) == 331776 + 12288 + 12336 + 69632  # measured 426032
 
     # 96 input channels: a multiple of 32, so no input-channel block pads the reordered weight
-    assert "input-channel block" not in (unmodelled(op) or "")
+    assert "input-channel block" not in (unmodelled(op, PINNED_HOST) or "")
     # 80: Bcda32b pads it to 96 (torch 2.13, 80 -> 160 2x2 s2 on 28x28: 40960 B more); named
     pad = _nhwc_conv((160, 80, 2, 2), 1, (1, 80, 28, 28), (1, 160, 14, 14), grads=("x",), **down)
-    assert "input-channel block" in (unmodelled(pad) or "")
+    assert "input-channel block" in (unmodelled(pad, PINNED_HOST) or "")
     # a dilated conv takes another kernel: not modelled, and named
 
     dilated = _nhwc_conv((64, 64, 3, 3), 1, (4, 64, 32, 32), (4, 64, 28, 28), grads=("x",),
                          kernel_shape=[3, 3], dilations=[2, 2])
-    assert brgemm_bwd_data_scratchpad(dilated) == 0
-    assert "dilated Conv" in (unmodelled(dilated) or "")
+    assert brgemm_bwd_data_scratchpad(dilated, threads) == 0
+    assert "dilated Conv" in (unmodelled(dilated, PINNED_HOST) or "")
 
 
-def test_channels_last_3x3_depthwise_weight_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphmem.training.workspace import backward_temporaries, jit_dw_threads, unmodelled
+def test_channels_last_3x3_depthwise_weight_gradient() -> None:
+    from graphmem.training.kernels import backward_temporaries, unmodelled
+    from graphmem.training.kernels.workspace import jit_dw_threads
 
     # x [4,24,56,56] nhwc, depthwise 3x3 pad 1: W 24x1x3x3 = 864 B, B 96 B; jit_uni_dw computes
     # dW in Abcde16a, the groups padded to 32: 1152 B. Its scratchpad, one reduction buffer per
@@ -756,37 +757,22 @@ def test_channels_last_3x3_depthwise_weight_gradient(monkeypatch: pytest.MonkeyP
     # - 864 - 96 + 96), or while copying out, Abcde16a + dense dW + dB copy (beyond the returned)
     op = _nhwc_conv((24, 1, 3, 3), 24, (4, 24, 56, 56), (4, 24, 56, 56), grads=("W", "B"),
                     kernel_shape=[3, 3], pads=[1, 1, 1, 1])
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    two, five = PINNED_HOST, replace(PINNED_HOST, torch_threads=5)
     # 2 threads: 2 channel blocks in one call (ch_blocks 1), the minibatch split in 2: nthr 2;
     # scratchpad 1152 + 128 + 96 + 128 = 1504; running 1152 + 1504 - 864 = 1792 < copying out
     # 1152 + 864 + 96 = 2112 (torch 2.13 profiler: 2112)
-    assert jit_dw_threads(op) == 2
-    assert backward_temporaries(op) == 2112
+    assert jit_dw_threads(op, two.torch_threads) == 2
+    assert backward_temporaries(op, two) == 2112
     # 5 threads: splitting the minibatch uses at most 4; one image at a time in 5 blocks of 12 rows
     # uses all 5 (partition_nthr_nxc's first best): nthr 5;
     # scratchpad 4 x 1152 + 128 + 4 x 96 + 128 = 5248; running 1152 + 5248 - 864 = 5536 (measured)
-    monkeypatch.setenv("OMP_NUM_THREADS", "5")
-    assert jit_dw_threads(op) == 5
-    assert backward_temporaries(op) == 5536
-    assert unmodelled(op) is None
+    assert jit_dw_threads(op, five.torch_threads) == 5
+    assert backward_temporaries(op, five) == 5536
+    assert unmodelled(op, five) is None
     # pad 2 > kh / 2: jit_uni_dw refuses it, another kernel runs; named
     wide = _nhwc_conv((32, 1, 3, 3), 32, (2, 32, 16, 16), (2, 32, 18, 18), grads=("W", "B"),
                       kernel_shape=[3, 3], pads=[2, 2, 2, 2])
-    assert "jit_uni_dw refuses" in (unmodelled(wide) or "")
-
-
-def test_torch_threads_follow_pytorch_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphmem.training.workspace import _physical_cores, torch_threads
-
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
-    assert torch_threads() == _physical_cores() >= 1
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert torch_threads() == 3
-    monkeypatch.setenv("MKL_NUM_THREADS", "5")  # read after OMP_NUM_THREADS, so it wins
-    assert torch_threads() == 5
-    monkeypatch.setenv("MKL_NUM_THREADS", "x")  # not a count: ignored
-    assert torch_threads() == 3
+    assert "jit_uni_dw refuses" in (unmodelled(wide, two) or "")
 
 
 def test_memory_orders_follow_permutes_and_elementwise_ops() -> None:
@@ -846,7 +832,7 @@ def gru_view(x_shape, hidden, kept, **attrs):  # type: ignore[no-untyped-def]
 
 
 def test_gru_backward_temporaries_by_hand() -> None:
-    from graphmem.training.workspace import backward_temporaries
+    from graphmem.training.kernels import backward_temporaries
 
     # T=3, B=2, I=4, H=5, no bias: W_ih grad 15x4x4 = 240, W_hh grad 15x5x4 = 300, dX 3x2x4x4 = 96,
     # input-gate grads [3,2,15] = 360, per-step saved 3x2x30x4 + 2x2x5x4 = 800.
@@ -855,26 +841,26 @@ def test_gru_backward_temporaries_by_hand() -> None:
     #   linear_ih: -800 + 360 + 96 + 240 = -104 (+300 in each when the buffer is kept as .grad).
     # busiest 900; the backward step counts dX + both weight grads = 636: 264 either way
     for kept in (False, True):
-        assert backward_temporaries(gru_view([3, 2, 4], 5, kept, linear_before_reset=1)) == 264
+        assert backward_temporaries(gru_view([3, 2, 4], 5, kept, linear_before_reset=1), PINNED_HOST) == 264
     # one step: one W_hh contribution (300), nothing summed; the step's 32 + 240 + 300 covers it: 0
-    assert backward_temporaries(gru_view([1, 2, 4], 5, False, linear_before_reset=1)) == 0
+    assert backward_temporaries(gru_view([1, 2, 4], 5, False, linear_before_reset=1), PINNED_HOST) == 0
     # T=8, B=4, I=4, H=1: W_ih 3x4x4 = 48, W_hh 3x1x4 = 12, dX 8x4x4x4 = 512, gates [8,4,3] = 384,
     # per-step saved 8x4x6x4 + 7x4x1x4 = 880; loop 36; stack -880 + 768 = -112; linear_ih
     # -880 + 384 + 512 + 48 = 64; the step counts 512 + 48 + 12 = 572: 0
-    assert backward_temporaries(gru_view([8, 4, 4], 1, False, linear_before_reset=1)) == 0
+    assert backward_temporaries(gru_view([8, 4, 4], 1, False, linear_before_reset=1), PINNED_HOST) == 0
 
 
 def test_bidirectional_gru_by_hand() -> None:
-    from graphmem.training.workspace import backward_temporaries, forward_temporaries
+    from graphmem.training.kernels import backward_temporaries, forward_temporaries
 
     # forward, at the cat of FullBidirectionalLayer: both stacks [3,2,5] (2 x 120), the reverse
     # direction's input gates [3,2,15] (360) and both last hidden states (2 x 40): 680
     view = gru_view([3, 2, 4], 5, False, linear_before_reset=1, direction="bidirectional")
-    assert forward_temporaries(view) == 680
+    assert forward_temporaries(view, PINNED_HOST) == 680
     # backward, reverse direction first (per direction: W_ih 240, W_hh 300, gates 360, per-step
     # saved 800; dX 96): its loop holds 900; the second's loop 96 - 800 + 900 = 196; the step
     # counts 96 + 2 x 540 = 1176 > 900: 0
-    assert backward_temporaries(view) == 0
+    assert backward_temporaries(view, PINNED_HOST) == 0
     # batch-first input: each direction's linear_ih copies it (2 x 96), h0 [2,2,5] (80), per
     # direction 720 + 80: 192 + 80 + 1600 = 1872
     nodes, _ = rnn("GRU", [2, 3, 4], 5, pre=[helper.make_node("Transpose", ["h"], ["t"], perm=[1, 0, 2])],
@@ -946,7 +932,7 @@ def test_lstm_shared_zero_state_is_two_storages() -> None:
 
 
 def test_lstm_scratchpad_by_hand() -> None:
-    from graphmem.training.workspace import lstm_scratchpad_bytes
+    from graphmem.training.kernels.workspace import lstm_scratchpad_bytes
 
     # T=5, B=2, H=6: key_rnn_space, each part at a page-aligned offset: the gates of every step
     # 5 x 2 x good_ld(24)=32 x 4 = 1280 at 0; h scratch 2 x good_ld(6)=16 x 4 = 128 at 4096;
@@ -968,7 +954,7 @@ def test_lstm_scratchpad_by_hand() -> None:
 
 def test_lstm_backward_temporaries_by_hand() -> None:
     from graphmem.training.saved import OpView
-    from graphmem.training.workspace import backward_temporaries
+    from graphmem.training.kernels import backward_temporaries
 
     # I=4, H=6, T=5, B=2: good_ld(24) = 32; weight gradients in oneDNN's layout [good_ld(n), 24]
     # (good_ld(4) = good_ld(6) = 16) and PyTorch's [n, 32]: (16*24 + 4*32 + 16*24 + 6*32) x 4 = 4352;
@@ -981,7 +967,7 @@ def test_lstm_backward_temporaries_by_hand() -> None:
     node = nodes[-1]
     view = OpView(op_type="LSTM", node=node, inputs=tuple(node.input), outputs=tuple(node.output), types=a.types,
                   needs_grad=frozenset({"h", "Wx", "Rh"}), weights=frozenset({"Wx", "Rh"}))
-    assert backward_temporaries(view) == 21784
+    assert backward_temporaries(view, PINNED_HOST) == 21784
 
 
 @pytest.mark.parametrize(
@@ -1002,7 +988,7 @@ def test_lstm_backward_temporaries_by_hand() -> None:
 def test_lstm_forward_temporaries_by_hand(direction: str, orders: dict, expected: int) -> None:
     from graphmem.model.types import TensorType
     from graphmem.training.saved import OpView
-    from graphmem.training.workspace import forward_temporaries
+    from graphmem.training.kernels import forward_temporaries
 
     dirs = 2 if direction == "bidirectional" else 1
     node = helper.make_node("LSTM", ["x", "W", "R"], ["Y", "Yh", "Yc"], hidden_size=6, direction=direction)
@@ -1011,7 +997,7 @@ def test_lstm_forward_temporaries_by_hand(direction: str, orders: dict, expected
              "Yh": t(dirs, 2, 6), "Yc": t(dirs, 2, 6)}
     view = OpView(op_type="LSTM", node=node, inputs=("x", "W", "R"), outputs=("Y", "Yh", "Yc"), types=types,
                   needs_grad=frozenset({"x", "W", "R"}), weights=frozenset({"W", "R"}), orders=orders)
-    assert forward_temporaries(view) == expected
+    assert forward_temporaries(view, PINNED_HOST) == expected
 
 
 def test_large_kernel_conv_weight_gradient_is_named_unmodelled() -> None:

@@ -63,3 +63,25 @@ def test_ops_for_a_model_uses_its_opset_and_counts_nodes(models_dir: Path) -> No
     nodes = {o["op_type"]: o["nodes"] for o in doc["ops"] if o["nodes"]}
     assert nodes["Conv"] == 4 and nodes["Relu"] == 4
     assert all(o["outcome"] != "unsupported" for o in doc["ops"] if o["nodes"])
+
+
+def test_top_says_which_rows_it_shows(models_dir: Path) -> None:
+    # tiny_cnn has 14 nodes: --top 3 without --sort is the first three in graph order
+    cnn = str(models_dir / "tiny_cnn.onnx")
+    r = invoke("layers", cnn, "--dim", "batch=1", "--top", "3")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0] == ("first 3 of 14 layers, in graph order (the order onnxruntime runs them; "
+                        "--sort flops|params|memory for the largest)")
+    assert [line.split()[0] for line in lines[2:5]] == ["/stem/stem.0/Conv", "/stem/stem.2/Relu", "/pool/MaxPool"]
+    r = invoke("layers", cnn, "--dim", "batch=1", "--top", "3", "--sort", "flops")
+    assert r.stdout.splitlines()[0] == "top 3 of 14 layers by flops"
+    doc = json.loads(invoke("layers", cnn, "--dim", "batch=1", "--top", "3", "--json").stdout)
+    assert doc["rows"] == {"sort": "order", "shown": 3, "of": 14}
+    md = invoke("layers", cnn, "--dim", "batch=1", "--top", "3", "--format", "markdown").stdout
+    assert "first 3 of 14 layers, in graph order" in md
+    # every row shown: no such line
+    assert invoke("layers", cnn, "--dim", "batch=1").stdout.splitlines()[0].startswith("layer ")
+    help_text = " ".join(invoke("layers", "--help").stdout.replace("│", " ").split())  # the words, as wrapped
+    assert "Show only the first N rows: in graph order unless --sort ranks them (then the N largest)." in help_text
+    assert "Rows are in graph order (the order onnxruntime runs the nodes) unless --sort ranks them" in help_text

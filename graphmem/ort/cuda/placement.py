@@ -33,12 +33,12 @@ it follows, and the kernel facts are in :mod:`graphmem.ort.cuda.rules`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import onnx
 
-from graphmem.optable import normalize_domain
+from graphmem.optable import DEFAULT_DOMAIN, OpTable, domain_table, normalize_domain
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model
 from graphmem.ort.cuda.rules import FP16_LIKE, cpu_inputs, has_kernel, output_memory
@@ -130,35 +130,55 @@ def _dtype_of(types: Mapping[str, TensorType]):  # type: ignore[no-untyped-def]
 
 
 def _cuda_capable(model: Model, node: onnx.NodeProto, dtype) -> bool:  # type: ignore[no-untyped-def]
-    """GetCapability: a registered kernel, and none of its attribute-based refusals."""
+    """GetCapability: a registered kernel, and none of its attribute-based refusals (:data:`_TAKES`)."""
     version = since_version(model, node)
     if not has_kernel(node.domain, node.op_type, version, tuple(dtype(x) for x in node.input)):
         return False
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    if node.op_type == "Cast":
-        return attrs.get("to") != onnx.TensorProto.STRING
-    if node.op_type in ("LSTM", "RNN", "GRU"):
-        return _rnn_supported(node.op_type, attrs, node)
-    if node.op_type == "ConvTranspose":
-        pads = list(attrs.get("pads", ()))
-        half = len(pads) // 2
-        symmetric = pads[:half] == pads[half:]
-        auto_pad = attrs.get("auto_pad", b"NOTSET")
-        return symmetric and auto_pad not in (b"SAME_UPPER", b"SAME_LOWER")
-    return True
+    takes = _TAKES.of(node)
+    if takes is None:
+        return True
+    return takes({a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}, node)
 
 
-def _rnn_supported(op_type: str, attrs: dict, node: onnx.NodeProto) -> bool:  # type: ignore[type-arg]
-    """RNNNeedFallbackToCPU (cuda_execution_provider.cc), negated."""
-    if any(k in attrs for k in ("activation_alpha", "activation_beta", "clip")):
-        return False
-    default = {"LSTM": [b"Sigmoid", b"Tanh", b"Tanh"], "RNN": [b"Tanh"], "GRU": [b"Sigmoid", b"Tanh"]}[op_type]
-    acts = [a.lower() for a in attrs.get("activations", [])]
-    if acts and acts not in ([a.lower() for a in default], [a.lower() for a in default * 2]):
-        return False
-    if op_type == "LSTM" and (attrs.get("input_forget", 0) != 0 or (len(node.input) > 7 and node.input[7])):
-        return False
-    return not (op_type == "GRU" and attrs.get("linear_before_reset", 0) != 1)
+def _cast_takes(attrs: dict, node: onnx.NodeProto) -> bool:  # type: ignore[type-arg]
+    return attrs.get("to") != onnx.TensorProto.STRING
+
+
+def _conv_transpose_takes(attrs: dict, node: onnx.NodeProto) -> bool:  # type: ignore[type-arg]
+    pads = list(attrs.get("pads", ()))
+    half = len(pads) // 2
+    symmetric = pads[:half] == pads[half:]
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    return symmetric and auto_pad not in (b"SAME_UPPER", b"SAME_LOWER")
+
+
+def _rnn_takes(default: list[bytes]) -> Callable[[dict, onnx.NodeProto], bool]:  # type: ignore[type-arg]
+    """RNNNeedFallbackToCPU (cuda_execution_provider.cc), negated, for a cell whose default
+    activations (one direction) are ``default``."""
+
+    def takes(attrs: dict, node: onnx.NodeProto) -> bool:  # type: ignore[type-arg]
+        if any(k in attrs for k in ("activation_alpha", "activation_beta", "clip")):
+            return False
+        acts = [a.lower() for a in attrs.get("activations", [])]
+        if acts and acts not in ([a.lower() for a in default], [a.lower() for a in default * 2]):
+            return False
+        op_type = node.op_type
+        if op_type == "LSTM" and (attrs.get("input_forget", 0) != 0 or (len(node.input) > 7 and node.input[7])):
+            return False
+        return not (op_type == "GRU" and attrs.get("linear_before_reset", 0) != 1)
+
+    return takes
+
+
+#: The CUDA kernels GetCapability refuses for some attributes -> whether it takes the node
+#: (attribute name -> value, the node).
+_TAKES: OpTable[Callable[[dict, onnx.NodeProto], bool]] = OpTable(domain_table(DEFAULT_DOMAIN, {  # type: ignore[type-arg]
+    "Cast": _cast_takes,
+    "ConvTranspose": _conv_transpose_takes,
+    "LSTM": _rnn_takes([b"Sigmoid", b"Tanh", b"Tanh"]),
+    "RNN": _rnn_takes([b"Tanh"]),
+    "GRU": _rnn_takes([b"Sigmoid", b"Tanh"]),
+}))
 
 
 def _cpu_preferred(model, g, order, candidates, dtype) -> set[int]:  # type: ignore[no-untyped-def]

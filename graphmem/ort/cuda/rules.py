@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from onnx import TensorProto as T
 
-from graphmem.optable import VIEW_OPS, OpTable, is_default_domain
+from graphmem.optable import DEFAULT_DOMAIN, VIEW_OPS, OpTable, domain_table, is_default_domain
 
 __all__ = [
     "PINNED",
@@ -51,7 +51,7 @@ _V = TypeVar("_V")
 
 def _default_domain(table: Mapping[str, _V]) -> OpTable[_V]:
     """A table of default-domain kernels written by op type (the CUDA tables list no other)."""
-    return OpTable((("", op), value) for op, value in table.items())
+    return OpTable(domain_table(DEFAULT_DOMAIN, table))
 
 
 def _r(*spans: str) -> tuple[tuple[int, int], ...]:

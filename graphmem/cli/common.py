@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, one_line
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, one_line
 from graphmem.ort.runtime import RuntimeVersionWarning
+from graphmem.tempdirs import TERMINATING_SIGNALS, deliver
 
 __all__ = [
     "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
@@ -141,8 +142,6 @@ def handled(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-#: The signals that end graphmem cleanly (:class:`graphmem.errors.Terminated`).
-TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 
 
 @contextlib.contextmanager
@@ -161,7 +160,7 @@ def terminating_signals() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         if not received:
             received.append(signum)
-            raise Terminated(signum)
+            deliver(signum)  # raises Terminated, or at the end of a signals_held section
 
     previous = {s: signal.signal(s, handler) for s in TERMINATING_SIGNALS}
     try:

@@ -13,11 +13,12 @@ its file, and its memory, are specific to the machine that made it.
 
 from __future__ import annotations
 
-import tempfile
+import contextlib
 from pathlib import Path
 
 from graphmem.errors import UnsupportedOpError
 from graphmem.optable import is_default_domain
+from graphmem.tempdirs import private_dir
 
 __all__ = ["optimized_model"]
 
@@ -82,6 +83,6 @@ def _drop_in(graph) -> bool:  # type: ignore[no-untyped-def]
     return changed
 
 
-def temporary_dir() -> tempfile.TemporaryDirectory[str]:
-    """A private work directory, never next to the user's model."""
-    return tempfile.TemporaryDirectory(prefix="graphmem-opt-")
+def temporary_dir() -> contextlib.AbstractContextManager[Path]:
+    """A private work directory, never next to the user's model (:func:`graphmem.tempdirs.private_dir`)."""
+    return private_dir("graphmem-opt-")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmem.errors import UsageError
+from graphmem.tempdirs import private_dir
 from graphmem.host import HostProfile, host_differences, resolve_host, this_host
 
 __all__ = ["Verification", "Divergence", "verify", "parse_tolerance", "matching_order"]
@@ -119,8 +120,7 @@ def verify(
     here = _this_machine(host)
     check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
-    with tempfile.TemporaryDirectory(prefix="graphmem-verify-") as tmp:
-        work = Path(tmp)
+    with private_dir("graphmem-verify-") as work:
         runnable = path
         missing = missing_weights(path)
         if missing:

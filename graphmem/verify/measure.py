@@ -30,7 +30,6 @@ onnxruntime is imported lazily inside functions.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
+from graphmem.tempdirs import private_dir
 from graphmem.verify import cuda as cuda_memory
 from graphmem.errors import ExternalDataError, MeasureError, ModelLoadError, RuntimeUnavailableError, UsageError
 from graphmem.verify.providers import (
@@ -212,8 +212,7 @@ def measure(
     options = session_options(graph_opt, threads, True, None, mem_pattern=mem_pattern)
     for key, value in (session_config or {}).items():
         options.add_session_config_entry(key, value)
-    with tempfile.TemporaryDirectory(prefix="graphmem-measure-") as tmp:
-        workdir = Path(tmp)
+    with private_dir("graphmem-measure-") as workdir:
         options.profile_file_prefix = str(workdir / "profile")
         session = _create_session(session_source(model, workdir), options, choice.name)
         after_session = reading()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError, one_line
+from graphmem.tempdirs import signals_held
 from graphmem.gate.budgets import Budgets, apply_gate, evaluate, lookup
 from graphmem.views.formats import check_format, render_peak
 
@@ -83,7 +84,8 @@ def write_atomic(
     if not path.parent.is_dir():
         raise UsageError(f"{option} {path}: directory '{path.parent}' does not exist")
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with signals_held():  # a terminating signal right after mkstemp would leave the .tmp file
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
         raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
     try:
@@ -96,6 +98,9 @@ def write_atomic(
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
+    except BaseException:  # Terminated, KeyboardInterrupt: nothing left beside the user's file
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _open(target: Path | int, binary: bool):  # type: ignore[no-untyped-def]

@@ -27,8 +27,11 @@ __all__ = [
     "FlopsUnavailableError",
     "MissingExtraError",
     "SchemaError",
+    "InvariantError",
     "PlanInvariantError",
     "Terminated",
+    "Reported",
+    "GateFailed",
     "one_line",
     "EXIT_OK",
     "EXIT_GATE_FAILED",
@@ -54,6 +57,21 @@ class Terminated(BaseException):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+class Reported(Exception):
+    """A command has written its report and printed what failed; only its exit code is left
+    (:attr:`exit_code`; ``graphmem check`` with models it could not analyse: 2). The CLI maps it,
+    as it maps :class:`GraphmemError`, and prints nothing more. Not a :class:`GraphmemError`."""
+
+    exit_code: int = EXIT_INPUT_ERROR
+
+
+class GateFailed(Reported):
+    """A gate failed: a budget, a ``diff`` threshold, ``verify``'s tolerance, a model that does
+    not fit. The only source of exit code 1."""
+
+    exit_code = EXIT_GATE_FAILED
 
 
 class GraphmemError(Exception):
@@ -143,7 +161,13 @@ class SchemaError(GraphmemError, ValueError):
     """A document does not match its schema; the message lists the problems with their paths."""
 
 
-class PlanInvariantError(GraphmemError):
+class InvariantError(GraphmemError, ValueError):
+    """graphmem broke one of its own invariants (an op table given a key twice, a cost of an
+    unknown outcome, a timeline whose parts do not add up to the figure it draws): a bug in
+    graphmem, never a user error. A ValueError too, as the checks it replaces raised."""
+
+
+class PlanInvariantError(InvariantError):
     """A plan broke an invariant: a bug in a planner, never a user error."""
 
 

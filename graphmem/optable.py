@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
+from graphmem.errors import InvariantError
+
 __all__ = [
     "OpKey",
     "OpRule",
@@ -133,7 +135,7 @@ class OpTable(Mapping[OpKey, V]):
             for (domain, op), value in (part.items() if isinstance(part, Mapping) else part):
                 key = (normalize_domain(domain), op)
                 if key in entries:
-                    raise ValueError(f"op table: {key} is given twice")
+                    raise InvariantError(f"op table: {key} is given twice")
                 entries[key] = value
         self._entries: Mapping[OpKey, V] = MappingProxyType(entries)
 

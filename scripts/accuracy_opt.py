@@ -64,7 +64,7 @@ def analyze_optimized(path: Path, level: str, dims: dict[str, int]) -> tuple[gra
 
     It analyses the file onnxruntime writes after optimizing, as onnxruntime runs it, with the
     static shapes its session kept for the tensors the optimizers left in place
-    (:func:`graphmem.analysis.pipeline.with_session_shapes`), and:
+    (:func:`graphmem.analysis.graph_opt.with_session_shapes`), and:
 
     * the execution order is the file's order: onnxruntime writes the optimized graph in its
       session's execution order (``Graph::ToGraphProto`` walks

@@ -41,7 +41,8 @@ from graphmem.ort.order import ort_order
 from graphmem.ort.functions import inline_functions, with_defaults
 from graphmem.ort.rewrites import remove_duplicate_casts
 from graphmem.ort.rules import runs_as_function
-from graphmem.shapes.infer import ORT_STATIC, infer_types
+from graphmem.shapes.infer import ORT_STATIC
+from graphmem.ort.inference import infer_types
 from graphmem.ort.optimized import optimized_model
 
 

@@ -1,7 +1,12 @@
 """Stage "analysis": :func:`analyze` wires the stages (model → shapes → onnxruntime emulation →
 planners → FLOPs) and owns the :class:`Analysis` type every view reads.
 
-* :mod:`.pipeline` — :func:`analyze`, :func:`analyze_model`, :func:`analyze_graph_opt`;
+* :mod:`.pipeline` — :func:`analyze`, :func:`analyze_model`: the wiring, one screen;
+* :mod:`.stages` — load, expand functions, types and shapes, CPU kernels, the session's graph;
+* :mod:`.plans` — program, onnxruntime's plan and the planner's bounds, control-flow replay, FLOPs;
+* :mod:`.assemble` — the stages' results as an :class:`Analysis`;
+* :mod:`.graph_opt` — :func:`analyze_graph_opt`, the graph onnxruntime optimizes;
+* :mod:`.request` — :class:`Bindings` and :class:`AnalysisRequest`, what one analysis is asked;
 * :mod:`.result` — :class:`Analysis` and its parts;
 * :mod:`.dims` — parsing and checking dim bindings;
 * :mod:`.whatif` — ``--as-dtype``;
@@ -18,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graphmem.analysis.dims import MAX_DIM
-    from graphmem.analysis.pipeline import analyze, analyze_graph_opt, analyze_model
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.pipeline import analyze, analyze_model
+    from graphmem.analysis.request import AnalysisRequest, Bindings
     from graphmem.analysis.result import (
         ActivationsInfo,
         Analysis,
@@ -38,12 +45,16 @@ __all__ = [
     "analyze",
     "analyze_model",
     "analyze_graph_opt",
+    "AnalysisRequest",
+    "Bindings",
     "MAX_DIM",
 ]
 
 _HOME = {
     "MAX_DIM": "dims",
-    **{name: "pipeline" for name in ("analyze", "analyze_graph_opt", "analyze_model")},
+    **{name: "pipeline" for name in ("analyze", "analyze_model")},
+    "analyze_graph_opt": "graph_opt",
+    **{name: "request" for name in ("AnalysisRequest", "Bindings")},
     **{name: "result" for name in ("ActivationsInfo", "Analysis", "IOInfo", "ModelInfo", "ShapesInfo", "WeightsInfo")},
 }
 

@@ -20,13 +20,14 @@ from dataclasses import replace
 import networkx as nx
 import numpy as np
 
-from graphmem.analysis.dims import resolve_inputs
+from graphmem.analysis.request import Bindings
 from graphmem.analysis.result import UnresolvedCause
 from graphmem.errors import GraphmemError
 from graphmem.model.graph import OpGraph
 from graphmem.model.program import value_size
 from graphmem.model.types import TensorType
-from graphmem.shapes.infer import RUNTIME, infer_types
+from graphmem.ort.inference import infer_types
+from graphmem.shapes.infer import RUNTIME
 
 __all__ = ["UnresolvedCause", "unresolved_causes", "MAX_PROBES"]
 
@@ -42,15 +43,13 @@ def unresolved_causes(
     types: Mapping[str, TensorType],
     values: Mapping[str, np.ndarray],
     *,
-    dims: Mapping[str, int],
-    shapes: Mapping[str, Sequence[int]] | None = None,
-    input_values: Mapping[str, Sequence[int | float]] | None = None,
+    bindings: Bindings,
 ) -> tuple[UnresolvedCause, ...]:
     """The root nodes of the unresolved tensors of ``g`` (run in ``order``, typed ``types``, with
     the small ``values`` inference computed), in order; the first with the range of one of the
-    user's ``dims`` it resolves in (the first dim for which one is found). ``dims``, ``shapes``
-    and ``input_values``: the ``--dim``, ``--shape`` and ``--value`` given, as
-    :func:`graphmem.analysis.dims.resolve_inputs` takes them."""
+    user's ``dims`` it resolves in (the first dim for which one is found). ``bindings``: the
+    ``--dim``, ``--shape`` and ``--value`` given."""
+    dims = bindings.dims
     out = []
     for nid in order:
         node = g.node(nid)
@@ -68,7 +67,7 @@ def unresolved_causes(
 
             def resolves(name: str, value: int) -> bool:
                 try:
-                    given = resolve_inputs(g.model.inputs, dims={**dims, name: value}, shapes=shapes, values=input_values)
+                    given = bindings.bind({name: value}).resolve(g.model.inputs)
                 except GraphmemError:  # a value the inputs cannot take
                     return False
                 r = infer_types(g, sub, view=RUNTIME, dims=given.dims, shapes=given.shapes, input_values=given.values)

@@ -13,7 +13,8 @@
 A dim may be 0 where onnxruntime accepts it (an empty KV past); negative or absurd dims, unknown
 names and values that do not fit the input are errors naming the input. :func:`resolve_inputs`
 checks all of it against the model once; the CLI, ``graphmem check`` configurations and the
-batch search all parse with these functions."""
+batch search all parse with these functions; :class:`graphmem.analysis.request.Bindings` carries
+what they parsed to the stages."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from graphmem.model.loading import Model
 
 __all__ = [
     "MAX_DIM", "INT64_MAX", "parse_dim_value", "split_dim_item", "parse_dims", "parse_shapes", "parse_values",
-    "parse_inputs", "check_dims", "ResolvedInputs", "resolve_inputs", "open_dims", "fixing_input",
+    "check_dims", "ResolvedInputs", "resolve_inputs", "open_dims", "fixing_input",
     "format_shape", "shape_json", "shape_hint", "inputs_text", "is_sequence_binding",
 ]
 
@@ -131,18 +132,10 @@ def parse_values(items: Iterable[str] | None) -> dict[str, tuple[int | float, ..
     return values
 
 
-def parse_inputs(
-    dims: Iterable[str] | None, shapes: Iterable[str] | None = None, values: Iterable[str] | None = None
-) -> dict[str, dict]:  # type: ignore[type-arg]
-    """``--dim``, ``--shape`` and ``--value`` items as the keyword arguments ``dims``, ``shapes``
-    and ``values`` of :func:`graphmem.analyze` (and every call that takes them)."""
-    return {"dims": parse_dims(dims), "shapes": parse_shapes(shapes), "values": parse_values(values)}
-
-
-def check_dims(model: Model, dims: Mapping[str, int], **inputs) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    """Validate ``--dim`` bindings (and ``shapes`` / ``values``) against the model's inputs; the
-    bound dims (see :func:`resolve_inputs`)."""
-    return resolve_inputs(model.inputs, dims=dims, **inputs).dims
+def check_dims(model: Model, dims: Mapping[str, int]) -> dict[str, int]:
+    """Validate ``--dim`` bindings against the model's inputs; the bound dims (see
+    :func:`resolve_inputs`)."""
+    return resolve_inputs(model.inputs, dims=dims).dims
 
 
 #: onnx TensorProto element types --value accepts, with their numpy dtypes.

@@ -63,17 +63,8 @@ APPROXIMATION_KINDS = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Approximation:
-    """One reason the activation figures are not exact: its kind, the node ('' when none), what."""
-
-    kind: str
-    node: str
-    detail: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Approximation:
-    """Why a figure is not exact: ``kind`` (unresolved_tensor, unplanned_subgraph,
-    branch_assumed, unknown_kernel, scratch_not_modelled, value_assumed, order_assumed), the node, a detail."""
+    """One reason the activation figures are not exact: its ``kind`` (one of
+    :data:`APPROXIMATION_KINDS`), the node ('' when none), and what."""
 
     kind: str
     node: str

@@ -10,7 +10,8 @@ from graphmem.ort.allocation import OrtPlan, plan_ort
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.ort.scratch import ScratchProfile, replay_run, step_scratch
 from graphmem.planner.program import Program
-from graphmem.shapes.infer import ORT_STATIC, infer_types
+from graphmem.shapes.infer import ORT_STATIC
+from graphmem.ort.inference import infer_types
 
 __all__ = ["scratch_profile", "scratch_bytes"]
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from graphmem.analysis.result import Analysis
-from graphmem.errors import UsageError
+from graphmem.errors import InvariantError, UsageError
 from graphmem.ort.allocation import OrtPlan
 from graphmem.ort.controlflow import Replay
 from graphmem.planner.program import Program
@@ -120,7 +120,7 @@ def build_timeline(
     values = program.values
     n = len(steps)
     if not (len(plan.in_use) == len(lower_bound) == len(op_types) == n):
-        raise ValueError("every per-step series must have one entry per program step")
+        raise InvariantError("every per-step series must have one entry per program step")
     writer: dict[int, int] = {}
     last_read: dict[int, int] = {}
     for s, step in enumerate(steps):

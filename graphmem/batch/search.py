@@ -44,6 +44,7 @@ from graphmem.host import HostProfile, resolve_host
 from graphmem.units import format_bytes
 
 if TYPE_CHECKING:
+    from graphmem.analysis.request import Bindings
     from graphmem.analysis.result import Analysis
     from graphmem.model.loading import Model
     from graphmem.training import TrainingConfig, TrainingEstimate
@@ -156,13 +157,15 @@ def _as_model(model: Model | str | os.PathLike[str]) -> Model:
 InputMap = Mapping[str, Sequence[int]]
 
 
-def _inputs_given(shapes: InputMap | None, values: InputMap | None
-                  ) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
-    return ({k: tuple(v) for k, v in (shapes or {}).items()},
-            {k: tuple(v) for k, v in (values or {}).items()})
+def _bindings(bindings: Bindings | None, dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
+              values: InputMap | None = None) -> Bindings:
+    """The search functions' inputs as one :class:`Bindings` (``bindings``, or the three mappings)."""
+    from graphmem.analysis.request import request_of
+
+    return request_of(bindings=bindings, dims=dims, shapes=shapes, values=values).bindings
 
 
-def _not_fixed(m: Model, dim: str, option: str, shapes: InputMap, values: InputMap) -> None:
+def _not_fixed(m: Model, dim: str, option: str, given: Bindings) -> None:
     """A swept or solved dim must not be a dim of an input whose whole shape ``--shape`` sets
     (or whose values ``--value`` gives): no value of the dim changes that input, and the option
     contradicts every value but one.
@@ -172,7 +175,7 @@ def _not_fixed(m: Model, dim: str, option: str, shapes: InputMap, values: InputM
     """
     from graphmem.analysis.dims import fixing_input
 
-    fixed = fixing_input(m.inputs, dim, shapes=shapes, values=values)
+    fixed = fixing_input(m.inputs, dim, shapes=given.shapes, values=given.values)  # type: ignore[arg-type]
     if fixed is not None:
         name, given = fixed
         raise UsageError(
@@ -238,30 +241,31 @@ class Sweep:
 
 
 def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
-          shapes: InputMap | None = None, values: InputMap | None = None,
+          shapes: InputMap | None = None, values: InputMap | None = None, bindings: Bindings | None = None,
           as_dtype: str | None = None, flops: bool = True, host: HostProfile | None = None) -> Sweep:
     """Analyze ``model`` at each value of ``spec.dim`` and fit total memory against it, for a
     run on ``host`` (None: this machine).
 
-    ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them) apply to every row; the
-    swept dim must not be a dim of an input they fix.
+    ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them, or ``bindings``) apply to
+    every row; the swept dim must not be a dim of an input they fix.
 
     Raises:
         UnknownDimError, UnboundDimError: as :func:`graphmem.analyze` (naming the model's dims).
         UsageError: bad ``shapes``/``values``, or the swept dim is a dim of an input they fix.
     """
     from graphmem.analysis.pipeline import analyze_model
+    from graphmem.analysis.request import AnalysisRequest
     from graphmem.views.kvcache import kv_cache
     from graphmem.views.roofline import total_flops
 
     m = _as_model(model)
     host = resolve_host(host)
-    shapes, values = _inputs_given(shapes, values)
-    _not_fixed(m, spec.dim, "--dim", shapes, values)
+    given = _bindings(bindings, shapes=shapes, values=values)
+    _not_fixed(m, spec.dim, "--dim", given)
     rows = []
     for v in spec.values:
-        a = analyze_model(m, dims={**spec.fixed, spec.dim: v}, shapes=shapes, values=values,
-                          as_dtype=as_dtype, host=host)
+        point = given.bind({**spec.fixed, spec.dim: v})
+        a = analyze_model(m, AnalysisRequest(bindings=point, as_dtype=as_dtype, host=host))
         kv = kv_cache(a)
         counted = total_flops(a) if flops else None
         rows.append(SweepRow(
@@ -276,7 +280,8 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
             approximations=tuple(f"{x.kind}: {x.detail}" for x in a.activations.approximations),
         ))
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
-                 rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host, shapes=shapes, values=values)
+                 rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host,
+                 shapes=dict(given.shapes), values=dict(given.values))  # type: ignore[arg-type]
 
 
 def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
@@ -413,7 +418,7 @@ def _budget(budget_bytes: int, overhead_bytes: int) -> int:
 
 def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_bytes: int,
                    dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
-                   values: InputMap | None = None, overhead_bytes: int = 0,
+                   values: InputMap | None = None, bindings: Bindings | None = None, overhead_bytes: int = 0,
                    as_dtype: str | None = None, limit: int | None = None,
                    cost: Cost | None = None, kernel_rules: bool = True,
                    host: HostProfile | None = None) -> SearchResult:
@@ -422,8 +427,8 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
 
     ``cost``: what is compared with the budget at each probed value (default: the analysis
     total); the monotonicity check and every ``total_bytes`` of the result are in its terms.
-    ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them) apply to every probe;
-    ``solve`` must not be a dim of an input they fix. ``kernel_rules`` as
+    ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them; or all three inputs as
+    ``bindings``) apply to every probe; ``solve`` must not be a dim of an input they fix. ``kernel_rules`` as
     :func:`graphmem.analysis.pipeline.analyze_model` takes it (False for a training cost: the
     PyTorch step runs no onnxruntime kernel).
 
@@ -435,11 +440,12 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     """
     from graphmem.analysis.dims import MAX_DIM, check_dims
     from graphmem.analysis.pipeline import analyze_model
+    from graphmem.analysis.request import AnalysisRequest
 
     m = _as_model(model)
     host = resolve_host(host)
-    dims = dict(dims or {})
-    shapes, values = _inputs_given(shapes, values)
+    given = _bindings(bindings, dims, shapes, values)
+    dims = dict(given.dims)
     if solve in dims:
         raise UsageError(f"--solve {solve} is also bound by --dim {solve}=…; give one of them")
     if solve not in m.symbolic_dims and all(d in m.symbolic_dims for d in dims):
@@ -447,8 +453,8 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
             check_dims(m, {solve: 1})
         except UnknownDimError as exc:  # same message, naming the option the user gave
             raise UnknownDimError(str(exc).replace("--dim", "--solve", 1)) from None
-    _not_fixed(m, solve, "--solve", shapes, values)
-    check_dims(m, {**dims, solve: 1}, shapes=shapes, values=values)
+    _not_fixed(m, solve, "--solve", given)
+    given.bind({solve: 1}).resolve(m.inputs)
     available = _budget(budget_bytes, overhead_bytes)
     limit = MAX_DIM if limit is None else limit
     probes: list[Probe] = []
@@ -456,8 +462,8 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     base: list[int] = []  # unresolved tensors at value 1: the model's own unknowns
 
     def fits(v: int) -> bool:
-        a = analyze_model(m, dims={**dims, solve: v}, shapes=shapes, values=values, as_dtype=as_dtype,
-                          kernel_rules=kernel_rules, host=host)
+        request = AnalysisRequest(bindings=given.bind({solve: v}), as_dtype=as_dtype, kernel_rules=kernel_rules, host=host)
+        a = analyze_model(m, request)
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
         complete = unresolved <= base[0]
@@ -495,13 +501,13 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         next_total_bytes=after.total_bytes if after is not None else None,
         next_complete=after is None or after.complete,
         unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
-        violations=violations, host=host, shapes=shapes, values=values,
+        violations=violations, host=host, shapes=dict(given.shapes), values=dict(given.values),  # type: ignore[arg-type]
     )
 
 
 def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
               dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
-              values: InputMap | None = None, overhead_bytes: int = 0,
+              values: InputMap | None = None, bindings: Bindings | None = None, overhead_bytes: int = 0,
               as_dtype: str | None = None, cost: Cost | None = None,
               kernel_rules: bool = True, host: HostProfile | None = None) -> FitCheck:
     """Whether the model with every dim bound (``dims``, ``shapes``, ``values`` as
@@ -509,10 +515,12 @@ def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
     (``cost``: what is compared, default the analysis total; ``kernel_rules`` as in
     :func:`search_largest`)."""
     from graphmem.analysis.pipeline import analyze_model
+    from graphmem.analysis.request import AnalysisRequest
 
     available = _budget(budget_bytes, overhead_bytes)
-    a = analyze_model(_as_model(model), dims=dims, shapes=shapes, values=values, as_dtype=as_dtype,
-                      kernel_rules=kernel_rules, host=host)
+    given = _bindings(bindings, dims, shapes, values)
+    request = AnalysisRequest(bindings=given, as_dtype=as_dtype, kernel_rules=kernel_rules, host=resolve_host(host))
+    a = analyze_model(_as_model(model), request)
     measured = a.total_bytes if cost is None else cost(a)
     return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
                     total_bytes=measured, needed_bytes=measured + overhead_bytes,
@@ -556,8 +564,9 @@ def _checked(config: TrainingConfig | None) -> TrainingConfig:
 def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str,
                             budget_bytes: int, config: TrainingConfig | None = None,
                             dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
-                            values: InputMap | None = None, overhead_bytes: int = 0,
-                            limit: int | None = None, host: HostProfile | None = None) -> SearchResult:
+                            values: InputMap | None = None, bindings: Bindings | None = None,
+                            overhead_bytes: int = 0, limit: int | None = None,
+                            host: HostProfile | None = None) -> SearchResult:
     """The largest value of ``solve`` whose training step peak + overhead ≤ budget:
     :func:`search_largest` with the step peak of ``config`` (default Adam, fp32, gradients
     released) as its cost, and ``result.training`` set (the estimate at the answer, the step
@@ -584,8 +593,8 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
             kept[v] = e
         return e.step_peak_bytes
 
-    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, dims=dims, shapes=shapes,
-                       values=values, overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
+    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, bindings=_bindings(bindings, dims, shapes, values),
+                       overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
                        as_dtype=PRECISION_DTYPES[config.precision], kernel_rules=False, host=host)
     est = kept.get(r.largest) if r.analysis is not None else None
     if r.analysis is not None and est is None:  # the kept value did not count (shapes)
@@ -597,8 +606,8 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
 def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: int,
                        config: TrainingConfig | None = None,
                        dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
-                       values: InputMap | None = None, overhead_bytes: int = 0,
-                       host: HostProfile | None = None) -> FitCheck:
+                       values: InputMap | None = None, bindings: Bindings | None = None,
+                       overhead_bytes: int = 0, host: HostProfile | None = None) -> FitCheck:
     """Whether one training step of the fully bound model fits: :func:`check_fit` with the
     step peak as its cost and ``result.training`` set."""
     from graphmem.training import estimate_training_analysis
@@ -610,7 +619,7 @@ def check_fit_training(model: Model | str | os.PathLike[str], *, budget_bytes: i
         held[:] = [estimate_training_analysis(a, config)]
         return held[0].step_peak_bytes
 
-    r = check_fit(model, budget_bytes=budget_bytes, dims=dims, shapes=shapes, values=values,
+    r = check_fit(model, budget_bytes=budget_bytes, bindings=_bindings(bindings, dims, shapes, values),
                   overhead_bytes=overhead_bytes,
                   as_dtype=PRECISION_DTYPES[config.precision], cost=step_peak, kernel_rules=False, host=host)
     e = held[0]

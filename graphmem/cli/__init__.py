@@ -26,7 +26,7 @@ from graphmem.cli.batch import (
 )
 from graphmem.cli.common import (
     DimOption, HostOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, host_of,
-    internal_error, parse_dims, parse_inputs, terminating_signals,
+    internal_error, parse_bindings, parse_dims, terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
@@ -39,7 +39,7 @@ from graphmem.cli.gate import (
     RequireExactOption,
 )
 from graphmem.cli.helptext import MARKUP_MODE, Command, Group
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Terminated, UsageError
+from graphmem.errors import EXIT_INPUT_ERROR, GateFailed, GraphmemError, Reported, Terminated, UsageError
 
 if TYPE_CHECKING:
     from graphmem.host import HostProfile
@@ -116,7 +116,8 @@ def peak(
     With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
     the model fits and gives a roofline latency bound.
     """
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import AnalysisRequest
     from graphmem.views.formats import resolve_format
     from graphmem.gate.budgets import parse_budgets
     from graphmem.views.output import finish
@@ -148,8 +149,10 @@ def peak(
 
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
-    result = analyze_graph_opt(model, graph_opt, **parse_inputs(dim, shape, value), provider=provider, as_dtype=as_dtype,
-                               host=host_of(host))
+    request = AnalysisRequest(
+        bindings=parse_bindings(dim, shape, value), provider=provider, as_dtype=as_dtype, host=host_of(host)
+    )
+    result = analyze_graph_opt(model, graph_opt, request)
     plotted = None
     if plot is not None:
         from graphmem.views.plot import peak_plot, write_plot, wrote
@@ -157,10 +160,11 @@ def peak(
         plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
     doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
     inputs = [model, *([devices_file] if devices_file else [])]
-    code = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
+    failed = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
     if plotted is not None:
         typer.echo(plotted, err=True)
-    raise typer.Exit(code)
+    if failed:
+        raise GateFailed()
 
 
 def _symbolic(model: Path, dims: dict[str, int], as_json: bool, host: HostProfile) -> None:
@@ -221,6 +225,8 @@ def _main(argv: list[str] | None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT_ERROR
     except GraphmemError as exc:
         return fail(str(exc), exc.exit_code)
+    except Reported as exc:  # a failed gate (1), its report written: nothing more to print
+        return exc.exit_code
     except MemoryError:
         return fail("out of memory (the model or the options need more memory than this machine lets graphmem have)")
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported in one line

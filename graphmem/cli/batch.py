@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of
-from graphmem.errors import EXIT_GATE_FAILED
+from graphmem.cli.common import HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_bindings
+from graphmem.errors import GateFailed
 
 if TYPE_CHECKING:
     from graphmem.batch.search import TrainingFit
@@ -133,12 +133,11 @@ def sweep_command(
 
     --shape/--value apply to every row; the swept dim must not be a dim of an input they fix.
     """
-    from graphmem.analysis.dims import parse_shapes, parse_values
     from graphmem.batch.search import parse_sweep_dims, sweep
     from graphmem.batch.report import sweep_json, sweep_table
 
-    result = sweep(model, parse_sweep_dims(dim), shapes=parse_shapes(shape), values=parse_values(value),
-                   as_dtype=as_dtype, host=host_of(host))
+    spec = parse_sweep_dims(dim)
+    result = sweep(model, spec, bindings=parse_bindings(None, shape, value), as_dtype=as_dtype, host=host_of(host))
     typer.echo(json.dumps(sweep_json(result), indent=2) if as_json else sweep_table(result))
 
 
@@ -169,7 +168,8 @@ def fit_command(
     Exact search on real analyses, never extrapolated. With --train, of one training step.
     Exit 0 fits, 1 does not (or nothing fits).
     """
-    from graphmem.analysis.dims import check_dims, open_dims, parse_shapes, parse_values
+    from graphmem.analysis.dims import check_dims, open_dims
+    from graphmem.analysis.request import Bindings
     from graphmem.batch.search import (
         check_fit,
         check_fit_training,
@@ -209,11 +209,11 @@ def fit_command(
     overhead_bytes = parse_bytes(overhead)
     profile = host_of(host)
     dims = parse_bound_dims(dim)
-    inputs = {"shapes": parse_shapes(shape), "values": parse_values(value)}
+    inputs = parse_bindings(None, shape, value)
     m = load_model(model)
     buffer = genai_past_buffer(model)
     if buffer is not None and solve != "past_sequence_length" \
-            and "past_sequence_length" in open_dims(m.inputs, dims=dims, **inputs):
+            and "past_sequence_length" in open_dims(m.inputs, dims=dims, shapes=inputs.shapes, values=inputs.values):
         dims["past_sequence_length"] = buffer
         typer.echo(f"graphmem: genai_config.json beside the model: past_present_share_buffer, so the past "
                    f"inputs are onnxruntime-genai's buffer of max_length {buffer} "
@@ -221,37 +221,38 @@ def fit_command(
     if any(n not in m.symbolic_dims for n in dims):
         check_dims(m, dims)  # raises UnknownDimError naming the model's dims
     if solve is None:
-        unbound = open_dims(m.inputs, dims=dims, **inputs)
+        unbound = open_dims(m.inputs, dims=dims, shapes=inputs.shapes, values=inputs.values)
         if len(unbound) > 1:
             raise UnboundDimError(
                 f"unbound dims {', '.join(unbound)}: bind all but one with --dim and name "
                 "that one with --solve"
             )
         solve = unbound[0] if unbound else None
+    bindings = Bindings.of(dims=dims, shapes=inputs.shapes, values=inputs.values)
     shown = {"device": dev if device or device_spec else None}
     if solve is None:
         if config is not None:
-            check = check_fit_training(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+            check = check_fit_training(m, bindings=bindings, budget_bytes=dev.memory_bytes,
                                        overhead_bytes=overhead_bytes, config=config, host=profile)
         else:
-            check = check_fit(m, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+            check = check_fit(m, bindings=bindings, budget_bytes=dev.memory_bytes,
                               overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile)
         _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
         if not check.fits:
-            raise typer.Exit(EXIT_GATE_FAILED)
+            raise GateFailed()
         return
     if config is not None:
-        found = search_largest_training(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+        found = search_largest_training(m, solve=solve, bindings=bindings, budget_bytes=dev.memory_bytes,
                                         overhead_bytes=overhead_bytes, config=config, host=profile)
     else:
-        found = search_largest(m, solve=solve, dims=dims, **inputs, budget_bytes=dev.memory_bytes,
+        found = search_largest(m, solve=solve, bindings=bindings, budget_bytes=dev.memory_bytes,
                                overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile)
     _warn(found.training)
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
           as_json)
     if found.largest == 0:
-        raise typer.Exit(EXIT_GATE_FAILED)
+        raise GateFailed()
 
 
 def _warn(training: TrainingFit | None) -> None:

@@ -1,6 +1,6 @@
 """Shared pieces of the command modules: error handling (the one error → exit-code map), option
 types, and the one parser of ``--dim``, ``--shape`` and ``--value`` (:mod:`graphmem.analysis.dims`:
-:func:`parse_inputs` gives the ``dims``/``shapes``/``values`` keywords every analysis takes).
+:func:`parse_bindings` gives the :class:`~graphmem.analysis.request.Bindings` every analysis takes).
 
 Each command group lives in a small ``graphmem/cli/*.py`` module and is registered in
 ``graphmem/cli/__init__.py``; they all use :func:`handled`, the one place errors become exit codes.
@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
-from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, one_line
+from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Reported, one_line
 from graphmem.ort.runtime import RuntimeVersionWarning
 from graphmem.tempdirs import TERMINATING_SIGNALS, deliver
 
 __all__ = [
-    "handled", "fail", "internal_error", "parse_dims", "parse_inputs", "DimOption", "ShapeOption", "ValueOption",
+    "handled", "fail", "internal_error", "parse_dims", "parse_bindings", "DimOption", "ShapeOption", "ValueOption",
     "JsonOption", "ModelArg", "PlotOption", "terminating_signals", "HostOption", "host_of",
 ]
 
 if TYPE_CHECKING:
+    from graphmem.analysis.request import Bindings
     from graphmem.host import HostProfile
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -87,11 +88,12 @@ def parse_dims(items: list[str] | None) -> dict[str, int]:
     return parse(items)
 
 
-def parse_inputs(dims: list[str] | None, shapes: list[str] | None = None, values: list[str] | None = None) -> dict[str, dict]:  # type: ignore[type-arg]
-    """:func:`graphmem.analysis.dims.parse_inputs` (imported when a command parses, not at start-up)."""
-    from graphmem.analysis.dims import parse_inputs as parse
+def parse_bindings(dim: list[str] | None, shape: list[str] | None = None, value: list[str] | None = None) -> Bindings:
+    """``--dim``, ``--shape`` and ``--value`` items as one :class:`Bindings`, checked for form
+    (the analysis package is imported when a command parses, not at start-up)."""
+    from graphmem.analysis.request import Bindings
 
-    return parse(dims, shapes, values)
+    return Bindings.parse(dim, shape, value)
 
 
 HostOption = Annotated[
@@ -128,7 +130,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):  #
 
 
 def handled(fn: F) -> F:
-    """Turn a GraphmemError into one line on stderr and its exit code (no traceback)."""
+    """The one map from outcomes to exit codes: a GraphmemError becomes one line on stderr and
+    its exit code (no traceback); a :class:`~graphmem.errors.Reported` outcome (a failed gate:
+    1), whose report is written already, its exit code alone."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -138,10 +142,10 @@ def handled(fn: F) -> F:
                 return fn(*args, **kwargs)
         except GraphmemError as exc:
             raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+        except Reported as exc:
+            raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
-
-
 
 
 @contextlib.contextmanager

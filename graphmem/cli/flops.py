@@ -11,7 +11,7 @@ import typer
 
 from graphmem.optable import domain_name, op_key
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs,
+    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_bindings,
 )
 from graphmem.cli.gate import FormatOption, OutputOption
 
@@ -60,9 +60,9 @@ def layers_command(
     from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)
-    a = analyze(model, **parse_inputs(dim, shape, value), host=host_of(host))
+    a = analyze(model, bindings=parse_bindings(dim, shape, value), host=host_of(host))
     doc = layers_json(a, str(model), sort=sort, top=top, group=group)
-    raise typer.Exit(deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=(), inputs=[model]))
+    deliver(render_layers(doc, fmt), fmt=fmt, output=output, failures=(), inputs=[model])
 
 
 def layers_json(

@@ -14,10 +14,10 @@ from typing import Annotated, Any, Optional
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ShapeOption, ValueOption, handled, host_of, parse_inputs,
+    DimOption, HostOption, JsonOption, ShapeOption, ValueOption, handled, host_of, parse_bindings,
 )
 from graphmem.errors import one_line
-from graphmem.errors import EXIT_INPUT_ERROR
+from graphmem.errors import GateFailed, Reported
 
 __all__ = [
     "register",
@@ -132,11 +132,12 @@ def check(
     errors = [f"{o.spec.name}: {o.error}" for o in outcomes if o.status == "error"]
     failures = [f"{o.spec.name}: {m}" for o in outcomes for m in o.messages]
     inputs = [cfg.path, *(spec.path for spec in cfg.models)]
-    code = deliver(render_check(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=inputs)
+    failed = deliver(render_check(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=inputs)
     if errors:
         report_failures(errors, doc_on_stdout=output is None and fmt != "table", kind="error")
-        code = EXIT_INPUT_ERROR
-    raise typer.Exit(code)
+        raise Reported()  # models that could not be analysed: an input error, over any failed gate
+    if failed:
+        raise GateFailed()
 
 
 class _Progress:
@@ -221,10 +222,10 @@ def diff(
 
         plot_format(plot)
         require()
-    inputs = parse_inputs(dim, shape, value)
+    bindings = parse_bindings(dim, shape, value)
     profile = host_of(host)
-    before = analyze(old, **inputs, provider=provider, host=profile)
-    after = analyze(new, **inputs, provider=provider, host=profile)
+    before = analyze(old, bindings=bindings, provider=provider, host=profile)
+    after = analyze(new, bindings=bindings, provider=provider, host=profile)
     plotted = None
     if plot is not None:
         from graphmem.views.plot import diff_plot, write_plot, wrote
@@ -234,7 +235,8 @@ def diff(
     for warning in diff_warnings(doc):
         typer.echo(f"graphmem: warning: {one_line(warning)}", err=True)
     failures = [f["message"] for f in doc["gate"]["failures"]]
-    code = deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new])
+    failed = deliver(render_diff(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=[old, new])
     if plotted is not None:
         typer.echo(plotted, err=True)
-    raise typer.Exit(code)
+    if failed:
+        raise GateFailed()

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, HostOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs
+from graphmem.cli.common import DimOption, HostOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_bindings
 
 __all__ = ["register", "report"]
 
@@ -38,11 +38,11 @@ def report(
     """Write a self-contained HTML report: figures, exactness, the memory timeline (hover for the
     node and exact bytes), the tensors live at the peak, FLOPs by op type, the layers and, with
     --sweep, memory against a dim. No network reference, no script; matplotlib is not needed."""
-    from graphmem.views.html_report import build_report
+    from graphmem.batch.page import build_report
     from graphmem.views.output import write_atomic
 
-    page = build_report(model, **parse_inputs(dim, shape, value), graph_opt=graph_opt, provider=provider, sweep=sweep,
-                        host=host_of(host))
+    page = build_report(model, bindings=parse_bindings(dim, shape, value), graph_opt=graph_opt, provider=provider,
+                        sweep=sweep, host=host_of(host))
     write_atomic(output, page, inputs=[model])
     typer.echo(f"graphmem report: wrote {output} ({len(page.encode('utf-8')):,} bytes)")
 

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_inputs,
+    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_bindings,
 )
 
 __all__ = ["register", "train"]
@@ -68,7 +68,7 @@ def train(
         require()
     est = estimate_training(
         model,
-        **parse_inputs(dim, shape, value),
+        bindings=parse_bindings(dim, shape, value),
         optimizer=optimizer,
         grads=grads,
         precision=precision,

@@ -8,12 +8,12 @@ from typing import Annotated, Optional
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_inputs,
+    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_bindings,
 )
 from graphmem.cli.gate import (
     MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption, RequireExactOption,
 )
-from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from graphmem.errors import GateFailed, UsageError
 
 __all__ = ["register", "verify_command"]
 
@@ -60,10 +60,10 @@ def verify_command(
         max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops,
         require_exact=require_exact,
     )
-    inputs = parse_inputs(dim, shape, value)
+    bindings = parse_bindings(dim, shape, value)
     v = verify(
         model,
-        **inputs,
+        bindings=bindings,
         provider=provider,
         graph_opt=graph_opt,
         tolerance=parse_tolerance(tolerance),
@@ -75,12 +75,13 @@ def verify_command(
     gate = evaluate(peak_json(v.analysis), budgets) if budgets.active else None
     passed = v.passed and (gate is None or gate.passed)
     if as_json:
-        typer.echo(json.dumps(verify_json(v, path=str(model), dims=inputs["dims"], gate=gate), indent=2))
+        typer.echo(json.dumps(verify_json(v, path=str(model), dims=bindings.dims, gate=gate), indent=2))
     else:
         typer.echo(verify_table(v, path=str(model), gate=gate))
     if gate is not None and not gate.passed:
         report_failures([f.message for f in gate.failures], doc_on_stdout=as_json)
-    raise typer.Exit(EXIT_OK if passed else EXIT_GATE_FAILED)
+    if not passed:
+        raise GateFailed()
 
 
 def _parse_range(text: str | None) -> tuple[int, int] | None:

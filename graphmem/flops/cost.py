@@ -3,7 +3,9 @@
 A rule is a plain function ``(NodeView) -> Cost``. It reads shapes through the view's helpers
 (:meth:`NodeView.in_shape`, :meth:`NodeView.out_shape`), which raise :class:`MissingInfo` when a
 shape is not concrete; the :func:`rule` decorator turns that into an *unsupported* cost with the
-reason ``"shape unknown"``. So a rule never returns 0 for what it could not see.
+reason ``"shape unknown"``. So a rule never returns 0 for what it could not see. A node whose
+shapes contradict its op raises :class:`MalformedNode` (unsupported too). Both are internal
+signals: neither leaves :func:`rule`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Union
 import numpy as np
 import onnx
 
+from graphmem.errors import InvariantError
 from graphmem.model.types import TensorType
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "NodeView",
     "Rule",
     "MissingInfo",
+    "MalformedNode",
     "AttrValue",
     "ZERO",
     "counted",
@@ -62,7 +66,7 @@ class Cost:
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
+            raise InvariantError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
 
     def scaled(self, k: int) -> Cost:
         """This cost repeated ``k`` times (a Loop body, a Scan step)."""
@@ -80,9 +84,10 @@ ZERO = Cost(outcome="zero")
 
 
 def counted(*, flops: int = 0, macs: int = 0, int_ops: int = 0) -> Cost:
-    """A counted cost (integers; negative inputs are a rule bug and raise)."""
+    """A counted cost (integers; a negative count comes from shapes the op cannot have:
+    :class:`MalformedNode`)."""
     if flops < 0 or macs < 0 or int_ops < 0:
-        raise ValueError(f"negative cost: flops={flops} macs={macs} int_ops={int_ops}")
+        raise MalformedNode(f"negative cost: flops={flops} macs={macs} int_ops={int_ops}")
     return Cost(flops=int(flops), macs=int(macs), int_ops=int(int_ops))
 
 
@@ -100,6 +105,15 @@ class MissingInfo(Exception):
     def __init__(self, reason: str = SHAPE_UNKNOWN) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class MalformedNode(MissingInfo):
+    """Raised inside a rule when the node's shapes contradict its op (shapes that do not
+    broadcast, a scalar operand of MatMul, an Einsum term of another rank, a Resize that changes
+    the rank). Internal, as :class:`MissingInfo`: it becomes ``unsupported("malformed node: …")``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"malformed node: {reason}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,8 +198,9 @@ Rule = Callable[[NodeView], Cost]
 def rule(fn: Rule) -> Rule:
     """Make ``fn`` total: a :class:`MissingInfo` it raises becomes an unsupported cost.
 
-    Malformed shapes (a rank too small for the op, a zero group count) raise IndexError or
-    ZeroDivisionError inside a rule; they become unsupported too, with the error as reason.
+    :class:`MalformedNode` is a MissingInfo. Malformed shapes a rule does not check (a rank too
+    small for the op, a zero group count) raise IndexError or ZeroDivisionError inside it, and
+    numpy may raise ValueError; they become unsupported too, with the error as reason.
     """
 
     @wraps(fn)
@@ -222,7 +237,7 @@ def numel(shape: tuple[int, ...]) -> int:
 
 
 def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """Numpy broadcast of concrete shapes; raises ValueError when they do not broadcast."""
+    """Numpy broadcast of concrete shapes; raises :class:`MalformedNode` when they do not broadcast."""
     rank = max((len(s) for s in shapes), default=0)
     out = [1] * rank
     for s in shapes:
@@ -232,7 +247,7 @@ def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
             if out[i] == 1:
                 out[i] = d
             else:
-                raise ValueError(f"shapes {shapes} do not broadcast")
+                raise MalformedNode(f"shapes {shapes} do not broadcast")
     return tuple(out)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from graphmem.flops.cost import Cost, MissingInfo, NodeView, broadcast, counted, numel, rule
+from graphmem.flops.cost import Cost, MalformedNode, MissingInfo, NodeView, broadcast, counted, numel, rule
 from graphmem.flops.families import activation_cost
 
 __all__ = [
@@ -157,7 +157,7 @@ def gemm(node: NodeView) -> Cost:
 def matmul_dims(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, int, int, int]:
     """(batch, M, N, K) of numpy matmul: 1-D operands are promoted, batch dims broadcast."""
     if not a or not b:
-        raise ValueError("matmul of a scalar")
+        raise MalformedNode("matmul of a scalar")
     a2 = (1, a[0]) if len(a) == 1 else a
     b2 = (b[0], 1) if len(b) == 1 else b
     batch = math.prod(broadcast(a2[:-2], b2[:-2]))
@@ -215,7 +215,7 @@ def einsum_cost(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, int]
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(shapes):
-        raise ValueError(f"einsum '{equation}' has {len(terms)} operands, got {len(shapes)}")
+        raise MalformedNode(f"einsum '{equation}' has {len(terms)} operands, got {len(shapes)}")
     sizes: dict[str, int] = {}
     operand_idx: list[list[str]] = []
     ell_rank = 0
@@ -224,7 +224,7 @@ def einsum_cost(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, int]
         letters = list(before) + list(after)
         n_ell = len(shape) - len(letters) if dots else 0
         if n_ell < 0 or (not dots and len(letters) != len(shape)):
-            raise ValueError(f"einsum term '{term}' does not match rank {len(shape)}")
+            raise MalformedNode(f"einsum term '{term}' does not match rank {len(shape)}")
         ell_rank = max(ell_rank, n_ell)
         ell = [f".{n_ell - 1 - j}" for j in range(n_ell)]  # named from the right: they broadcast
         idx = list(before) + ell + list(after)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from graphmem.flops.conventions import ELEMENT_COSTS, GELU_TANH_COST
-from graphmem.flops.cost import ZERO, Cost, MissingInfo, NodeView, Rule, counted, numel, rule
+from graphmem.flops.cost import ZERO, Cost, MalformedNode, MissingInfo, NodeView, Rule, counted, numel, rule
 from graphmem.flops.families import out_elems
 from graphmem.flops.sequence import SOFTMAX_PER_SCORE
 
@@ -65,7 +65,7 @@ def resize(node: NodeView) -> Cost:
     x = node.in_shape(0)
     y = node.out_shape(0)
     if len(x) != len(y):
-        raise ValueError("Resize changes the rank")
+        raise MalformedNode("Resize changes the rank")
     axes = sum(1 for a, b in zip(x, y) if a != b)
     per = interp_flops(mode, axes)
     if per == 0:

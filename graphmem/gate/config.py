@@ -282,10 +282,11 @@ def check_model(spec: ModelSpec, host: HostProfile) -> Outcome:
     """Analyze one configured model for a run on ``host`` and gate it; input errors become an
     ``error`` outcome."""
     from graphmem.analysis.pipeline import analyze_model
+    from graphmem.analysis.request import AnalysisRequest, Bindings
     from graphmem.errors import GraphmemError
     from graphmem.gate.budgets import apply_gate, evaluate
     from graphmem.model.loading import load_model
-    from graphmem.views.report import peak_json
+    from graphmem.analysis.document import peak_json
 
     start = time.perf_counter()
     try:
@@ -293,7 +294,10 @@ def check_model(spec: ModelSpec, host: HostProfile) -> Outcome:
         own = set(model.symbolic_dims)
         dims = {k: v for k, v in spec.default_dims.items() if k in own} | spec.dims
         doc = peak_json(
-            analyze_model(model, dims=dims, shapes=spec.shapes, values=spec.values, provider=spec.provider, host=host)
+            analyze_model(model, AnalysisRequest(
+                bindings=Bindings.of(dims=dims, shapes=spec.shapes, values=spec.values), provider=spec.provider,
+                host=host,
+            ))
         )
         status: Literal["pass", "fail"] = "pass"
         if spec.budgets.active:

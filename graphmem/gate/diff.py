@@ -164,7 +164,7 @@ def compare(
     ``--max-increase-flops`` when either model has no FLOP count. ``require_exact``
     (``--require-exact``): a side whose activation figures are not exact is a failure.
     """
-    from graphmem.views.report import peak_json
+    from graphmem.analysis.document import peak_json
 
     return diff_documents(
         peak_json(old),

@@ -41,7 +41,23 @@ from graphmem.model.dtypes import element_bits
 from graphmem.model.walk import all_nodes, node_bodies
 from graphmem.optable import is_default_domain, normalize_domain
 
-__all__ = ["check_model", "checker_proxy", "clear_invalid_dims", "ExternalDataWarning", "missing_data_message"]
+__all__ = [
+    "check_model", "checker_proxy", "clear_invalid_dims", "ExternalDataWarning", "missing_data_message", "ORT_ONNX_DOMAIN_OPS",
+]
+
+#: (op_type, since_version) of the ops onnxruntime 1.31 registers in the ONNX domain beyond onnx's
+#: own schemas (``core/graph/contrib_ops/onnx_deprecated_operators.cc`` and ``contrib_defs.cc``:
+#: LayerNormalization-1 and SimplifiedLayerNormalization-1, which onnxruntime-genai's builder
+#: writes, ScaledTanh, Crop, ...): its schema registry (``get_all_operator_schema``) less onnx
+#: 1.23's, as tests/model/test_validate_ort_ops.py reads them from the installed onnxruntime.
+ORT_ONNX_DOMAIN_OPS = frozenset({
+    ("Affine", 1), ("Affine", 10), ("Crop", 1), ("Crop", 10), ("DisentangledAttention_TRT", 1), ("DynamicSlice", 1),
+    ("DynamicSlice", 10), ("EfficientNMS_TRT", 1), ("GRUUnit", 1), ("GRUUnit", 10), ("GivenTensorFill", 1),
+    ("GivenTensorFill", 10), ("ImageScaler", 1), ("ImageScaler", 10), ("LayerNormalization", 1),
+    ("MeanVarianceNormalization", 1), ("MemcpyFromHost", 1), ("MemcpyToHost", 1), ("MultilevelCropAndResize_TRT", 1),
+    ("ParametricSoftplus", 1), ("ParametricSoftplus", 10), ("PyramidROIAlign_TRT", 1), ("Scale", 1), ("Scale", 10),
+    ("ScaledTanh", 1), ("ScaledTanh", 10), ("SimplifiedLayerNormalization", 1), ("ThresholdedRelu", 1),
+})
 
 
 class ExternalDataWarning(UserWarning):
@@ -87,12 +103,10 @@ def check_model(
 def _onnxruntime_registered(proxy: onnx.ModelProto) -> bool:
     """Make stand-ins (:data:`_PROXY_DOMAIN`) of the proxy's default-domain nodes whose op onnx has
     no schema for at the model's opset but onnxruntime registers in the ONNX domain
-    (:func:`graphmem.ort.schemas.onnx_domain_contrib_ops`: SimplifiedLayerNormalization, which
-    onnxruntime-genai writes, LayerNormalization below opset 17); whether there were any."""
-    from graphmem.ort.schemas import onnx_domain_contrib_ops
-
+    (:data:`ORT_ONNX_DOMAIN_OPS`: SimplifiedLayerNormalization, which onnxruntime-genai writes,
+    LayerNormalization below opset 17); whether there were any."""
     opset = next((o.version for o in proxy.opset_import if o.domain == ""), 0)
-    extra = onnx_domain_contrib_ops()
+    extra = ORT_ONNX_DOMAIN_OPS
     changed = False
     for node in all_nodes(proxy.graph.node):
         if node.domain != "" or not any(op == node.op_type and v <= opset for op, v in extra):

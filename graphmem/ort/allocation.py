@@ -37,9 +37,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graphmem.errors import PlanInvariantError
+from graphmem.planner.liveness import Liveness
 from graphmem.planner.program import Program, same_key
 
-__all__ = ["OrtPlan", "plan_ort"]
+__all__ = ["OrtPlan", "plan_ort", "check_ort_plan"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,3 +200,12 @@ def _choose(p, step, pos, out, use, buffer_of, freelist) -> tuple[int | None, bo
 def _matchable(key) -> bool:  # type: ignore[no-untyped-def]
     """A key that can equal another under same_key (no unknown dim), so equality is ==."""
     return key is not None and all(d is not None and d != "" for d in key[1])
+
+
+def check_ort_plan(live: Liveness, plan: OrtPlan) -> None:
+    """Raise :class:`PlanInvariantError` when the emulated peak is below the planner's lower bound
+    or above its no-reuse sum (which includes graph outputs); the tests run it on every plan."""
+    if plan.peak_bytes < live.lower_bound or plan.peak_bytes > live.no_reuse:
+        raise PlanInvariantError(
+            f"emulated peak {plan.peak_bytes} outside [{live.lower_bound}, {live.no_reuse}]"
+        )

@@ -46,6 +46,7 @@ __all__ = [
     "insert_fp16_casts",
     "kernel_problems",
     "node_since_version",
+    "runs_as_body",
 ]
 
 PREFIX = "InsertedPrecisionFreeCast_"
@@ -312,7 +313,7 @@ def cpu_session(
     # An op without a kernel for its types that onnxruntime runs as its function body: such
     # graphs are what onnxruntime itself must write out (a float16 node: only the ops measured in
     # INLINED_WITHOUT_KERNEL; the others are cast).
-    inline = {tuple(n.output) for n, _ in kernel_problems(model, static) if _runs_as_body(model, n, static)}
+    inline = {tuple(n.output) for n, _ in kernel_problems(model, static) if runs_as_body(model, n, static)}
     if inline:
         none = CastInsertion(model=model, static=dict(static), runtime=dict(runtime), fallback=(), casts=0)
         return CpuSession(insertion=none, missing=(), inline=frozenset(inline))
@@ -321,7 +322,7 @@ def cpu_session(
     return CpuSession(insertion=insertion, missing=missing, inline=frozenset())
 
 
-def _runs_as_body(model: Model, n: onnx.NodeProto, static: Mapping[str, TensorType]) -> bool:
+def runs_as_body(model: Model, n: onnx.NodeProto, static: Mapping[str, TensorType]) -> bool:
     """A node without a CPU kernel for its types (a :func:`kernel_problems` node) that onnxruntime
     runs as its function body: a float16/bfloat16 one only if measured so (INLINED_WITHOUT_KERNEL)."""
     half = any(_dtype(static, x) in (FP16, TensorProto.BFLOAT16) for x in n.input)
@@ -334,7 +335,7 @@ def fp16_inlined_without_kernel(model: Model, node: onnx.NodeProto, static: Mapp
     body rather than behind Casts (INLINED_WITHOUT_KERNEL, measured on the CPU provider)."""
     if not any(_dtype(static, x) == FP16 for x in node.input) or _has_kernel(model, node, static):
         return False
-    return _runs_as_body(model, node, static)
+    return runs_as_body(model, node, static)
 
 
 def _has_function_body(model: Model, node: onnx.NodeProto) -> bool:

@@ -31,8 +31,8 @@ def optimized_model(path: Path, graph_opt: str, workdir: Path, *, always: bool =
     """
     if graph_opt == "none" and not always:
         return path
+    from graphmem.ort.options import session_options
     from graphmem.ort.runtime import create_session
-    from graphmem.verify.providers import session_options
 
     out = workdir / f"optimized_{graph_opt}.onnx"
     options = session_options(graph_opt, 1, False, str(out))

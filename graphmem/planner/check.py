@@ -1,8 +1,10 @@
-"""Invariant checks for plans; the planner tests run them on every plan and they raise.
+"""Invariant checks for the planner's plans; the planner tests run them on every plan and they raise.
 
 * no two storages that are live at the same step overlap in memory;
-* lower bound <= greedy arena <= no-reuse sum;
-* lower bound <= onnxruntime-emulated peak <= no-reuse sum (which includes graph outputs).
+* lower bound <= greedy arena <= no-reuse sum.
+
+onnxruntime's emulated plan is checked against the same bounds by
+:func:`graphmem.ort.allocation.check_ort_plan` (the planner knows nothing of onnxruntime).
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from __future__ import annotations
 from graphmem.errors import PlanInvariantError
 from graphmem.planner.greedy import Placement
 from graphmem.planner.liveness import Liveness
-from graphmem.ort.allocation import OrtPlan
 
-__all__ = ["PlanInvariantError", "check_placement", "check_ort_plan"]
+__all__ = ["PlanInvariantError", "check_placement"]
 
 
 def check_placement(live: Liveness, placement: Placement) -> None:
@@ -29,12 +30,4 @@ def check_placement(live: Liveness, placement: Placement) -> None:
     if not live.lower_bound <= placement.arena_bytes <= live.no_reuse:
         raise PlanInvariantError(
             f"arena {placement.arena_bytes} outside [{live.lower_bound}, {live.no_reuse}]"
-        )
-
-
-def check_ort_plan(live: Liveness, plan: OrtPlan) -> None:
-    """Raise when the emulated peak is below the lower bound or above the no-reuse sum."""
-    if plan.peak_bytes < live.lower_bound or plan.peak_bytes > live.no_reuse:
-        raise PlanInvariantError(
-            f"emulated peak {plan.peak_bytes} outside [{live.lower_bound}, {live.no_reuse}]"
         )

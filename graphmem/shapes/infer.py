@@ -14,9 +14,9 @@ Both views run the same loop (:func:`infer_types`); a :class:`View` says how the
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -29,7 +29,7 @@ from onnx.numpy_helper import from_array
 from graphmem.optable import OpTable, default_domain_ops, is_default_domain, op_key
 from graphmem.model.dtypes import is_integer
 from graphmem.model.graph import OpGraph
-from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes, reorder_input_channels
+from graphmem.model.loading import Model
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.model.types import Dim, Shape, TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
 from graphmem.model.subgraphs import is_control_flow
@@ -38,7 +38,16 @@ from graphmem.shapes.sequences import bound_optional, infer_sequence, sequence_o
 if TYPE_CHECKING:  # control flow's module loads only for a graph that has it
     from graphmem.shapes.controlflow import ControlFlowShapes
 
-__all__ = ["View", "RUNTIME", "ORT_STATIC", "ShapeResult", "infer_types", "bind_shape", "op_schema"]
+__all__ = [
+    "View", "RUNTIME", "ORT_STATIC", "ShapeResult", "ContribRule", "ContribRules", "infer_types", "bind_shape", "op_schema",
+]
+
+#: Output types of a node of no ONNX schema (a runtime's contrib op) from its input types and
+#: known values; None when there is no rule or it cannot tell.
+ContribRule = Callable[[onnx.NodeProto, Mapping[str, TensorType], Mapping[str, np.ndarray]], "dict[str, TensorType] | None"]
+#: The contrib rules for one model (they may read its weights): given by the caller, so that this
+#: stage knows no runtime (onnxruntime's are :func:`graphmem.ort.inference.contrib_rules`).
+ContribRules = Callable[[Model], ContribRule]
 
 #: Ops whose integer values onnxruntime 1.31 propagates at graph resolve
 #: (``core/graph/data_propagation/*``).
@@ -98,7 +107,8 @@ def infer_types(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Shape] | None = None,
     input_values: Mapping[str, np.ndarray] | None = None,
-    body_order: Callable[[OpGraph], tuple[int, ...]] | None = None,
+    body_order: Callable[[OpGraph], tuple[int, ...]],
+    contrib: ContribRules | None = None,
     label: str = "",
 ) -> ShapeResult:
     """Infer every node output's type in ``order`` (a topological order of ``g``).
@@ -106,16 +116,14 @@ def infer_types(
     ``shapes`` set graph inputs' whole shapes and ``input_values`` their values (the runtime
     view of ``--shape`` / ``--value``; onnxruntime's static view knows neither; a body's feeds).
     Control-flow nodes are inferred through their bodies (:mod:`graphmem.shapes.controlflow`),
-    each body in the order ``body_order`` gives (onnxruntime's, by default)."""
+    each body in the order ``body_order`` gives. A node of no ONNX schema gets its types from
+    ``contrib`` (none without it). :func:`graphmem.ort.inference.infer_types` gives both as
+    onnxruntime has them."""
     model = g.model
     dims = dims or {}
     shapes = shapes or {}
     run = view is RUNTIME
-    if body_order is None:
-        from graphmem.ort.order import ort_order as body_order
-    # NCHWc block sizes a graph onnxruntime saved at level all is consistent with (its filters).
-    weight_dims = {name: w.dims for name, w in model.weights.items()}
-    blocks = (nchwc_block_sizes(model.nodes, weight_dims), reorder_input_channels(model.nodes, weight_dims))
+    rule = contrib(model) if contrib is not None else None
     types: dict[str, TensorType] = {}
     values: dict[str, np.ndarray] = {}
     for name, t in model.inputs.items():
@@ -153,7 +161,8 @@ def infer_types(
 
             out_types, out_values, bodies[nid] = infer_control_flow(
                 model, node, types, values, view=view, runtime=view is RUNTIME, dims=dims,
-                order_of=body_order, infer=infer_types, label=f"{label}{node.name or node.op_type}",
+                order_of=body_order, infer=functools.partial(infer_types, contrib=contrib),
+                label=f"{label}{node.name or node.op_type}",
             )
             for out in node.output:
                 if out:
@@ -170,7 +179,7 @@ def infer_types(
         if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
             continue
         seen = _as_first_resolved(node, types, declared) if twins else types
-        inferred = _infer_node(model, node, seen, values, serialized, data_bytes, blocks, memo)
+        inferred = _infer_node(model, node, seen, values, serialized, data_bytes, rule, memo)
         if inferred is None:
             failed.append(nid)
             inferred = {}
@@ -308,8 +317,9 @@ def _keep_value(view: View, v: np.ndarray) -> bool:
     return not view.int_values_only or np.issubdtype(v.dtype, np.integer)
 
 
-def _infer_node(model, node, types, values, serialized, data_bytes, blocks, memo):  # type: ignore[no-untyped-def]
-    """ONNX per-node inference; None when the node has no schema or inference raised.
+def _infer_node(model, node, types, values, serialized, data_bytes, rule, memo):  # type: ignore[no-untyped-def]
+    """ONNX per-node inference (``rule`` for a node of no schema); None when there is no rule
+    or inference raised.
 
     onnx's inference of a node is a function of its op, attributes, opsets and its inputs' types
     and values, not of its names: ``memo`` keeps each answer by those, positionally, so the
@@ -318,7 +328,7 @@ def _infer_node(model, node, types, values, serialized, data_bytes, blocks, memo
     version = model.opsets.get(domain, 0)
     schema = op_schema(node.op_type, version, domain)
     if schema is None:
-        return infer_contrib(node, types, values, block_sizes=blocks[0], padded_channels=blocks[1])
+        return rule(node, types, values) if rule is not None else None
     if not _inferable(node.op_type, version, domain):
         return None
     names = tuple(node.input)

@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
+from graphmem.analysis.request import AnalysisRequest, Bindings, request_of
 from graphmem.errors import UnsupportedOpError, UsageError
-from graphmem.host import HostProfile, resolve_host
+from graphmem.host import HostProfile
 from graphmem.model.dtypes import is_float
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model, load_model
@@ -132,6 +133,7 @@ def estimate_training(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
     values: Mapping[str, Sequence[int]] | None = None,
+    bindings: Bindings | None = None,
     optimizer: str = "adam",
     grads: str = "released",
     precision: str = "fp32",
@@ -140,9 +142,9 @@ def estimate_training(
     host: HostProfile | None = None,
 ) -> TrainingEstimate:
     """Memory of one training step of the ONNX training-mode export at ``path``; ``dims``,
-    ``shapes`` and ``values`` bind its inputs as :func:`graphmem.analyze` takes them; ``host``: the
-    machine the step runs on (None: this machine), whose threads, caches and CPU flags decide
-    oneDNN's kernels and their buffers (:mod:`graphmem.training.kernels`).
+    ``shapes`` and ``values`` (or ``bindings``) bind its inputs as :func:`graphmem.analyze` takes
+    them; ``host``: the machine the step runs on (None: this machine), whose threads, caches and
+    CPU flags decide oneDNN's kernels and their buffers (:mod:`graphmem.training.kernels`).
 
     Raises :class:`graphmem.errors.GraphmemError` subclasses on bad input: an unknown optimizer,
     gradient mode or precision, unbound dims, a model with no trainable weights.
@@ -154,8 +156,8 @@ def estimate_training(
         frozen=tuple(frozen),
         foreach=foreach,
     )
-    return _trained_as_pytorch_runs_it(load_model(path), config, {"dims": dims, "shapes": shapes, "values": values},
-                                       host=resolve_host(host))
+    given = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values, host=host)
+    return _trained_as_pytorch_runs_it(load_model(path), config, given.bindings, host=given.host)
 
 
 #: The analysis stays in the file's dtypes for every precision: autocast re-types the
@@ -171,7 +173,7 @@ def _with_notes(est: TrainingEstimate, inlined: tuple[str, ...]) -> TrainingEsti
 MAX_UNKNOWN_BRANCHES = 4
 
 
-def _trained_as_pytorch_runs_it(model: Model, config: TrainingConfig, inputs: Mapping[str, object],
+def _trained_as_pytorch_runs_it(model: Model, config: TrainingConfig, bindings: Bindings,
                                 branches: Mapping[str, str] | None = None, *, host: HostProfile) -> TrainingEstimate:
     """The estimate of ``model`` flattened as eager PyTorch runs it. An If whose condition is not
     known is estimated with each branch inlined: the larger step peak is the figure (the then
@@ -180,34 +182,33 @@ def _trained_as_pytorch_runs_it(model: Model, config: TrainingConfig, inputs: Ma
 
     branches = dict(branches or {})
     try:
-        flat, inlined = _as_pytorch_runs_it(model, branches=branches, **inputs)
+        flat, inlined = _as_pytorch_runs_it(model, bindings, branches=branches)
     except UnknownBranch as unknown:
         if len(branches) >= MAX_UNKNOWN_BRANCHES:
             raise UnsupportedOpError(
                 f"{unknown}; graphmem train estimates at most {MAX_UNKNOWN_BRANCHES} Ifs of unknown condition both ways"
             ) from None
-        then = _trained_as_pytorch_runs_it(model, config, inputs, {**branches, unknown.node: "then_branch"}, host=host)
-        other = _trained_as_pytorch_runs_it(model, config, inputs, {**branches, unknown.node: "else_branch"}, host=host)
+        then = _trained_as_pytorch_runs_it(model, config, bindings, {**branches, unknown.node: "then_branch"}, host=host)
+        other = _trained_as_pytorch_runs_it(model, config, bindings, {**branches, unknown.node: "else_branch"}, host=host)
         larger, side = (then, "then") if then.step_peak_bytes >= other.step_peak_bytes else (other, "else")
         note = (f"control flow: If '{unknown.node}': its condition '{unknown.condition}' is not known (--value binds it): "
                 f"the figures are its larger branch, {side} (step peak: then {then.step_peak_bytes:,} B, "
                 f"else {other.step_peak_bytes:,} B); not exact")
         return replace(larger, warnings=(*larger.warnings, note))
-    analysis = analyze_model(flat, as_dtype=_AS_DTYPE[config.precision], kernel_rules=False, host=host,
-                             **inputs)  # type: ignore[arg-type]
+    request = AnalysisRequest(bindings=bindings, as_dtype=_AS_DTYPE[config.precision], kernel_rules=False, host=host)
+    analysis = analyze_model(flat, request)
     return _with_notes(estimate_training_analysis(analysis, config), inlined)
 
 
-def _as_pytorch_runs_it(model: Model, branches: Mapping[str, str] | None = None, **inputs) -> tuple[Model, tuple[str, ...]]:  # type: ignore[no-untyped-def]
+def _as_pytorch_runs_it(model: Model, bindings: Bindings, branches: Mapping[str, str] | None = None) -> tuple[Model, tuple[str, ...]]:
     """The model with its If, Loop and Scan nodes replaced by the ops eager PyTorch runs
     (:func:`graphmem.training.unroll.inline_control_flow`; ``branches``: the branch assumed for
     an If of unknown condition), and what each became."""
-    from graphmem.analysis.dims import resolve_inputs
     from graphmem.training.unroll import inline_control_flow
 
     if not any(is_control_flow(n) for n in model.nodes):
         return model, ()
-    given = resolve_inputs(model.inputs, **inputs)
+    given = bindings.resolve(model.inputs)
     return inline_control_flow(model, dims=given.dims, shapes=given.shapes, values=given.values, branches=branches)
 
 
@@ -215,12 +216,11 @@ def _flattened(a: Analysis, config: TrainingConfig) -> TrainingEstimate:
     """:func:`estimate_training_analysis` of an analysis with control flow: its model flattened
     as PyTorch runs it, analysed with the same inputs (a sweep's or fit's probe)."""
     model = a.graph.model
-    inputs = {
-        "dims": {k: v for k, v in a.model.dims.items() if k in model.symbolic_dims},
-        "shapes": a.model.shapes or None,
-        "values": a.model.values or None,
-    }
-    return _trained_as_pytorch_runs_it(model, config, inputs, host=a.host)
+    bindings = Bindings.of(
+        dims={k: v for k, v in a.model.dims.items() if k in model.symbolic_dims},
+        shapes=a.model.shapes, values=a.model.values,
+    )
+    return _trained_as_pytorch_runs_it(model, config, bindings, host=a.host)
 
 
 def layer_of(node_name: str, fallback: str) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from graphmem.analysis.dims import inputs_text
+from graphmem.analysis.document import model_json
 from graphmem.host import host_line
-from graphmem.views.report import model_json
 from graphmem.training.estimate import TrainingEstimate
 from graphmem.units import byte_table, format_bytes, format_count
 

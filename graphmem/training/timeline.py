@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graphmem.errors import InvariantError, UsageError
 from graphmem.training.estimate import TrainingEstimate
 from graphmem.training.phases import ACTIVATIONS, SAVED, TEMPORARIES, WEIGHT_GRADS
 
@@ -42,10 +43,11 @@ class TrainingTimeline:
 
 def training_timeline(e: TrainingEstimate) -> TrainingTimeline:
     """The step's timeline; each phase's highest total equals its :attr:`TrainingEstimate.phases`
-    figure (a :class:`ValueError` if it did not: the bands would be wrong)."""
+    figure (an :class:`~graphmem.errors.InvariantError` if it did not: the bands would be wrong).
+    An estimate without its passes (built by hand) is a :class:`~graphmem.errors.UsageError`."""
     fwd, bwd = e.forward, e.backward
     if fwd is None or bwd is None:
-        raise ValueError("the estimate keeps no per-step passes")
+        raise UsageError("the estimate keeps no per-step passes (estimate_training keeps them): no timeline to draw")
     n_f, n_b = len(fwd.labels), len(bwd.labels)
     steps = n_f + n_b + 1
     persistent = e.config.grads == "persistent"
@@ -74,7 +76,7 @@ def training_timeline(e: TrainingEstimate) -> TrainingTimeline:
         peak_at = first + window.index(top) if window else first
         expected = next(p.total_bytes for p in e.phases if p.phase == name)
         if top != expected:
-            raise ValueError(f"the {name} bands sum to {top:,} B at their highest, the estimate says {expected:,} B")
+            raise InvariantError(f"the {name} bands sum to {top:,} B at their highest, the estimate says {expected:,} B")
         spans.append(PhaseSpan(name=name, first=first, last=last, peak_at=peak_at, total_bytes=top, at=labels[peak_at]))
     return TrainingTimeline(
         labels=labels,

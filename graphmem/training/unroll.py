@@ -47,7 +47,8 @@ from graphmem.model.subgraphs import body_graphs, body_model, is_control_flow
 from graphmem.model.types import type_from_proto
 from graphmem.ort.order import file_order
 from graphmem.shapes.controlflow import BodyRun
-from graphmem.shapes.infer import RUNTIME, infer_types
+from graphmem.shapes.infer import RUNTIME
+from graphmem.ort.inference import infer_types
 
 __all__ = ["MAX_ROUNDS", "UnknownBranch", "inline_control_flow"]
 

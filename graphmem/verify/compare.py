@@ -10,13 +10,16 @@ a user sees which op the model gets wrong.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import UsageError
 from graphmem.tempdirs import private_dir
 from graphmem.host import HostProfile, host_differences, resolve_host, this_host
+
+if TYPE_CHECKING:
+    from graphmem.analysis.request import Bindings
 
 __all__ = ["Verification", "Divergence", "verify", "parse_tolerance", "matching_order"]
 
@@ -91,6 +94,7 @@ def verify(
     dims: Mapping[str, int] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
     values: Mapping[str, Sequence[int]] | None = None,
+    bindings: Bindings | None = None,
     provider: str = "cpu",
     graph_opt: str = "none",
     tolerance: float = 0.05,
@@ -99,7 +103,8 @@ def verify(
     seed: int = 0,
     host: HostProfile | str | Path | None = None,
 ) -> Verification:
-    """Predict, run and measure ``path``; see the module doc.
+    """Predict, run and measure ``path``; see the module doc. ``dims``, ``shapes`` and ``values``
+    (or ``bindings``) as :func:`graphmem.analyze` takes them.
 
     The run is on this machine, so the prediction is for this machine
     (:func:`graphmem.host.this_host`); a ``host`` profile (``--host``) that differs from it is
@@ -109,15 +114,16 @@ def verify(
 
     import onnx
 
-    from graphmem.analysis.pipeline import analyze_graph_opt
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.request import request_of
     from graphmem.model.loading import load_model
     from graphmem.verify.feeds import check_seed, make_feeds
     from graphmem.verify.measure import measure
     from graphmem.verify.weights import missing_weights, with_random_weights
 
     path = Path(path)
-    dims = dict(dims or {})
     here = _this_machine(host)
+    request = request_of(bindings=bindings, dims=dims, shapes=shapes, values=values, host=here)
     check_seed(seed)
     load_model(path)  # one-line errors for bad files before onnxruntime sees them
     with private_dir("graphmem-verify-") as work:
@@ -135,7 +141,7 @@ def verify(
         # the prediction is exactly `graphmem peak --graph-opt LEVEL`'s (one code path for the
         # optimized graph: onnxruntime writes it, the session's static shapes are restored); an
         # inexact one (unresolved tensors, ...) is measured all the same and says so
-        predicted = analyze_graph_opt(runnable, graph_opt, dims=dims, shapes=shapes, values=values, host=here)
+        predicted = analyze_graph_opt(runnable, graph_opt, request)
         proto = onnx.load(str(runnable), load_external_data=False)
         run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
         feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
@@ -154,8 +160,7 @@ def verify(
         if m.providers and m.providers[0] == CUDA and graph_opt == "none":
             # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
             # inputs the session copied in before the first kernel are in the baseline, as there)
-            predicted = analyze_graph_opt(runnable, "none", dims=dims, shapes=shapes, values=values, provider="cuda",
-                                          host=here)
+            predicted = analyze_graph_opt(runnable, "none", replace(request, provider="cuda"))
     run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))

@@ -20,20 +20,14 @@ import re
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from graphmem.errors import RuntimeUnavailableError, UsageError
-
-if TYPE_CHECKING:
-    import onnxruntime
-
+from graphmem.ort.options import GRAPH_OPT_LEVELS, session_options  # noqa: F401  (re-exported: verify measures with them)
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
 
 REQUESTS = ("auto", "cpu", "cuda")
-
-GRAPH_OPT_LEVELS = ("none", "basic", "extended", "all")
 
 # Options that keep CUDA figures close to what the graph needs rather than what
 # the allocator or cuDNN chose to grab:
@@ -82,48 +76,6 @@ def session_providers(name: str) -> list[tuple[str, dict[str, str]]]:
     if name == CUDA:
         return [(CUDA, provider_options(CUDA)), (CPU, provider_options(CPU))]
     return [(name, provider_options(name))]
-
-
-def session_options(
-    graph_opt: str,
-    threads: int,
-    profile: bool,
-    optimized_path: str | None,
-    *,
-    mem_pattern: bool = True,
-) -> onnxruntime.SessionOptions:
-    """SessionOptions for a measurement session.
-
-    ``graph_opt`` is one of none|basic|extended|all (ORT_DISABLE_ALL ..
-    ORT_ENABLE_ALL); ``threads`` is the intra-op thread count (0 = ORT's
-    default); ``optimized_path`` makes ORT write the optimized model there;
-    ``mem_pattern`` mirrors ``SessionOptions.enable_mem_pattern`` (ORT default
-    True), which changes how runs after the first one allocate.
-    """
-    from graphmem.ort.runtime import onnxruntime as _runtime
-
-    ort = _runtime()
-    levels = {
-        "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }
-    if graph_opt not in levels:
-        raise UsageError(f"unknown graph optimization level {graph_opt!r}; expected one of {', '.join(GRAPH_OPT_LEVELS)}")
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-        raise UsageError(f"threads must be an int >= 0 (0 = onnxruntime default), got {threads!r}")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = levels[graph_opt]
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.enable_mem_pattern = mem_pattern
-    options.enable_profiling = profile
-    options.log_severity_level = 3  # errors only; graphmem.ort.runtime captures what is still printed
-    if optimized_path is not None:
-        options.optimized_model_filepath = str(optimized_path)
-    return options
 
 
 def choose_provider(requested: str) -> ProviderChoice:

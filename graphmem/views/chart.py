@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from graphmem.analysis.timeline import MemoryTimeline
+from graphmem.errors import UsageError
 
 __all__ = ["Bin", "Band", "step_bins", "peak_window", "peak_bands", "byte_ticks", "tick_label", "short_name"]
 
@@ -50,7 +51,7 @@ def step_bins(t: MemoryTimeline, max_bins: int, *, start: int = 0, stop: int | N
     """Steps ``start..stop-1`` of ``t`` (all by default) gathered into at most ``max_bins``
     bins of equal width (see module doc)."""
     if max_bins < 1:
-        raise ValueError("max_bins must be positive")
+        raise UsageError(f"max_bins must be positive, got {max_bins}")
     n = len(t.requested) if stop is None else stop
     width = max(1, math.ceil((n - start) / max_bins))
     bins = []

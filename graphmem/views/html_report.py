@@ -4,8 +4,8 @@ Built with the standard library: inline CSS, inline SVG charts (:mod:`graphmem.v
 no script, no font, image or style sheet from anywhere else — it renders the same in a CI
 artifact viewer and on an air-gapped machine. Sections: the figures of ``graphmem peak``, the
 exactness statement, the memory timeline (hover a column for its node and exact bytes), the
-tensors live at the peak, FLOPs by op type, the per-layer table and, when a sweep was asked
-for, memory against the swept dim with its fit.
+tensors live at the peak, FLOPs by op type, the per-layer table and any section the caller adds
+(``graphmem report --sweep``: memory against the swept dim, :mod:`graphmem.batch.page`).
 """
 
 from __future__ import annotations
@@ -15,21 +15,22 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphmem.errors import UsageError
-from graphmem.host import HostProfile, host_line, resolve_host
+from graphmem.host import host_line
 from graphmem.model.dtypes import dtype_name
 from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count
 from graphmem.views.report import approximation_effects, approximation_summary
-from graphmem.views.svg import bars_svg, sweep_svg, timeline_svg
+from graphmem.views.svg import bars_svg, timeline_svg
 from graphmem.views.chart import peak_window, step_bins
 
 if TYPE_CHECKING:
     from graphmem.analysis import Analysis
-    from graphmem.batch import Sweep
     from graphmem.views.layers import LayerRow
 
 __all__ = ["render_report", "report_html", "layer_table_rows", "MAX_BINS", "ZOOM_STEPS", "MAX_LAYER_ROWS", "TOP_TENSORS"]
+
+#: A section a caller adds to the page: its heading and its HTML (escaped by the caller).
+Section = tuple[str, str]
 
 #: Most hover columns the timeline draws; longer runs are binned (each bin its highest step).
 MAX_BINS = 600
@@ -56,11 +57,11 @@ svg.chart{display:block;margin:4px 0}svg .hover rect:hover{fill:rgba(0,0,0,0.07)
 """
 
 
-def render_report(a: Analysis, *, sweep: Sweep | None = None) -> str:
-    """The report page of analysis ``a`` (and of ``sweep``, when given): :func:`report_html` with
-    ``a``'s own timeline and :func:`layer_table_rows`."""
+def render_report(a: Analysis, *, sections: Sequence[Section] = ()) -> str:
+    """The report page of analysis ``a`` (with the caller's ``sections``): :func:`report_html`
+    with ``a``'s own timeline and :func:`layer_table_rows`."""
     rows, note = layer_table_rows(a)
-    return report_html(a, memory_timeline(a), layers=rows, layers_note=note, sweep=sweep)
+    return report_html(a, memory_timeline(a), layers=rows, layers_note=note, sections=sections)
 
 
 def report_html(
@@ -69,11 +70,11 @@ def report_html(
     *,
     layers: Sequence[LayerRow],
     layers_note: str = "",
-    sweep: Sweep | None = None,
+    sections: Sequence[Section] = (),
 ) -> str:
     """The report page for analysis ``a`` with its timeline ``t``. ``layers`` are the rows of
-    the per-layer table (see :func:`layer_table_rows`); ``sweep``, when given, adds the
-    memory-vs-dim chart."""
+    the per-layer table (see :func:`layer_table_rows`); ``sections`` (heading, HTML) come before
+    it (the memory-vs-dim chart of a sweep)."""
     name = Path(a.model.path).name
     parts = [
         "<!DOCTYPE html>",
@@ -92,8 +93,8 @@ def report_html(
         "<h2>FLOPs by op type</h2>",
         _flops(a),
     ]
-    if sweep is not None:
-        parts += [f"<h2>Memory against {escape(sweep.dim)}</h2>", _sweep(sweep)]
+    for heading, html in sections:
+        parts += [f"<h2>{escape(heading)}</h2>", html]
     parts += ["<h2>Layers</h2>", _layers(layers, layers_note, a), "</body></html>"]
     return "\n".join(parts) + "\n"
 
@@ -220,35 +221,6 @@ def _flops(a: Analysis) -> str:
     return bars + table + unsupported
 
 
-def _sweep(s: Sweep) -> str:
-    fit = s.fit
-    points = [
-        (r.value, r.total_bytes, r.activations_peak_bytes,
-         f"{s.dim}={r.value}: total {format_bytes(r.total_bytes)} ({r.total_bytes:,} B), peak at {r.peak_node}")
-        for r in s.rows
-    ]
-    hi = max(r.value for r in s.rows)
-    fitted = [(x, fit.predict(x)) for x in (hi * k / 60 for k in range(61))]
-    formula = f"total ≈ {format_bytes(round(fit.fixed_bytes))} + {format_bytes(round(fit.per_unit_bytes))} × {s.dim}"
-    if fit.degree == 2:
-        formula += f" + {format_bytes(round(fit.per_unit2_bytes))} × {s.dim}²"
-    rows = "".join(
-        f'<tr><td class="n">{r.value}</td><td class="n">{r.weights_bytes:,}</td><td class="n">{r.activations_peak_bytes:,}</td>'
-        f'<td class="n">{r.inputs_bytes:,}</td><td class="n">{r.total_bytes:,}</td><td class="name">{escape(r.peak_node)}</td>'
-        f'<td class="n">{r.unresolved}</td></tr>'
-        for r in s.rows
-    )
-    head = (f'<tr><th class="n">{escape(s.dim)}</th><th class="n">weights</th><th class="n">activations peak</th>'
-            '<th class="n">inputs</th><th class="n">total</th><th>peak node</th><th class="n">unresolved</th></tr>')
-    return (
-        sweep_svg(s.dim, points, fitted)
-        + f'<p class="note">Black: total (weights + activations peak + inputs), blue: activations peak, dashed: the fit '
-        f"{escape(formula)} (worst residual {format_bytes(round(fit.worst_residual_bytes))} at {s.dim}={fit.worst_residual_at}). "
-        "Every point is an exact analysis (of the file as given: CPU, graph-opt none); the fit is an estimate between them.</p>"
-        + f"<table>{head}{rows}</table>"
-    )
-
-
 def _layers(rows: Sequence[LayerRow], note: str, a: Analysis) -> str:
     total = max(a.flops.flops, 1)
     body = []
@@ -288,43 +260,3 @@ def layer_table_rows(a: Analysis, *, most: int = MAX_LAYER_ROWS) -> tuple[list[L
         return best, f"{len(rows):,} nodes, folded into {len(best):,} name scopes of depth {depth_used} (graphmem layers --group {depth_used})."
     top = sorted(group_rows(rows, 1, a.flops.flops), key=lambda r: r.output_bytes, reverse=True)[:most]
     return top, f"{len(rows):,} nodes: the {most} name scopes of depth 1 with the largest outputs (graphmem layers --group 1 --sort memory)."
-
-
-def build_report(
-    path: str | Path,
-    *,
-    dims: dict[str, int] | None = None,
-    shapes: dict[str, tuple[int, ...]] | None = None,
-    values: dict[str, tuple[int, ...]] | None = None,
-    graph_opt: str = "none",
-    provider: str = "cpu",
-    sweep: str | None = None,
-    host: HostProfile | None = None,
-) -> str:
-    """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
-    with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
-    as given (CPU, graph-opt none); the page's own analysis binds the swept dim to its ``dims``
-    value, or else to the sweep's largest value. ``shapes`` and ``values`` are those of
-    :func:`graphmem.analyze` (the page's analysis; the sweep binds dims only).
-
-    Raises:
-        UsageError: a malformed sweep, one with fewer than two values, or the dims' errors.
-    """
-    from graphmem.analysis.dims import split_dim_item
-    from graphmem.analysis.pipeline import analyze_graph_opt
-    from graphmem.batch import SweepSpec, parse_dim_values
-    from graphmem.batch import sweep as run_sweep
-
-    host = resolve_host(host)
-    dims = dict(dims or {})
-    swept = None
-    if sweep is not None:
-        name, text = split_dim_item(sweep, example="batch=1,2,4,8")
-        points = parse_dim_values(sweep, text)
-        if len(points) < 2:
-            raise UsageError(f"--sweep {sweep}: give at least two values, e.g. {name}=1,2,4,8")
-        fixed = {k: v for k, v in dims.items() if k != name}
-        swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points), host=host)
-        dims.setdefault(name, points[-1])
-    a = analyze_graph_opt(path, graph_opt, dims=dims, shapes=shapes, values=values, provider=provider, host=host)
-    return render_report(a, sweep=swept)

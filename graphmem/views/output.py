@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from graphmem.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError, one_line
+from graphmem.errors import UsageError, one_line
 from graphmem.tempdirs import signals_held
 from graphmem.gate.budgets import Budgets, apply_gate, evaluate, lookup
 from graphmem.views.formats import check_format, render_peak
@@ -126,9 +126,10 @@ def _mode_for(path: Path) -> int:
 
 def deliver(
     text: str, *, fmt: str, output: Path | None, failures: Iterable[str], inputs: Iterable[str | os.PathLike[str]] = ()
-) -> int:
+) -> bool:
     """Write ``text`` to ``output`` (atomically; never over one of ``inputs``) or stdout, report
-    ``failures``; return 0 or 1."""
+    ``failures``; whether there were any (a gate failed: the CLI raises
+    :class:`~graphmem.errors.GateFailed`)."""
     if fmt in ("table", "markdown"):  # names from the file may hold terminal escapes: show them, never run them
         text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
     if not text.endswith("\n"):
@@ -140,18 +141,19 @@ def deliver(
         sys.stdout.flush()
     failures = list(failures)
     report_failures(failures, doc_on_stdout=output is None and fmt != "table")
-    return EXIT_GATE_FAILED if failures else EXIT_OK
+    return bool(failures)
 
 
 def finish(
     doc: Mapping[str, Any], *, budgets: Budgets, fmt: str, output: Path | None, table: str,
     inputs: Iterable[str | os.PathLike[str]] = (),
-) -> int:
-    """The end of ``graphmem peak``: gate ``doc``, render it as ``fmt``, write it, return 0 or 1.
+) -> bool:
+    """The end of ``graphmem peak``: gate ``doc``, render it as ``fmt``, write it; whether a
+    budget failed.
 
     Parameters
     ----------
-    doc: the peak document (:func:`graphmem.views.report.peak_json`).
+    doc: the peak document (:func:`graphmem.analysis.document.peak_json`).
     budgets: from :func:`parse_budgets`; without any budget there is no ``gate`` key.
     fmt: ``table`` (``table`` plus the budget lines), ``json``, ``markdown`` or ``csv``.
     output: write there atomically instead of stdout.

@@ -1,17 +1,18 @@
-"""Stage 7 — render an :class:`~graphmem.analysis.pipeline.Analysis` as a table or a JSON document.
+"""Stage 7 — render an :class:`~graphmem.analysis.pipeline.Analysis` as a table, and the peak
+document with its device section.
 
-JSON: ``schema_version`` 1, every byte figure an exact integer. Keys are added by later
-features, never renamed. Tables use binary units and name them.
+The JSON document itself (``schema_version`` 1, every byte figure an exact integer) is built by
+:mod:`graphmem.analysis.document`, below the gates that read it; its names are re-exported here.
+Tables use binary units and name them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from graphmem.analysis.dims import shape_json
+from graphmem.analysis.document import SCHEMA_VERSION, model_json, peak_json
 from graphmem.analysis.result import Analysis, Approximation
 from graphmem.host import host_line
-from graphmem.ort.session import PlacementInfo
 from graphmem.units import byte_table, format_count
 
 if TYPE_CHECKING:
@@ -21,89 +22,6 @@ __all__ = [
     "SCHEMA_VERSION", "model_json", "peak_json", "peak_table", "peak_document", "exactness_lines",
     "approximation_summary", "approximation_effects", "APPROXIMATION_EFFECTS",
 ]
-
-SCHEMA_VERSION = 1
-
-
-def model_json(a: Analysis) -> dict[str, Any]:
-    """The ``model`` object every document shares: file, opset, nodes, dims, graph-opt level."""
-    return {
-        "path": a.model.path,
-        "opset": a.model.opset,
-        "nodes": a.model.nodes,
-        "dims": dict(a.model.dims),
-        "graph_opt": a.model.graph_opt,
-        "shapes": {k: shape_json(s) for k, s in a.model.shapes.items()},
-        "values": {k: list(x) for k, x in a.model.values.items()},
-    }
-
-
-def peak_json(a: Analysis) -> dict[str, Any]:
-    """The ``graphmem peak --json`` document."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(a),
-        "weights": {
-            "params": a.weights.params,
-            "bytes": a.weights.bytes,
-            "external_bytes": a.weights.external_bytes,
-            "by_dtype": {
-                k: {"params": p, "bytes": b} for k, (p, b) in sorted(a.weights.by_dtype.items())
-            },
-            "unknown": list(a.weights.unknown),
-        },
-        "activations": {
-            "peak_bytes": a.activations.peak_bytes,
-            "peak_node": a.activations.peak_node,
-            "lower_bound_bytes": a.activations.lower_bound_bytes,
-            "no_reuse_bytes": a.activations.no_reuse_bytes,
-            "best_arena_bytes": a.activations.best_arena_bytes,
-            "scratch_bytes": a.activations.scratch_bytes,
-            "in_use_peak_bytes": a.activations.in_use_peak_bytes,
-            "scratch_unmodelled": list(a.activations.scratch_unmodelled),
-            "runtime": a.activations.runtime,
-            "provider": a.activations.provider,
-            "unknown": list(a.activations.unknown),
-            "exact": a.activations.exact,
-            "approximations": [
-                {"kind": x.kind, "node": x.node, "detail": x.detail} for x in a.activations.approximations
-            ],
-        },
-        "placement": _placement_json(a.placement),
-        "io": {"inputs_bytes": a.io.inputs_bytes, "outputs_bytes": a.io.outputs_bytes},
-        "total_bytes": a.total_bytes,
-        "shapes": {
-            "tensors": a.shapes.tensors, "unresolved": list(a.shapes.unresolved),
-            "causes": [c.to_json() for c in a.shapes.causes],
-        },
-        "flops": {
-            "total": a.flops.flops,
-            "macs": a.flops.macs,
-            "int_ops": a.flops.int_ops,
-            "by_op_type": dict(sorted(a.flops.by_op_type.items(), key=lambda kv: -kv[1])),
-            "unsupported": dict(sorted(a.flops.unsupported.items())),
-            "zero": list(a.flops.zero),
-        },
-        "host": a.host.to_dict(),
-    }
-
-
-def _placement_json(p: PlacementInfo | None) -> dict[str, Any] | None:
-    if p is None:
-        return None
-    return {
-        "cuda_nodes": p.cuda_nodes,
-        "cpu_nodes": p.cpu_nodes,
-        "memcpy_nodes": p.memcpy_nodes,
-        "cpu_preferred": p.cpu_preferred,
-        "fp32_nodes": p.fp32_nodes,
-        "cast_nodes": p.cast_nodes,
-        "no_cuda_kernel": dict(p.no_cuda_kernel),
-        "inputs_on_device_bytes": p.inputs_on_device_bytes,
-        "cpu_peak_bytes": p.cpu_peak_bytes,
-        "pinned_peak_bytes": p.pinned_peak_bytes,
-    }
-
 
 def peak_table(a: Analysis) -> str:
     """The human-readable ``graphmem peak`` table (binary units, exact bytes beside them)."""

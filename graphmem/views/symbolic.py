@@ -79,6 +79,7 @@ def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ..
     import numpy as np
 
     from graphmem.analysis.pipeline import analyze_model
+    from graphmem.analysis.request import AnalysisRequest, Bindings
 
     host = resolve_host(host)
     free = tuple(d for d in model.symbolic_dims if d not in bound)
@@ -97,7 +98,7 @@ def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ..
     check = {d: CHECK_VALUE for d in free}
     rows = {name: [] for name in FIGURES}
     for dims in (*points, check):
-        a = analyze_model(model, dims={**bound, **dims}, host=host)
+        a = analyze_model(model, AnalysisRequest(bindings=Bindings.of(dims={**bound, **dims}), host=host))
         figures = {
             "weights_bytes": a.weights.bytes,
             "peak_bytes": a.activations.peak_bytes,

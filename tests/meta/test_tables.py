@@ -146,10 +146,11 @@ def test_the_conformance_check_can_fail() -> None:
 
 def test_default_domain_ops_are_onnx_ops() -> None:
     # every default-domain key names an op onnx defines, or one onnxruntime registers in that domain
-    # (Scale, DynamicSlice, MemcpyToHost, ...: read from the installed onnxruntime's schemas)
-    from graphmem.ort.schemas import onnx_domain_contrib_ops
+    # (Scale, DynamicSlice, MemcpyToHost, ...: model/validate.py's table, which
+    # tests/model/test_validate_ort_ops.py compares with the installed onnxruntime's schemas)
+    from graphmem.model.validate import ORT_ONNX_DOMAIN_OPS
 
-    ort_only = {name for name, _ in onnx_domain_contrib_ops()}
+    ort_only = {name for name, _ in ORT_ONNX_DOMAIN_OPS}
     assert "MemcpyToHost" in ort_only  # onnxruntime is there: the test is not vacuous
     known = {s.name for s in defs.get_all_schemas_with_history() if not s.domain} | ort_only
     # the one op of PyTorch's no ONNX file has: training.patterns fuses the exporter's Mul(x, Sigmoid(x)) into it

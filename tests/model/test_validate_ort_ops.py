@@ -15,6 +15,9 @@ from onnx import TensorProto, helper
 import graphmem
 from graphmem.errors import InvalidModelError
 from graphmem.model.loading import load_model
+from graphmem.model.validate import ORT_ONNX_DOMAIN_OPS
+from graphmem.optable import is_default_domain
+from graphmem.ort.runtime import onnxruntime
 from graphmem.verify import make_feeds, measure
 
 
@@ -50,3 +53,17 @@ def test_op_nobody_registers_is_still_refused(tmp_path: Path) -> None:
     path = save(model(nodes, [tensor("x", [4])], [tensor("y", [4])], opset=21), tmp_path / "nosuch.onnx")
     with pytest.raises(InvalidModelError, match="No Op registered for NoSuchNorm"):
         load_model(path)
+
+
+def test_the_onnx_domain_table_is_the_installed_onnxruntimes() -> None:
+    # every (op, since) onnxruntime's schema registry has in the ONNX domain that onnx's has not
+    registered = set()
+    for schema in onnxruntime().capi.onnxruntime_pybind11_state.get_all_operator_schema():
+        if is_default_domain(schema.domain):
+            try:
+                known = onnx.defs.get_schema(schema.name, schema.since_version, "").since_version == schema.since_version
+            except onnx.defs.SchemaError:
+                known = False
+            if not known:
+                registered.add((schema.name, schema.since_version))
+    assert registered == ORT_ONNX_DOMAIN_OPS

@@ -17,7 +17,8 @@ from graphmem.ort.cuda.placement import place_cuda, placement_errors, run_order,
 from graphmem.model.graph import build_graph
 from graphmem.model.loading import load_model
 from graphmem.ort.order import ort_order
-from graphmem.shapes.infer import ORT_STATIC, infer_types
+from graphmem.shapes.infer import ORT_STATIC
+from graphmem.ort.inference import infer_types
 
 from builders import COMMITTED_MODELS, IR_VERSION
 

@@ -13,7 +13,8 @@ from builders import ROOT, init, model, save, tensor
 from onnx import TensorProto, helper
 
 import graphmem
-from graphmem.analysis.pipeline import _missing_bodies, _static_types
+from graphmem.analysis.assemble import missing_bodies as _missing_bodies
+from graphmem.analysis.stages import static_types as _static_types
 from graphmem.model.graph import build_graph
 from graphmem.model.loading import load_model
 from graphmem.ort.functions import inline_functions

@@ -21,7 +21,7 @@ from builders import PINNED_HOST, init, invoke, model, save, tensor
 from onnx import TensorProto, helper
 
 import graphmem
-import graphmem.analysis.pipeline
+import graphmem.analysis.graph_opt
 import graphmem.ort.scratch as scratch
 from graphmem.analysis.scratch import scratch_bytes, scratch_profile
 from graphmem.ort.scratch import BfcArena, KernelScratch
@@ -366,7 +366,7 @@ def test_graph_onnxruntime_wrote_is_not_checked_again(tmp_path: Path) -> None:
     path = save(m, tmp_path / "layernorm12.onnx")
     optimized = onnx.load(str(optimized_model(path, "all", tmp_path)))
     assert [n.op_type for n in optimized.graph.node] == ["LayerNormalization"]
-    result = graphmem.analysis.pipeline.analyze_graph_opt(path, "all")
+    result = graphmem.analysis.graph_opt.analyze_graph_opt(path, "all")
     assert result.activations.peak_bytes == 2048 and result.activations.exact
     feeds = make_feeds(onnx.load(str(path)), {}, seed=0)
     assert measure(str(path), feeds, graph_opt="all", threads=1, runs=1).runs[0].requested_peak == 2048
@@ -384,7 +384,7 @@ def test_reorder_input_padding_read_from_its_conv(tmp_path: Path) -> None:
     optimized = onnx.load(str(optimized_model(path, "all", tmp_path)))
     if [d for t in optimized.graph.initializer for d in t.dims][:2] != [32, 128]:
         pytest.skip("this machine's NCHWc block does not pad 120 channels to 128")
-    result = graphmem.analysis.pipeline.analyze_graph_opt(path, "all")
+    result = graphmem.analysis.graph_opt.analyze_graph_opt(path, "all")
     assert result.activations.peak_bytes == 25_600 and result.activations.exact
     feeds = make_feeds(onnx.load(str(path)), {}, seed=0)
     assert measure(str(path), feeds, graph_opt="all", threads=1, runs=1).runs[0].requested_peak == 25_600

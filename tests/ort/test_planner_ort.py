@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphmem.planner.check import PlanInvariantError, check_ort_plan, check_placement
+from graphmem.ort.allocation import check_ort_plan
+from graphmem.planner.check import PlanInvariantError, check_placement
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
 from graphmem.ort.allocation import OrtPlan, plan_ort

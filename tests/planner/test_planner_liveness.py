@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from graphmem.planner.check import check_ort_plan, check_placement
+from graphmem.planner.check import check_placement
 from graphmem.planner.greedy import Placement, plan_greedy
 from graphmem.planner.liveness import Liveness, analyze_liveness
-from graphmem.ort.allocation import plan_ort
+from graphmem.ort.allocation import check_ort_plan, plan_ort
 from graphmem.planner.program import Key, Program
 from builders import A, B, T1, T2, T3, program, src, step, val
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from graphmem.planner.check import check_ort_plan, check_placement
+from graphmem.planner.check import check_placement
 from graphmem.planner.greedy import plan_greedy
 from graphmem.planner.liveness import analyze_liveness
-from graphmem.ort.allocation import plan_ort
+from graphmem.ort.allocation import check_ort_plan, plan_ort
 from graphmem.planner.program import Key, Program, Step, Value
 
 # key -> its one size; keys that never match (a None dim, None) get any size.

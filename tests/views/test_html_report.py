@@ -18,7 +18,8 @@ import graphmem
 from builders import BERT, CNN, model, save, tensor
 from graphmem.analysis.timeline import memory_timeline
 from graphmem.views.chart import step_bins
-from graphmem.views.html_report import build_report, render_report
+from graphmem.batch.page import build_report
+from graphmem.views.html_report import render_report
 from graphmem.views.svg import timeline_svg
 
 

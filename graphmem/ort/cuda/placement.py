@@ -403,7 +403,8 @@ def session_problems(model: Model) -> list[str]:
     order is a topological order of the session graph; empty when all holds."""
     from graphmem.model.graph import build_graph
     from graphmem.ort.order import ort_order
-    from graphmem.shapes.infer import ORT_STATIC, infer_types
+    from graphmem.shapes.infer import ORT_STATIC
+    from graphmem.ort.inference import infer_types
 
     g = build_graph(model)
     order = ort_order(g)

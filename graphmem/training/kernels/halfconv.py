@@ -39,6 +39,7 @@ import math
 import numpy as np
 from onnx import TensorProto
 
+from graphmem.errors import InvariantError
 from graphmem.host import HostProfile
 from graphmem.training.kernels import workspace
 from graphmem.training.saved import OpView
@@ -366,11 +367,17 @@ def brgemm_bwd_w_scratchpad(op: OpView, host: HostProfile) -> int | None:
     return total
 
 
+def _filter_dims(op: OpView) -> tuple[int, ...]:
+    """The filter's dims, known for every conv :func:`_covered` accepts (else a bug: InvariantError)."""
+    w = _shape(op, op.input(1))
+    if w is None:
+        raise InvariantError(f"Conv '{op.node.name}': its filter shape is unknown, yet the half-precision rules took it")
+    return w
+
+
 def _depthwise_weight_blocks(op: OpView, dtype: int) -> int:
     """The input gradient's reordered depthwise weight: ``aCdeb16c`` (f16) or ``aCdeB16c2b`` (bf16):
     each group's single input channel padded to 16 (and, bf16, its output channel to the vnni 2)."""
-    w = _shape(op, op.input(1))
-    assert w is not None
     return _size(op, op.input(1)) * SIMD_W * (2 if dtype == TensorProto.BFLOAT16 else 1)
 
 
@@ -381,8 +388,7 @@ def _dense_nhwc(op: OpView, dtype: int, gw: int, gb: int, host: HostProfile) -> 
     buffers: :func:`unmodelled_note`); the weight gradient by ``brgconv_bwd_w`` (bf16: ideep's
     ``OIhw16i16o2i`` gradient beside :func:`brgemm_bwd_w_scratchpad` and ideep's bias) or
     ``ref:any`` (f16: ideep's plain gradient), then the dense copies and ``.to(ChannelsLast)``."""
-    w = _shape(op, op.input(1))
-    assert w is not None
+    w = _filter_dims(op)
     copy = _channels_last_weight_copy(op)
     data = copy + _size(op, op.input(1)) + brgemm_bwd_data_scratchpad(op, host.torch_threads) if op.grad(0) else 0
     if not (gw or gb):
@@ -408,8 +414,7 @@ def half_conv_backward(op: OpView, host: HostProfile) -> int | None:
     if op.channels_last(op.input(0)) and not _depthwise(op):
         return _dense_nhwc(op, dtype, gw, gb, host)
     if op.channels_last(op.input(0)):  # depthwise
-        w = _shape(op, op.input(1))
-        assert w is not None
+        w = _filter_dims(op)
         if bf16:  # jit_uni_dw's input gradient: the weight in Abcde16a, groups padded to 16
             data = _rnd_up(w[0], SIMD_W) * math.prod(w[1:]) * 2 if gi else 0
         else:  # brg_conv_bwd on nhwc: the padded weight and the brgemm scratchpad
@@ -434,8 +439,7 @@ def half_conv_backward(op: OpView, host: HostProfile) -> int | None:
         # its im2col scratchpad unmodelled: ideep's gradients, then their dense copies
         filt = 2 * gw + 2 * gb
     else:
-        w = _shape(op, op.input(1))
-        assert w is not None
+        w = _filter_dims(op)
         x = _size(op, op.input(0))
         blocked = _rnd_up(w[0], SIMD_W) * _rnd_up(w[1], 2 * SIMD_W) * math.prod(w[2:]) * 2  # OIhw16i16o2i
         # nhwc copies of the output gradient and the source beside ideep's gradient and bias;

@@ -255,7 +255,9 @@ def _app_for(argv: list[str] | None) -> typer.Typer:
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Run the command line and exit (:func:`graphmem.__main__.run`, the console script, also
+    turns the collector off before this module's imports)."""
+    gc.disable()  # to the end: Python's last collection at exit walks every object the run made
     sys.exit(main())
 
 

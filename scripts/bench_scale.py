@@ -21,7 +21,8 @@ a 1-layer decoder) in the same turn as the start-up baseline. Printed per tool a
 wall and CPU seconds, microseconds per node of the CPU time above that baseline (``(cpu - cpu of
 the smallest graph) / (N - its nodes)``: a flat column is linear growth; the baseline holds what
 a family costs once, such as the imports its ops need), the largest peak RSS, and onnxsim's wall
-time over graphmem's (median of the pairs). Without onnxsim (``pip install onnxsim==0.8.1``) graphmem alone is timed.
+and CPU time over graphmem's (median of the pairs; on a busy machine the CPU ratio is the steadier
+one: waiting for a core does not count). Without onnxsim (``pip install onnxsim==0.8.1``) graphmem alone is timed.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def main() -> int:
             baseline = graph_file(folder, family, 1)
             base_nodes = node_count(baseline)
             print(f"{family} ({', '.join(dims) or 'static'}): fresh processes in turn, median of {args.repeat}")
-            print(f"  {'nodes':>7} {'tool':<10}{'wall s':>8}{'cpu s':>8}{'us/node':>9}{'max RSS':>10}   onnxsim wall / graphmem's")
+            print(f"  {'nodes':>7} {'tool':<10}{'wall s':>8}{'cpu s':>8}{'us/node':>9}{'max RSS':>10}   onnxsim / graphmem (wall, cpu)")
             for n in sizes:
                 path = graph_file(folder, family, n)
                 nodes = node_count(path)
@@ -132,7 +133,8 @@ def main() -> int:
                         per_node = median(rs, "cpu") / nodes * 1e6
                     ratio = ""
                     if tool == "onnxsim" and "graphmem" in runs:
-                        ratio = f"{statistics.median(pair_ratios(rs, runs['graphmem'], 'wall')):.2f}x"
+                        ratio = "   ".join(f"{statistics.median(pair_ratios(rs, runs['graphmem'], f)):.2f}x"
+                                             for f in ("wall", "cpu"))
                     rss = max(r.rss for r in rs) / 2**20
                     print(f"  {nodes:>7} {tool:<10}{median(rs, 'wall'):8.2f}{median(rs, 'cpu'):8.2f}{per_node:9.1f}"
                           f"{rss:7.0f} MiB   {ratio}")

@@ -21,6 +21,7 @@ __all__ = [
     "CorruptProtobufError",
     "InvalidModelError",
     "TensorSizeError",
+    "KernelRefusalError",
     "ConfigError",
     "HostProfileError",
     "UnknownDeviceError",
@@ -29,6 +30,7 @@ __all__ = [
     "SchemaError",
     "InvariantError",
     "PlanInvariantError",
+    "ArenaLimitError",
     "Terminated",
     "Reported",
     "GateFailed",
@@ -135,6 +137,13 @@ class TensorSizeError(GraphmemError):
     any machine: its dims are absurd."""
 
 
+class KernelRefusalError(GraphmemError):
+    """onnxruntime's kernel refuses a node's inputs when the session runs, although their shapes
+    infer (an index past its table, a window wider than its input, sizes that do not agree): the
+    model cannot run at these dims. The message names the node, why, and the range of a bound
+    dim it runs in when there is one."""
+
+
 class ConfigError(UsageError):
     """The ``check`` configuration is missing, not TOML, or has a bad key or value."""
 
@@ -169,6 +178,11 @@ class InvariantError(GraphmemError, ValueError):
 
 class PlanInvariantError(InvariantError):
     """A plan broke an invariant: a bug in a planner, never a user error."""
+
+
+class ArenaLimitError(GraphmemError):
+    """The arena's ``max_mem`` (a session option) is too small for what the session allocates:
+    onnxruntime would fail the same request."""
 
 
 def one_line(text: str) -> str:

@@ -1,6 +1,6 @@
 """Save a tiny random-weight Hugging Face model folder (run inside a tool's venv).
 
-    /work/venvs/NAME/bin/python scripts/_corpus_venv.py llama|gpt2 DIR
+    .cache/venvs/NAME/bin/python scripts/_corpus_venv.py llama|gpt2 DIR
 
 Used by scripts/collect_models.py before optimum's exporter and onnxruntime-genai's model
 builder, which read a local folder (config, safetensors weights, tokenizer). The weights are

@@ -6,7 +6,7 @@ Models: the onnx.helper cases of ``scripts/make_controlflow_models.py`` (built i
 TorchScript exports of ``scripts/export_controlflow_torch.py`` (when present; they need torch),
 onnx's own node tests with If/Loop/Scan/SequenceMap (on their own inputs; a sequence input's element
 shapes given as ``--shape s=[…]``, an optional input's as what it holds or ``o=none``), and the real-world corpus models
-with control flow (``GRAPHMEM_REALWORLD``, default /work/cache/realworld). Each binding (``--dim``,
+with control flow (``GRAPHMEM_REALWORLD``, default .cache/realworld). Each binding (``--dim``,
 ``--value``) is predicted with ``graphmem.analyze_graph_opt`` and measured with onnxruntime (CPU,
 1 thread, run 1 requested peak, profiler memory fields) at ``--graph-opt none`` and ``all``.
 A model whose If condition depends on input data is predicted with the larger branch
@@ -34,8 +34,8 @@ from graphmem.analysis import analyze_graph_opt  # noqa: E402
 from graphmem.errors import GraphmemError  # noqa: E402
 from graphmem.verify import make_feeds, measure  # noqa: E402
 
-CACHE = Path(os.environ.get("GRAPHMEM_CONTROLFLOW", "/work/cache/controlflow"))
-REALWORLD = Path(os.environ.get("GRAPHMEM_REALWORLD", "/work/cache/realworld"))
+CACHE = Path(os.environ.get("GRAPHMEM_CONTROLFLOW", str(Path(__file__).resolve().parents[1] / ".cache" / "controlflow")))
+REALWORLD = Path(os.environ.get("GRAPHMEM_REALWORLD", str(Path(__file__).resolve().parents[1] / ".cache" / "realworld")))
 BAR = 0.005
 
 

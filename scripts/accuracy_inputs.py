@@ -3,7 +3,7 @@
 
     python scripts/accuracy_inputs.py [--only SUBSTRING ...] [--levels none,all] [--batches 1,4]
 
-Models from ``scripts/make_input_models.py`` (``$GRAPHMEM_INPUTS``, default /work/cache/inputs):
+Models from ``scripts/make_input_models.py`` (``$GRAPHMEM_INPUTS``, default .cache/inputs):
 ``-1`` batch dims and a shared ``?`` for height and width (bound with ``--shape``), unnamed dims
 and a sample-rate input (``--shape`` + ``--value``), GRU/LSTM classifiers and encoders, optimum's
 decoder-with-past exports of GPT-2 and Llama at prefill (past 0, seq 128) and decode (past 64,
@@ -30,7 +30,7 @@ import graphmem  # noqa: F401  (the library under test)
 from graphmem.errors import GraphmemError
 from graphmem.verify.compare import verify
 
-ROOT = Path(os.environ.get("GRAPHMEM_INPUTS", "/work/cache/inputs"))
+ROOT = Path(os.environ.get("GRAPHMEM_INPUTS", str(Path(__file__).resolve().parents[1] / ".cache" / "inputs")))
 TOLERANCE = 0.005
 
 

@@ -45,7 +45,7 @@ from graphmem.verify import make_feeds  # noqa: E402
 
 TOLERANCE = 0.005
 SCRATCH_TOLERANCE = 0.10
-DEFAULT_DIR = Path("/work/cache/types/models")
+DEFAULT_DIR = Path(str(Path(__file__).resolve().parents[1] / ".cache" / "types/models"))
 ORDER = ("", "fp16_io", "fp16", "dyn", "dyn_pc", "qdq", "qdq_pc", "qop", "qop_pc")
 
 

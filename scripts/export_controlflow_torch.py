@@ -2,7 +2,7 @@
 become ONNX If and Loop nodes (TorchScript exporter, ``torch.onnx.export(dynamo=False)``, opset 17).
 
     pip install torch==2.13.0
-    python scripts/export_controlflow_torch.py [--out DIR]     # default /work/cache/controlflow/torch
+    python scripts/export_controlflow_torch.py [--out DIR]     # default .cache/controlflow/torch
 
 Random weights (seeded); dynamic batch axes. Writes ``manifest.json`` with each model's bindings,
 read by ``scripts/accuracy_controlflow.py``.
@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_CONTROLFLOW", "/work/cache/controlflow")) / "torch"
+DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_CONTROLFLOW", str(Path(__file__).resolve().parents[1] / ".cache" / "controlflow"))) / "torch"
 
 
 def _modules():  # type: ignore[no-untyped-def]

@@ -1,6 +1,6 @@
 """Control-flow test models (If, Loop, Scan) built with onnx.helper, and the bindings to run them at.
 
-    python scripts/make_controlflow_models.py [--out DIR]      # default /work/cache/controlflow
+    python scripts/make_controlflow_models.py [--out DIR]      # default .cache/controlflow
 
 Every model is deterministic (seeded weights) and small; each comes with the bindings
 (``--dim`` and ``--value``) that ``scripts/accuracy_controlflow.py`` predicts and measures. The
@@ -30,7 +30,7 @@ from onnx import numpy_helper
 
 F = T.FLOAT
 I64 = T.INT64
-DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_CONTROLFLOW", "/work/cache/controlflow"))
+DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_CONTROLFLOW", str(Path(__file__).resolve().parents[1] / ".cache" / "controlflow")))
 
 
 @dataclass(frozen=True)

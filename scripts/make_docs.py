@@ -25,8 +25,10 @@ machine that was not at hand) quotes the last published figure once, naming the 
 ``accuracy NAME`` replaces it. The accuracy scripts print what they measured; this only files it.
 
 Outputs depend on the code and on the onnx/onnxruntime versions, and on no other host fact for
-the commands listed here (``--graph-opt none``, one intra-op thread): no entry uses ``--graph-opt
-all`` (NCHWc block size), quantized kernels, GroupQueryAttention (L2 size) or mixed-precision
+the commands listed here (verify with ``--resident-processes 0``: a process's resident growth
+depends on glibc and the interpreter, and is not shown) (``--graph-opt none``, one intra-op thread): no entry uses ``--graph-opt
+all`` (NCHWc block size; ``peak``'s table and ``fit`` offer the figures at onnxruntime's default
+level only for this machine, not for the example host's profile, and say so), quantized kernels, GroupQueryAttention (L2 size) or mixed-precision
 training (CPU flags). ``--as-dtype float16`` follows the x86-64 kernel table (another architecture
 is told it is not exact). When the host becomes an input of its own, pin it here.
 """
@@ -131,8 +133,9 @@ OUTPUTS: tuple[Output, ...] = (
     # README tour (also on the command pages)
     Output(id="peak-tiny-cnn", args=("peak", "models/tiny_cnn.onnx", "--dim", "batch=8")),
     Output(id="layers-tiny-cnn", args=("layers", "models/tiny_cnn.onnx", "--dim", "batch=8", "--sort", "flops", "--top", "5")),
-    Output(id="verify-tiny-cnn", args=("verify", "models/tiny_cnn.onnx", "--dim", "batch=8")),
+    Output(id="verify-tiny-cnn", args=("verify", "models/tiny_cnn.onnx", "--dim", "batch=8", "--resident-processes", "0")),
     Output(id="fit-tiny-bert", args=("fit", "models/tiny_bert.onnx", "--memory", "64MiB", "--dim", "seq=128")),
+    Output(id="fit-readme", args=("fit", "models/tiny_bert.onnx", "--memory", "64MiB", "--dim", "seq=128"), head=9),
     Output(id="train-tiny-cnn", args=("train", "models/train_cnn.onnx", "--dim", "batch=8")),
     # peak, layers, ops
     Output(id="peak-tiny-bert", args=("peak", "models/tiny_bert.onnx", "--dim", "batch=8", "--dim", "seq=128")),
@@ -143,11 +146,18 @@ OUTPUTS: tuple[Output, ...] = (
     # inputs
     Output(id="peak-unbound", args=("peak", "models/tiny_bert.onnx")),
     Output(id="peak-unresolved-cause", args=("peak", "models/tiny_bert.onnx", "--dim", "batch=1", "--dim", "seq=600")),
+    Output(id="peak-refused-gpt2", args=("peak", "models/tiny_gpt2.onnx", "--dim", "batch=1", "--dim", "seq=200")),
     Output(id="peak-symbolic-gpt2", args=("peak", "models/tiny_gpt2.onnx", "--symbolic", "--dim", "batch=2")),
     Output(id="shape-fixed-dim", args=("peak", "models/tiny_cnn.onnx", "--shape", "input=2x3x32x32")),
     # verify
-    Output(id="verify-tiny-bert", args=("verify", "models/tiny_bert.onnx", "--dim", "batch=8", "--dim", "seq=128")),
-    Output(id="verify-light-squeezenet", args=("verify", "{light}/light_squeezenet.onnx")),
+    Output(id="verify-tiny-bert", args=("verify", "models/tiny_bert.onnx", "--dim", "batch=8", "--dim", "seq=128",
+                                        "--resident-processes", "0")),
+    Output(id="verify-light-squeezenet", args=("verify", "{light}/light_squeezenet.onnx", "--resident-processes", "0")),
+    # advise (README shows its head)
+    Output(id="advise-readme", args=("advise", "models/tiny_cnn.onnx", "--dim", "batch=8", "--session-option",
+                                     "intra_op_num_threads=1"), head=11),
+    Output(id="advise-tiny-cnn", args=("advise", "models/tiny_cnn.onnx", "--dim", "batch=8", "--session-option",
+                                       "intra_op_num_threads=1")),
     # sweep, fit, devices
     Output(id="sweep-tiny-bert", args=("sweep", "models/tiny_bert.onnx", "--dim", "batch=8", "--dim", "seq=16,32,64,128")),
     Output(id="fit-train-tiny-cnn", args=("fit", "models/train_cnn.onnx", "--memory", "64MiB", "--train")),

@@ -3,7 +3,7 @@
 
     python scripts/make_input_models.py [--out DIR] [--only odd,rnn,optimum,genai]
 
-(default DIR: ``$GRAPHMEM_INPUTS`` or ``/work/cache/inputs``). Random weights everywhere, fixed
+(default DIR: ``$GRAPHMEM_INPUTS`` or ``.cache/inputs``). Random weights everywhere, fixed
 seeds; nothing is downloaded. Parts:
 
 * ``odd`` (torch + onnx, this interpreter): files whose input dims are not the clean named dims
@@ -21,10 +21,10 @@ seeds; nothing is downloaded. Parts:
 * ``rnn`` (torch): ``rnn/{gru,lstm}_{uni,bi}_cls.onnx`` (2-layer GRU/LSTM over ``[batch, seq,
   40]`` features, batch_first, the last step through a Linear: Gemm) and
   ``rnn/{gru,lstm}_enc.onnx`` (the 2-layer unidirectional encoder alone, all steps out).
-* ``optimum`` (run with ``$GRAPHMEM_OPTIMUM_PYTHON``, default ``/work/venvs/optimum/bin/python``:
+* ``optimum`` (run with ``$GRAPHMEM_OPTIMUM_PYTHON``, default ``.cache/venvs/optimum/bin/python``:
   torch, transformers < 4.58, optimum-onnx): ``optimum/{gpt2,llama}/model.onnx``, optimum's
   ``text-generation-with-past`` export of a small GPT-2 and Llama built from configs.
-* ``genai`` (run with ``$GRAPHMEM_GENAI_PYTHON``, default ``/work/venvs/genai/bin/python``:
+* ``genai`` (run with ``$GRAPHMEM_GENAI_PYTHON``, default ``.cache/venvs/genai/bin/python``:
   torch, transformers 5, onnxruntime-genai, which brings plain onnxruntime — keep it out of
   graphmem's environment): ``genai/{llama,qwen2}/model.onnx`` + ``genai_config.json``, the
   onnxruntime-genai builder's fp32 CPU export (GroupQueryAttention, past_present_share_buffer).
@@ -43,9 +43,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_INPUTS", "/work/cache/inputs"))
-OPTIMUM_PYTHON = os.environ.get("GRAPHMEM_OPTIMUM_PYTHON", "/work/venvs/optimum/bin/python")
-GENAI_PYTHON = os.environ.get("GRAPHMEM_GENAI_PYTHON", "/work/venvs/genai/bin/python")
+DEFAULT_OUT = Path(os.environ.get("GRAPHMEM_INPUTS", str(Path(__file__).resolve().parents[1] / ".cache" / "inputs")))
+OPTIMUM_PYTHON = os.environ.get("GRAPHMEM_OPTIMUM_PYTHON", str(Path(__file__).resolve().parents[1] / ".cache" / "venvs" / "optimum/bin/python"))
+GENAI_PYTHON = os.environ.get("GRAPHMEM_GENAI_PYTHON", str(Path(__file__).resolve().parents[1] / ".cache" / "venvs" / "genai/bin/python"))
 PARTS = ("odd", "rnn", "optimum", "genai")
 
 # The decoders: small, but with head sizes the genai kernels accept (multiple of 16).

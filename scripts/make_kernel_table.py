@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Regenerate the CPU kernel table graphmem/ort/kernels.py reads (graphmem/ort/data/) from onnxruntime itself.
 
-    python scripts/make_kernel_table.py [--python /work/venvs/ortcpu/bin/python]
+    python scripts/make_kernel_table.py [--python .cache/venvs/ortcpu/bin/python]
 
 Writes ``graphmem/ort/data/cpu_kernels.txt`` (the kernel rows) and ``cpu_formals.txt`` (the
 formal parameters of their ops' schemas), the package data ``graphmem.ort.kernels`` loads the
@@ -13,7 +13,7 @@ range, type constraints) and every operator schema it knows (``get_all_operator_
 the ONNX ones and its contrib ones, every version). In onnxruntime-gpu the kernel listing
 tries to create the CUDA provider and crashes where CUDA's libraries are missing, so the dump
 runs in an interpreter with the plain CPU wheel of the same version (``python -m venv
-/work/venvs/ortcpu && /work/venvs/ortcpu/bin/pip install onnxruntime==1.31.1``); the CPU
+.cache/venvs/ortcpu && .cache/venvs/ortcpu/bin/pip install onnxruntime==1.31.1``); the CPU
 provider's registrations are the same source files in both wheels, which
 ``scripts/probes/probe_kernels.py`` checks on the installed onnxruntime-gpu.
 
@@ -181,7 +181,7 @@ def existing_marks(text: str) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--python", default="/work/venvs/ortcpu/bin/python",
+    ap.add_argument("--python", default=str(Path(__file__).resolve().parents[1] / ".cache" / "venvs" / "ortcpu" / "bin" / "python"),
                     help="an interpreter with the plain onnxruntime CPU wheel of the emulated version")
     args = ap.parse_args(argv)
     dump = json.loads(subprocess.run([args.python, "-c", _DUMP], check=True, capture_output=True, text=True).stdout)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Render `graphmem report` pages and `peak --plot` pictures, and screenshot the pages.
 
-    python scripts/make_report_screenshots.py [--out docs/pages/images] [--work /work/cache/plots]
+    python scripts/make_report_screenshots.py [--out docs/pages/images] [--work .cache/plots]
 
 For three models — a CNN (``models/tiny_cnn.onnx``), BERT (``models/tiny_bert.onnx``, with a
 ``--sweep seq=…`` chart) and a 25,000-node Llama-shaped decoder (``scripts/make_llama7b.py
@@ -65,7 +65,7 @@ def decoder(work: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "pages" / "images")
-    ap.add_argument("--work", type=Path, default=Path("/work/cache/plots"))
+    ap.add_argument("--work", type=Path, default=Path(__file__).resolve().parents[1] / ".cache" / "plots")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@
 
 Base models (fp32, random weights from fixed seeds, opset 17, TorchScript exporter, dynamic
 ``batch`` axis, BERT also ``seq``) come from ``scripts/_torch_models.py`` (ResNet-18 is written
-out below: torchvision's BasicBlock layout); an existing ``/work/cache/corpus/NAME.onnx`` made
+out below: torchvision's BasicBlock layout); an existing ``.cache/corpus/NAME.onnx`` made
 by ``scripts/export_corpus.py`` is reused. Needs ``pip install torch==2.13.0 transformers
 onnxconverter-common``.
 
@@ -40,8 +40,8 @@ import numpy as np
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-DEFAULT_OUT = Path("/work/cache/types/models")
-CORPUS = Path("/work/cache/corpus")
+DEFAULT_OUT = Path(str(Path(__file__).resolve().parents[1] / ".cache" / "types/models"))
+CORPUS = Path(str(Path(__file__).resolve().parents[1] / ".cache" / "corpus"))
 MODELS = ("resnet18", "mobilenetv2", "bert_base")
 VARIANTS = ("fp16_io", "fp16", "dyn", "dyn_pc", "qdq", "qdq_pc", "qop", "qop_pc")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Render the report and the `peak --plot` picture of every model of the shared corpus.
 
-    python scripts/plot_corpus.py [--corpus /work/cache/realworld] [--out /work/cache/plots/corpus]
+    python scripts/plot_corpus.py [--corpus .cache/realworld] [--out .cache/plots/corpus]
 
 For each model of ``manifest.json`` at its first binding (dims, shapes, values) it analyses the
 model, renders the HTML report and the PNG timeline, and checks the page: the peak's exact bytes
@@ -22,8 +22,8 @@ from pathlib import Path
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", type=Path, default=Path("/work/cache/realworld"))
-    ap.add_argument("--out", type=Path, default=Path("/work/cache/plots/corpus"))
+    ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[1] / ".cache" / "realworld")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / ".cache" / "plots/corpus")
     args = ap.parse_args()
     import graphmem
     from graphmem.errors import GraphmemError

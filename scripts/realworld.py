@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-DEFAULT_CORPUS = Path(os.environ.get("GRAPHMEM_REALWORLD", "/work/cache/realworld"))
+DEFAULT_CORPUS = Path(os.environ.get("GRAPHMEM_REALWORLD", str(Path(__file__).resolve().parents[1] / ".cache" / "realworld")))
 EXACT, CLOSE = 0.005, 0.05
 CLASSES = ("exact", "close", "off", "refused", "crash", "ort-fails", "unmeasured")
 ORT_FAILED = re.compile(r"onnxruntime (could not create the session|run failed)")

@@ -120,6 +120,18 @@ LAYERS, HIDDEN, HEADS = 2, 32, 4
 HEAD_DIM = HIDDEN // HEADS
 
 
+def if_model(path: Path, x: Sequence[int] = (4, 100)) -> Path:
+    """pre = Relu(x); y = If(c): then Neg(Neg(x0)), else Abs(x0); post = Relu(y), written to ``path``."""
+    shape = list(x)
+    then = helper.make_graph([helper.make_node("Neg", ["x0"], ["a"], name="t_neg"),
+                              helper.make_node("Neg", ["a"], ["yt"], name="t_neg2")], "then", [], [tensor("yt", shape)])
+    other = helper.make_graph([helper.make_node("Abs", ["x0"], ["ye"], name="e_abs")], "else", [], [tensor("ye", shape)])
+    nodes = [helper.make_node("Relu", ["x"], ["x0"], name="pre"),
+             helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other),
+             helper.make_node("Relu", ["y"], ["out"], name="post")]
+    return save(model(nodes, [tensor("x", shape), tensor("c", [], TensorProto.BOOL)], [tensor("out", shape)]), path)
+
+
 def tiny_decoder() -> onnx.ModelProto:
     """One decode step of a 2-layer attention decoder: x [batch, 1, 32] and, per layer,
     past_key_values.{i}.key/value [batch, 4, seq, 8] → present.{i}.key/value [batch, 4, seq+1, 8]
@@ -297,3 +309,64 @@ def ort_loads(path: Path) -> bool:
     except Exception:  # noqa: BLE001  (onnxruntime raises its own Fail/InvalidGraph types)
         return False
     return True
+
+
+# --- the arena a real session holds -----------------------------------------------------------
+
+_ARENA_HELD = """
+import json, sys, tempfile
+from pathlib import Path
+import numpy as np, onnxruntime as ort
+spec = json.loads(sys.argv[1])
+with np.load(spec["feeds"]) as saved:
+    feeds = {k: saved[k] for k in saved.files}
+if spec["arena_cfg"]:
+    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+    ort.create_and_register_allocator(info, ort.OrtArenaCfg(spec["arena_cfg"]))
+so = ort.SessionOptions()
+so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, spec["level"])
+so.intra_op_num_threads = spec["threads"]
+so.enable_mem_pattern = spec["pattern"]
+so.enable_profiling = True
+so.log_severity_level = 3
+for k, v in spec["config"].items():
+    so.add_session_config_entry(k, v)
+with tempfile.TemporaryDirectory() as tmp:
+    so.profile_file_prefix = tmp + "/p"
+    s = ort.InferenceSession(spec["path"], so, providers=["CPUExecutionProvider"])
+    for _ in range(spec["runs"]):
+        out = s.run(None, feeds)
+        del out
+    events = json.loads(Path(s.end_profiling()).read_text())
+spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e["name"] == "model_run")
+nodes = sorted((e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")), key=lambda e: e["ts"])
+runs = [[e["args"] for e in nodes if a <= e["ts"] <= b] for a, b in spans]
+first = runs[0][0]
+held = [int(first["mem_arena_held"]) - int(first["mem_arena_held_delta"])]
+print(json.dumps(held + [max(int(n["mem_arena_held"]) for n in r) for r in runs]))
+"""
+
+
+def arena_held(path: Path, options, dims=None, feeds=None, runs: int = 4) -> list[int]:  # type: ignore[no-untyped-def]
+    """The profiler's ``mem_arena_held`` before run 1 and at the end of each of ``runs`` runs of a
+    real session of ``path`` under ``options`` (a :class:`graphmem.ort.held.options.SessionOptions`),
+    in a fresh process that only creates the session and runs it (its regions' addresses, which
+    break ties between equal free chunks, are those of a process's first session; freeing a
+    loaded model there would move them). ``feeds``: name -> numpy array (else random, bound by ``dims``)."""
+    import json
+    import tempfile
+
+    from graphmem.verify import make_feeds
+
+    if feeds is None:
+        feeds = make_feeds(onnx.load(str(path), load_external_data=False), dims or {}, seed=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(Path(tmp) / "feeds.npz", **feeds)
+        spec = {
+            "path": str(path), "feeds": str(Path(tmp) / "feeds.npz"), "level": options.graph_optimization_level,
+            "threads": options.intra_op_num_threads or 1, "pattern": options.enable_mem_pattern,
+            "config": options.session_config(), "arena_cfg": options.arena_cfg(), "runs": runs,
+        }
+        done = subprocess.run([sys.executable, "-c", _ARENA_HELD, json.dumps(spec)], capture_output=True, text=True,
+                              check=True, timeout=300)
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -8,6 +8,8 @@ below), and the headline figures are copied from the stage that owns them
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import onnx
 
@@ -34,7 +36,7 @@ from graphmem.model.types import TensorType
 from graphmem.optable import DEFAULT_DOMAIN, MS_DOMAIN, normalize_domain
 from graphmem.ort.session import CUDA_RUNTIME, SessionGraph
 
-__all__ = ["assemble", "missing_bodies"]
+__all__ = ["assemble", "missing_bodies", "record_session"]
 
 CPU_RUNTIME = "onnxruntime 1.31 CPU"
 
@@ -60,7 +62,7 @@ def assemble(
     if cf is not None:
         produced += list(cf.flow.tensors)
     causes = unresolved_causes(  # the nodes that cannot take their inputs, and the dims' ranges that work
-        g, order, runtime.types, runtime.values, bindings=request.bindings
+        g, order, runtime.types, runtime.values, bindings=request.bindings, failed=runtime.failed_outputs
     ) if top_unresolved else ()
     notes = (
         approximations(
@@ -125,6 +127,12 @@ def assemble(
         replay=cf.replay if cf is not None else None,
         host=request.host,
     )
+
+
+def record_session(analysis: Analysis, session: object) -> Analysis:
+    """``analysis`` with the session stage's figures (:mod:`graphmem.analysis.hold`) recorded:
+    the ``session`` block of its document (None: not asked)."""
+    return analysis if session is None else replace(analysis, session=session)
 
 
 def _runtime_note(runtime: str, inlined: tuple[str, ...]) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from graphmem.analysis.pipeline import analyze_model, gc_paused
+from graphmem.analysis.pipeline import analyze_model, gc_paused, with_session
 from graphmem.analysis.request import AnalysisRequest, request_of
 from graphmem.analysis.result import Analysis, Approximation
 from graphmem.analysis.stages import static_types
@@ -60,7 +60,7 @@ def analyze_graph_opt(
     as_dtype, host = request.as_dtype, request.host
     if graph_opt == "none":
         with gc_paused():
-            return analyze_model(load_model(path), request)
+            return with_session(analyze_model(load_model(path), request), request)
     if not request.cpu:
         raise UsageError(
             f"--graph-opt {graph_opt} with --provider {request.provider}: the optimized graph is the one a CPU "
@@ -95,7 +95,8 @@ def analyze_graph_opt(
     if as_dtype is not None:
         note = f"{result.activations.runtime}; as {as_dtype}: the converted file as onnxruntime optimizes it"
         result = replace(result, activations=replace(result.activations, runtime=note))
-    return replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))
+    result = replace(result, model=replace(result.model, path=str(path), graph_opt=graph_opt))
+    return with_session(result, request)  # the session runs the optimized graph, named by the file and level
 
 
 def _check_optimizing_host(graph_opt: str, host: HostProfile) -> None:

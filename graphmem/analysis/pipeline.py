@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from graphmem.analysis.assemble import assemble
+from graphmem.analysis.assemble import assemble, record_session
+from graphmem.analysis.hold import held
 from graphmem.analysis.plans import count_flops, plan_headline, plan_memory, program, replay_control_flow, replay_headline
 from graphmem.analysis.request import AnalysisRequest, Bindings, request_of
 from graphmem.analysis.result import Analysis
@@ -26,7 +27,7 @@ from graphmem.host import HostProfile
 from graphmem.model.dtypes import parse_dtype
 from graphmem.model.loading import Model, load_model
 
-__all__ = ["analyze", "analyze_model"]
+__all__ = ["analyze", "analyze_model", "with_session"]
 
 
 def analyze(
@@ -40,6 +41,7 @@ def analyze(
     as_dtype: str | None = None,
     execution_order: str = "ort",
     host: HostProfile | None = None,
+    session_options: Sequence[str] | None = None,
 ) -> Analysis:
     """Analyze the ONNX file at ``path`` with symbolic dims bound by ``dims``, for a run on
     ``host`` (None: this machine, :func:`graphmem.host.this_host`; the result records it).
@@ -54,14 +56,24 @@ def analyze(
     "file" in the file's node order — for a graph onnxruntime wrote after optimizing
     (``graphmem.ort.optimized``), which it writes in its session's execution order but
     renumbered, so that its reverse DFS over the file no longer gives that order.
+    ``session_options``: ``KEY=VALUE`` items (onnxruntime's names, ``--session-option``; ``[]``:
+    its defaults) asks for what the session holds (``Analysis.session``, :mod:`graphmem.analysis.hold`);
+    None leaves it out.
     Raises a :class:`graphmem.errors.GraphmemError` subclass on bad input.
     """
     request = request_of(
         bindings=bindings, dims=dims, shapes=shapes, values=values, provider=provider, as_dtype=as_dtype,
         execution_order=execution_order, host=host,
+        session_options=None if session_options is None else tuple(session_options),
     )
     with gc_paused():
-        return analyze_model(load_model(path), request)
+        return with_session(analyze_model(load_model(path), request), request)
+
+
+def with_session(analysis: Analysis, request: AnalysisRequest) -> Analysis:
+    """The session stage on the analysis of the graph the session runs (:mod:`graphmem.analysis.hold`),
+    recorded by the assembly; nothing when the request asks for no session block."""
+    return record_session(analysis, held(analysis, request))
 
 
 @contextmanager

@@ -5,8 +5,8 @@ caller's ``dims=``, ``shapes=``, ``values=``) to the stages, parsed and checked 
 (:mod:`graphmem.analysis.dims` has the parsers; the bindings are checked against a model's inputs
 by :meth:`Bindings.resolve`). :class:`AnalysisRequest` is everything else the stages read: the
 provider, the what-if dtype, the execution order, whether the CPU provider's type rules apply,
-the host the figures are for (:mod:`graphmem.host`). One more value that must reach a stage
-(session options) is one more field here.
+the host the figures are for (:mod:`graphmem.host`), the session options the session stage
+assumes (:mod:`graphmem.analysis.hold`).
 """
 
 from __future__ import annotations
@@ -91,8 +91,12 @@ class AnalysisRequest:
     ``as_dtype``, the what-if dtype every floating tensor is sized as (None: as the file has
     them); ``execution_order`` (see :data:`EXECUTION_ORDERS`); ``kernel_rules``: False leaves out
     what the CPU provider does with element types (the PyTorch training estimate); ``host``, the
-    machine the figures are for (this machine unless given). Checked when built: a bad provider
-    or order is a :class:`~graphmem.errors.UsageError`."""
+    machine the figures are for (this machine unless given); ``session_options``: the
+    ``--session-option`` ``KEY=VALUE`` items the session block assumes (onnxruntime's defaults for
+    the rest; ``()``: all defaults), None for no session block (:mod:`graphmem.analysis.hold`).
+    Checked when built: a bad provider or order is a :class:`~graphmem.errors.UsageError` (the
+    session options' keys and values are checked by the session stage, which knows the level and
+    provider they apply to)."""
 
     bindings: Bindings = field(default_factory=Bindings)
     provider: str = "cpu"
@@ -100,8 +104,13 @@ class AnalysisRequest:
     execution_order: str = "ort"
     kernel_rules: bool = True
     host: HostProfile = field(default_factory=this_host)
+    session_options: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.session_options is not None and (
+            not isinstance(self.session_options, tuple) or not all(isinstance(x, str) for x in self.session_options)
+        ):
+            raise UsageError(f"session_options: expected a tuple of KEY=VALUE strings, got {self.session_options!r}")
         if self.provider not in PROVIDERS:
             raise UsageError(f"provider '{self.provider}': expected one of {', '.join(PROVIDERS)}")
         if self.execution_order not in EXECUTION_ORDERS:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # control flow's modules load only for a model that has it
 
 __all__ = [
     "Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo", "Approximation",
-    "APPROXIMATION_KINDS", "StepMemory", "UnresolvedCause",
+    "APPROXIMATION_KINDS", "StepMemory", "UnresolvedCause", "range_text",
 ]
 
 
@@ -109,6 +109,16 @@ class IOInfo:
     outputs_bytes: int
 
 
+def range_text(dim: str | None, low: int | None, high: int | None) -> str:
+    """``low ≤ dim ≤ high`` as ``seq ≤ 512`` (low 1 or open), ``h ≥ 5`` (high open) or
+    ``2 ≤ n ≤ 7``; '' without a dim."""
+    if dim is None:
+        return ""
+    if low is not None and low > 1 and high is not None:
+        return f"{low} ≤ {dim} ≤ {high}"
+    return f"{dim} ≤ {high}" if high is not None else f"{dim} ≥ {low}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnresolvedCause:
     """A node whose outputs have no static size although every input's shape is known."""
@@ -128,11 +138,7 @@ class UnresolvedCause:
     @property
     def resolves_for(self) -> str:
         """The range of ``dim`` the node's shapes resolve in, as ``seq ≤ 512`` ('' when none was found)."""
-        if self.dim is None:
-            return ""
-        if self.low is not None and self.low > 1 and self.high is not None:
-            return f"{self.low} ≤ {self.dim} ≤ {self.high}"
-        return f"{self.dim} ≤ {self.high}" if self.high is not None else f"{self.dim} ≥ {self.low}"
+        return range_text(self.dim, self.low, self.high)
 
     @property
     def detail(self) -> str:
@@ -194,3 +200,4 @@ class Analysis:
     # control-flow node id -> the bodies it ran (graphmem.analysis.controlflow.BodyLayers)
     bodies: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     replay: Replay | None = None  # a run with control flow, request by request (for the pictures)
+    session: Any = None  # what the session holds (graphmem.analysis.hold), when the request asked for it

@@ -8,7 +8,9 @@ returns a frozen result (:func:`graphmem.analysis.pipeline.analyze_model` wires 
 2. :func:`expand_functions` — function ops replaced by their bodies, as onnxruntime builds its
    graph (:mod:`graphmem.ort.functions`), and EnsureUniqueDQForNodeUnit;
 3. :func:`types_and_shapes` — both type views (the run's, with the bindings; onnxruntime's static
-   one, which its planner reuses buffers by), a what-if's dtype applied;
+   one, which its planner reuses buffers by), a what-if's dtype applied; a binding whose shapes
+   infer but that a kernel refuses when the session runs is refused here
+   (:func:`graphmem.analysis.causes.check_runnable`);
 4. :func:`cpu_kernels` — which CPU kernels the element types find (:mod:`graphmem.ort.insert_cast`);
 5. :func:`session_graph` — the graph the provider's session runs: inserted Casts, the
    duplicate-Cast remover, the CUDA partition (:mod:`graphmem.ort.session`).
@@ -24,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from onnx import TensorProto
 
+from graphmem.analysis.causes import check_runnable
 from graphmem.analysis.dims import ResolvedInputs
 from graphmem.analysis.request import AnalysisRequest
 from graphmem.analysis.result import Approximation
@@ -159,7 +162,9 @@ class Typed:
 
 def types_and_shapes(model: Model, inputs: ResolvedInputs, request: AnalysisRequest, *, check: bool = True) -> Typed:
     """Both type views of ``model`` (:func:`graphmem.shapes.infer.infer_types`) in the request's
-    order. ``check``: refuse an unknown-domain node without output shapes and a file whose
+    order. ``check``: refuse a binding onnxruntime's kernels refuse at run time although its
+    shapes infer (:func:`graphmem.analysis.causes.check_runnable`: an index past its table, a
+    window wider than its input), an unknown-domain node without output shapes and a file whose
     value_info contradicts an inferred element type, as onnxruntime does (False when re-typing
     a graph already checked)."""
     ordering = ORDERINGS[request.execution_order]
@@ -173,7 +178,8 @@ def types_and_shapes(model: Model, inputs: ResolvedInputs, request: AnalysisRequ
         target = parse_dtype(request.as_dtype)
         runtime = replace(runtime, types=cast_floats(runtime.types, target))
         static = replace(static, types=cast_floats(static.types, target))
-    if check:
+    if check:  # a node onnxruntime's kernel refuses at these bindings: no figures
+        check_runnable(g, order, runtime.types, runtime.values, bindings=request.bindings, failed=runtime.failed_outputs)
         _check_domains(g, runtime.types)
         _check_type_conflicts(static.type_conflicts)
     if request.as_dtype is not None:

@@ -33,13 +33,17 @@ def build_report(
     provider: str = "cpu",
     sweep: str | None = None,
     host: HostProfile | None = None,
+    session_options: list[str] | None = None,
 ) -> str:
     """``graphmem report``: analyse ``path`` (as ``graphmem peak`` with the same options) and,
     with ``sweep`` (``"batch=1,2,4,8"``, any ``sweep`` value syntax), sweep that dim over the file
     as given (CPU, graph-opt none); the page's own analysis binds the swept dim to its ``dims``
     value, or else to the sweep's largest value. ``dims``, ``shapes`` and ``values`` (or
     ``bindings``) are those of :func:`graphmem.analyze` (the page's analysis; the sweep binds
-    dims only); both are for a run on ``host`` (None: this machine).
+    dims only); both are for a run on ``host`` (None: this machine). The page's analysis has a
+    "held by the session" section under ``session_options`` (``--session-option``; None or empty:
+    onnxruntime's defaults) and, on CPU, the table of :func:`graphmem.batch.advise.advise`: the
+    session settings that change what it holds, ranked, each with the command that measures it.
 
     Raises:
         UsageError: a malformed sweep, one with fewer than two values, or the dims' errors.
@@ -63,8 +67,15 @@ def build_report(
         fixed = {k: v for k, v in dims.items() if k != name}
         swept = run_sweep(path, SweepSpec(fixed=fixed, dim=name, values=points), host=request.host)
         dims.setdefault(name, points[-1])
-    a = analyze_graph_opt(path, graph_opt, replace(request, bindings=given.bind(dims)))
+    held = tuple(session_options or ())
+    a = analyze_graph_opt(path, graph_opt, replace(request, bindings=given.bind(dims), session_options=held))
     sections = [(f"Memory against {swept.dim}", sweep_section(swept))] if swept is not None else []
+    if a.activations.provider == "cpu":
+        from graphmem.batch.advice_report import advice_html
+        from graphmem.batch.advise import advise
+
+        advice = advise(path, bindings=given.bind(dims), graph_opt=graph_opt, session_options=held, host=request.host)
+        sections.insert(0, ("Session settings that change what it holds", advice_html(advice)))
     return render_report(a, sections=sections)
 
 

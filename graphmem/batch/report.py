@@ -19,6 +19,7 @@ from graphmem.units import format_bytes, format_count
 
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
+    from graphmem.batch.held import DefaultLevel, HeldFit, HeldPoint
     from graphmem.views.devices import Device
     from graphmem.training import TrainingEstimate
 
@@ -53,9 +54,14 @@ def sweep_json(s: Sweep) -> dict[str, Any]:
              "peak_node": r.peak_node, "flops": r.flops,
              "flops_unsupported_nodes": r.flops_unsupported, "kv_cache_bytes": r.kv_cache_bytes,
              "unresolved_tensors": r.unresolved, "exact": not r.approximations,
-             "approximations": list(r.approximations)}
+             "approximations": list(r.approximations),
+             "held": _point_json(r.held)}
             for r in s.rows
         ],
+        "graph_opt": s.graph_opt,
+        "level_note": _note(s.graph_opt),
+        "session_options": list(s.session_options),
+        "steps": _steps_json([r.held for r in s.rows if r.held is not None]),
         "fit": {
             "model": "total = fixed + per_unit*x + per_unit2*x^2 (bytes)",
             "degree": f.degree,
@@ -71,6 +77,12 @@ def sweep_json(s: Sweep) -> dict[str, Any]:
         },
         "host": s.host.to_dict(),
     }
+
+
+def _note(graph_opt: str) -> str | None:
+    from graphmem.batch.held import level_note
+
+    return level_note(graph_opt)
 
 
 def _b(x: float) -> str:
@@ -98,18 +110,25 @@ def sweep_table(s: Sweep) -> str:
     """The ``graphmem sweep`` table and the fit under it."""
     fixed = ", ".join(f"{k}={v}" for k, v in s.fixed.items()) or "none"
     kv = any(r.kv_cache_bytes is not None for r in s.rows)
+    held = any(r.held is not None for r in s.rows)
+    note = _note(s.graph_opt)
     lines = [f"graphmem sweep: {s.path}",
              f"  sweeping {s.dim}; fixed dims: {fixed}" + inputs_text(s.shapes, s.values)
-             + (f"; as {s.as_dtype}" if s.as_dtype else ""), "",
+             + (f"; as {s.as_dtype}" if s.as_dtype else ""),
+             f"  graph-opt {s.graph_opt}" + (f": {note}" if note else "")
+             + (f"; session options: {' '.join(s.session_options)}" if s.session_options else ""), "",
              f"  {s.dim:>8} {'weights':>11} {'act peak':>11} {'lower bnd':>11} {'inputs':>11} "
-             f"{'total':>11} {'FLOPs':>11}" + (f" {'kv cache':>11}" if kv else "")]
+             f"{'total':>11}" + (f" {'resident':>11} {'arena':>11}" if held else "")
+             + f" {'FLOPs':>11}" + (f" {'kv cache':>11}" if kv else "")]
     for r in s.rows:
         fl = "unavailable" if r.flops is None else (
             ("≥ " if r.flops_unsupported else "") + format_count(r.flops))
         lines.append(
             f"  {r.value:>8} {format_bytes(r.weights_bytes):>11} "
             f"{format_bytes(r.activations_peak_bytes):>11} {format_bytes(r.lower_bound_bytes):>11} "
-            f"{format_bytes(r.inputs_bytes):>11} {format_bytes(r.total_bytes):>11} {fl:>11}"
+            f"{format_bytes(r.inputs_bytes):>11} {format_bytes(r.total_bytes):>11}"
+            + (f" {_held_cell(r.held, 'resident')} {_held_cell(r.held, 'arena')}" if held else "")
+            + f" {fl:>11}"
             + (f" {format_bytes(r.kv_cache_bytes):>11}" if kv else "")
             + (f"  * {r.unresolved} unresolved" if r.unresolved else "")
         )
@@ -119,7 +138,7 @@ def sweep_table(s: Sweep) -> str:
     w, act, inp = f.parts["weights"], f.parts["activations"], f.parts["inputs"]
     lines += [
         "",
-        f"  fit: total ≈ {fit_formula(f)}   ({'quadratic' if f.degree == 2 else 'linear'}, "
+        f"  fit: requested total ≈ {fit_formula(f)}   ({'quadratic' if f.degree == 2 else 'linear'}, "
         "least squares)",
         f"    worst residual {_b(f.worst_residual_bytes)} ({share:.3f}% of the total) at "
         f"{s.dim}={f.worst_residual_at}"
@@ -132,6 +151,8 @@ def sweep_table(s: Sweep) -> str:
            if f.degree == 2 else ""),
         f"    rule: {QUADRATIC_RULE}",
     ]
+    if held:
+        lines += _steps_lines(s)
     if any(r.unresolved for r in s.rows):
         lines.append("  * rows with tensors of no static size: their figures are lower estimates "
                      "(graphmem peak lists the tensors); the fit includes them")
@@ -141,6 +162,26 @@ def sweep_table(s: Sweep) -> str:
         lines.append("  ≥ FLOPs: some nodes have no FLOP rule (graphmem flops lists them); the "
                      "count is a lower bound")
     return "\n".join(lines)
+
+
+def _held_cell(p: HeldPoint | None, by: str) -> str:
+    return f"{'-' if p is None else format_bytes(p.figure(by)):>11}"
+
+
+def _steps_lines(s: Sweep) -> list[str]:
+    """The held figures' steps under the sweep's fit: no line through them."""
+    from graphmem.batch.held import held_steps
+
+    steps = held_steps([r.held for r in s.rows if r.held is not None])
+    lines = ["", f"  held (resident, arena): step functions of {s.dim}, not fitted: the arena takes power-of-two "
+                 "regions and never returns one; within a step resident grows only by the pages the runs write"]
+    for st in steps:
+        span = f"{st.first}" if st.first == st.last else f"{st.first}..{st.last}"
+        resident = (format_bytes(st.resident_low) if st.resident_low == st.resident_high
+                    else f"{format_bytes(st.resident_low)} .. {format_bytes(st.resident_high)}")
+        lines.append(f"    {s.dim} {span:<12} arena {format_bytes(st.arena_bytes):>11} (regions {_regions(st.regions)}), "
+                     f"resident {resident}")
+    return lines
 
 
 def _device_json(device: Device | None) -> dict[str, Any] | None:
@@ -180,20 +221,26 @@ def _phase_totals(e: TrainingEstimate) -> dict[str, int]:
     return {p.phase: p.total_bytes for p in e.phases}
 
 
-def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dict[str, Any]:
+def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None,
+             default_level: DefaultLevel | None = None) -> dict[str, Any]:
     """The ``graphmem fit --json`` document (schema_version 1): mode "solve" or "check".
 
-    ``measure`` says what ``total_bytes`` (top level, probes, violations) is: ``"total"``, the
-    analysis total, or ``"training_step_peak"`` (``fit --train``; then ``breakdown`` holds the
+    ``measure`` says what ``total_bytes`` (top level, probes, violations) is: ``"resident"``
+    (``session.resident_bytes``, ``fit``'s default), ``"arena"`` (``session.arena_steady_bytes``),
+    ``"total"``, the analysis total (``--by requested``), or ``"training_step_peak"`` (``fit --train``; then ``breakdown`` holds the
     phase peaks, ``dominant`` the phase that sets the step peak, and ``training`` the
     configuration and the training figures at the answer)."""
     from graphmem.views.kvcache import kv_cache, kv_json
 
     a, t = r.analysis, r.training
     e = t.estimate if t is not None else None
+    h = r.held
+    measure = "training_step_peak" if t is not None else "total" if h is None or h.by == "requested" else h.by
     doc: dict[str, Any] = {"schema_version": 1, "device": _device_json(device),
                            "budget_bytes": r.budget_bytes, "overhead_bytes": r.overhead_bytes,
-                           "measure": "total" if t is None else "training_step_peak"}
+                           "measure": measure}
+    if h is not None:
+        doc["held"] = held_json(h, r, default_level=default_level)
 
     def parts(a: Analysis) -> tuple[dict[str, int], str]:
         if e is None:  # inference: the analysis' own breakdown
@@ -220,6 +267,10 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
             peak, phase = t.probes.get(p.value, (p.total_bytes, None))
             row.update(step_peak_bytes=peak, peak_phase=phase,
                        analysis_total_bytes=p.analysis_total_bytes)
+        point = h.at(p.value) if h is not None else None
+        if point is not None:
+            row.update(requested_bytes=point.requested_bytes, resident_bytes=point.resident_bytes,
+                       arena_bytes=point.arena_bytes)
         probes.append(row)
     doc.update(
         mode="solve", host=r.host.to_dict(), solve=r.dim, dims=dict(r.dims), largest=r.largest, fits=r.largest > 0,
@@ -239,6 +290,51 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None) -> dic
     if a is not None:
         doc["model"] = {"path": a.model.path}
     return doc
+
+
+def _point_json(p: HeldPoint | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {"value": p.value, "requested_bytes": p.requested_bytes, "resident_bytes": p.resident_bytes,
+            "arena_bytes": p.arena_bytes, "weights_held_bytes": p.weights_held_bytes, "regions": list(p.regions),
+            "exact": p.exact, "approximations": list(p.approximations)}
+
+
+def _steps_json(points: Any) -> list[dict[str, Any]]:
+    from graphmem.batch.held import held_steps
+
+    return [{"first": s.first, "last": s.last, "regions": list(s.regions), "arena_bytes": s.arena_bytes,
+             "resident_low_bytes": s.resident_low, "resident_high_bytes": s.resident_high}
+            for s in held_steps(points)]
+
+
+def _level_json(d: DefaultLevel | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {"graph_opt": "all", "requested_bytes": d.requested_bytes, "resident_bytes": d.resident_bytes,
+            "arena_bytes": d.arena_bytes, "error": d.error}
+
+
+def held_json(h: HeldFit, r: SearchResult | FitCheck, *, default_level: DefaultLevel | None = None) -> dict[str, Any]:
+    """The ``held`` object of ``fit --json``: the figure compared (``by``, where it lives in the peak
+    document), the session options, the level and its note, each analysed value's three figures,
+    their steps (the arena's regions), and the figures at onnxruntime's default level."""
+    from graphmem.batch.held import BY_FIGURES, BY_LABELS, RESIDENT_TOLERANCE, level_note
+
+    graph_opt = getattr(r, "graph_opt", None) or (r.analysis.model.graph_opt if r.analysis is not None else "none")
+    if isinstance(r, FitCheck):
+        at, after = next(iter(h.points.values()), None), None
+    else:
+        at, after = h.at(r.largest), h.at(r.largest + 1)
+    return {
+        "by": h.by, "figure": BY_FIGURES[h.by], "label": BY_LABELS[h.by], "options": dict(h.options),
+        "graph_opt": graph_opt, "level_note": level_note(graph_opt),
+        "resident_tolerance": RESIDENT_TOLERANCE,
+        "at": _point_json(at), "next": _point_json(after),
+        "points": [_point_json(p) for _, p in sorted(h.points.items())],
+        "steps": _steps_json(h.points),
+        "default_level": _level_json(default_level),
+    }
 
 
 def _parts_line(a: Analysis) -> str:
@@ -267,11 +363,92 @@ def _training_lines(e: TrainingEstimate, where: str, indent: str) -> list[str]:
     ]
 
 
+def _mib(n: int | None) -> str:
+    return "?" if n is None else format_bytes(n)
+
+
+def _regions(regions: tuple[int, ...]) -> str:
+    return " + ".join(format_bytes(x) for x in regions) if regions else "none"
+
+
+def held_head(h: HeldFit, graph_opt: str) -> list[str]:
+    """The lines under ``fit``'s budget: the figure compared, the options, the level."""
+    from graphmem.batch.held import BY_LABELS, level_note
+
+    from graphmem.ort.held.options import SessionOptions
+
+    others = "|".join(b for b in ("resident", "arena", "requested") if b != h.by)
+    default = SessionOptions().as_dict()
+    skip = ("graph_optimization_level", "intra_op_num_threads")
+    changed = {k: v for k, v in h.options.items() if k not in skip and default.get(k) != v}
+    lines = [f"  compared: {BY_LABELS[h.by]} + overhead (--by {others} for the others)"]
+    if h.by != "requested" and h.options:
+        lines.append("  session: " + (", ".join(f"{k}={v}" for k, v in changed.items()) or "onnxruntime's default options")
+                     + f", {h.options.get('intra_op_num_threads')} intra-op thread(s)")
+    note = level_note(graph_opt)
+    lines.append(f"  graph-opt {graph_opt}: " + (note or "the graph onnxruntime on this machine writes at that level"
+                                                   + (" (onnxruntime's default)" if graph_opt == "all" else "")))
+    return lines
+
+
+def held_lines(h: HeldFit, r: SearchResult | FitCheck, *, default_level: DefaultLevel | None = None,
+               indent: str = "    ") -> list[str]:
+    """What the session holds at the answer (and the value after it): requested and resident side
+    by side, the arena's regions, the steps the analysed values fall on, the tolerance, and the
+    figures at onnxruntime's default level."""
+    from graphmem.batch.held import BY_WORDS, RESIDENT_TOLERANCE, held_steps
+
+    lines: list[str] = []
+    if isinstance(r, FitCheck):
+        at, after, dim = next(iter(h.points.values()), None), None, ""
+    else:
+        at, after, dim = h.at(r.largest), h.at(r.largest + 1), r.dim
+    where = f"at {dim}={at.value}: " if dim and at is not None else ""
+    if at is not None:
+        lines.append(f"{indent}{where}requested {format_bytes(at.requested_bytes)}, resident "
+                     f"{format_bytes(at.resident_bytes)}, arena {format_bytes(at.arena_bytes)} in regions "
+                     f"{_regions(at.regions)}, weights held {format_bytes(at.weights_held_bytes)}")
+    if at is not None and after is not None:
+        if after.regions != at.regions:
+            lines.append(f"{indent}{dim}={after.value} takes another arena region ({_regions(after.regions)}): "
+                         f"{BY_WORDS[h.by]} {format_bytes(after.figure(h.by))}")
+        else:
+            lines.append(f"{indent}{dim}={after.value} holds the same arena regions; resident grows by the pages "
+                         f"its runs write: {format_bytes(after.resident_bytes)}")
+    if len(h.points) > 1:
+        steps = held_steps(h.points)
+        shown = "; ".join(
+            f"{s.first}" + (f"..{s.last}" if s.last != s.first else "") + f": arena {format_bytes(s.arena_bytes)}"
+            for s in steps[:8]) + (" …" if len(steps) > 8 else "")
+        lines.append(f"{indent}resident and arena are step functions of {dim or 'the dim'}, not lines: the arena "
+                     "takes power-of-two regions and never returns one (over the analysed values: "
+                     f"{shown}); no line is fitted, values are analysed")
+    if h.by == "resident" and r.headroom_bytes is not None:
+        share = r.headroom_bytes / max(r.budget_bytes, 1)
+        lines.append(f"{indent}resident is predicted within {RESIDENT_TOLERANCE:.0%} of a process's measured growth"
+                     + (f"; the headroom is {share:.1%} of the budget, inside that tolerance"
+                        if 0 <= share < RESIDENT_TOLERANCE else ""))
+    if default_level is not None:
+        if default_level.error is not None:
+            lines.append(f"{indent}at onnxruntime's default level (--graph-opt all): {default_level.error}")
+        else:
+            lines.append(f"{indent}at onnxruntime's default level (--graph-opt all, this machine's onnxruntime)"
+                         + (f" {dim}={at.value}" if dim and at is not None else "")
+                         + f": requested {_mib(default_level.requested_bytes)}, resident "
+                         f"{_mib(default_level.resident_bytes)}, arena {_mib(default_level.arena_bytes)}"
+                         + ("; fit --graph-opt all answers at that level" if dim else ""))
+    return lines
+
+
 def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
-              path: str = "") -> str:
-    """The ``graphmem fit`` report (``fit --train`` when ``r.training`` is set)."""
+              path: str = "", default_level: DefaultLevel | None = None) -> str:
+    """The ``graphmem fit`` report (``fit --train`` when ``r.training`` is set; what the session
+    holds when ``r.held`` is set, and the figures at onnxruntime's default level when given)."""
+    from graphmem.batch.held import BY_WORDS
     from graphmem.views.kvcache import kv_cache, kv_lines
 
+    h = r.held
+    word = BY_WORDS[h.by] if h is not None else "total"
     t = r.training
     e = t.estimate if t is not None else None
     where = (f"{device.title} ({device.memory})" if device is not None
@@ -284,11 +461,13 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
              + (" and its training step" if t is not None else "")]
     if t is not None:
         lines.append(_training_config_line(t))
+    if h is not None:
+        lines += held_head(h, r.analysis.model.graph_opt if r.analysis is not None else getattr(r, "graph_opt", "none"))
     if isinstance(r, FitCheck):
         a = r.analysis
         dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
         verdict = "fits" if r.fits else "DOES NOT FIT"
-        what = "one training step peaks at" if t is not None else "total"
+        what = "one training step peaks at" if t is not None else word
         lines += [f"  dims: {dims}" + inputs_text(dict(a.model.shapes), dict(a.model.values)),
                   f"  {what} {format_bytes(r.total_bytes)} ({r.total_bytes:,} bytes): {verdict}; "
                   + (f"headroom {format_bytes(r.headroom_bytes)}" if r.fits
@@ -296,7 +475,9 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
         if e is not None:
             lines += _training_lines(e, "", "  ")
         else:
-            lines.append(f"  {_parts_line(a)}; dominated by {dominant(a)}")
+            lines.append(f"  requested: {_parts_line(a)}; dominated by {dominant(a)}")
+        if h is not None:
+            lines += held_lines(h, r, default_level=default_level, indent="  ")
         lines += kv_lines(kv_cache(a))
         if a.shapes.unresolved:
             lines.append(f"  WARNING: {len(a.shapes.unresolved)} tensors have no static size; the "
@@ -313,7 +494,7 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
                          f"{format_bytes(first.total_bytes)} (in {phase}), over the budget by "
                          f"{format_bytes(first.total_bytes - avail)}")
         else:
-            lines.append(f"  NOTHING FITS: at {r.dim}=1 the total is "
+            lines.append(f"  NOTHING FITS: at {r.dim}=1 the {word} is "
                          f"{format_bytes(first.total_bytes)}, over the budget by "
                          f"{format_bytes(first.total_bytes - avail)}")
     else:
@@ -324,7 +505,7 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
         else:
             nxt = (f"{r.dim}={r.largest + 1} needs {format_bytes(r.next_total_bytes)} "
                    f"({r.next_total_bytes:,} bytes)")
-        uses = "one training step peaks at" if t is not None else "uses"
+        uses = "one training step peaks at" if t is not None else ("uses" if h is None else f"needs {word}")
         lines += [f"  largest {r.dim} that fits" + (" for training" if t is not None else "")
                   + f": {r.largest}"
                   + ("  (memory does not grow enough with it to stop before the limit)"
@@ -335,8 +516,10 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
         if e is not None:
             lines += _training_lines(e, f"at {r.dim}={r.largest} ", "    ")
         else:
-            lines.append(f"    at {r.dim}={r.largest}: {_parts_line(a)}; dominated by "
+            lines.append(f"    at {r.dim}={r.largest}, requested: {_parts_line(a)}; dominated by "
                          f"{dominant(a)}")
+        if h is not None:
+            lines += held_lines(h, r, default_level=default_level)
         lines += kv_lines(kv_cache(a), indent="    ")
     values = ", ".join(str(p.value) for p in r.probes[:12]) + (" …" if len(r.probes) > 12 else "")
     lines.append(f"  search: {len(r.probes)} analyses"
@@ -351,7 +534,7 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
     elif r.analysis is not None and r.analysis.shapes.unresolved:
         lines.append(f"  WARNING: {len(r.analysis.shapes.unresolved)} tensors have no static size "
                      "at every value; the totals are lower estimates (graphmem peak lists them)")
-    measured = "the training step peak" if t is not None else "memory"
+    measured = "the training step peak" if t is not None else "memory" if h is None else f"the {word} figure"
     if r.monotone:
         lines.append(f"  {measured} is monotone in {r.dim} on every probed point")
     else:

@@ -36,7 +36,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.dims import INT64_MAX, parse_dim_value, split_dim_item
 from graphmem.errors import UnknownDimError, UsageError
@@ -44,9 +44,10 @@ from graphmem.host import HostProfile, resolve_host
 from graphmem.units import format_bytes
 
 if TYPE_CHECKING:
-    from graphmem.analysis.request import Bindings
+    from graphmem.analysis.request import AnalysisRequest, Bindings
     from graphmem.analysis.result import Analysis
     from graphmem.model.loading import Model
+    from graphmem.batch.held import HeldFit, HeldPoint, HeldStep
     from graphmem.training import TrainingConfig, TrainingEstimate
 
 __all__ = [
@@ -54,7 +55,7 @@ __all__ = [
     "parse_dim_values", "parse_sweep_dims", "parse_bound_dims", "sweep", "fit_memory",
     "search_largest", "check_fit", "breakdown", "dominant", "Cost", "TrainingFit",
     "training_config", "search_largest_training", "check_fit_training", "PRECISION_DTYPES",
-    "INT64_MAX", "MAX_SWEEP_POINTS", "QUADRATIC_RULE",
+    "INT64_MAX", "MAX_SWEEP_POINTS", "QUADRATIC_RULE", "search_held", "check_held",
 ]
 
 #: Most values one sweep may have (a range expanding to more is rejected).
@@ -186,6 +187,19 @@ def _not_fixed(m: Model, dim: str, option: str, given: Bindings) -> None:
         )
 
 
+def _analyze(m: Model, graph_opt: str, request: AnalysisRequest) -> Analysis:
+    """One analysis of ``m`` as ``request`` asks, at ``graph_opt`` (above ``none`` onnxruntime
+    optimizes the file: :func:`graphmem.analysis.graph_opt.analyze_graph_opt`)."""
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+    from graphmem.analysis.pipeline import analyze_model
+
+    if graph_opt == "none":
+        return analyze_model(m, request)
+    if not request.kernel_rules:
+        raise UsageError("--graph-opt applies to inference: the training step is PyTorch's graph")
+    return analyze_graph_opt(m.path, graph_opt, request)
+
+
 # --- sweep and fit ---------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,6 +220,7 @@ class SweepRow:
     kv_cache_bytes: int | None  # None: the model has no KV cache
     unresolved: int  # tensors without a static size: the figures are lower estimates
     approximations: tuple[str, ...] = ()  # kind: detail of each approximation (empty: exact)
+    held: HeldPoint | None = None  # what the session holds there (None: not computed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,13 +253,22 @@ class Sweep:
     host: HostProfile  # the machine every row is for
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every row
     values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every row
+    graph_opt: str = "none"
+    session_options: tuple[str, ...] = ()  # --session-option, every row's session figures
+    steps: tuple[HeldStep, ...] = ()  # the rows grouped by the arena regions they hold (resident's steps)
 
 
 def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
           shapes: InputMap | None = None, values: InputMap | None = None, bindings: Bindings | None = None,
-          as_dtype: str | None = None, flops: bool = True, host: HostProfile | None = None) -> Sweep:
+          as_dtype: str | None = None, flops: bool = True, host: HostProfile | None = None,
+          graph_opt: str = "none", held: bool = True, session_options: Sequence[str] = ()) -> Sweep:
     """Analyze ``model`` at each value of ``spec.dim`` and fit total memory against it, for a
-    run on ``host`` (None: this machine).
+    run on ``host`` (None: this machine), at ``graph_opt``.
+
+    ``held``: each row also gets what the session holds under ``session_options``
+    (:func:`graphmem.batch.held.held_point`), and the sweep its steps
+    (:func:`graphmem.batch.held.held_steps`): the requested total is fitted, the held figures
+    are steps and are not.
 
     ``shapes`` and ``values`` (as :func:`graphmem.analyze` takes them, or ``bindings``) apply to
     every row; the swept dim must not be a dim of an input they fix.
@@ -253,8 +277,8 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
         UnknownDimError, UnboundDimError: as :func:`graphmem.analyze` (naming the model's dims).
         UsageError: bad ``shapes``/``values``, or the swept dim is a dim of an input they fix.
     """
-    from graphmem.analysis.pipeline import analyze_model
     from graphmem.analysis.request import AnalysisRequest
+    from graphmem.batch.held import held_steps
     from graphmem.views.kvcache import kv_cache
     from graphmem.views.roofline import total_flops
 
@@ -262,10 +286,14 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
     host = resolve_host(host)
     given = _bindings(bindings, shapes=shapes, values=values)
     _not_fixed(m, spec.dim, "--dim", given)
+    if held:  # a bad --session-option is refused here, not shown as rows without session figures
+        from graphmem.batch.held import check_session_options
+
+        check_session_options(session_options, graph_opt, host)
     rows = []
     for v in spec.values:
         point = given.bind({**spec.fixed, spec.dim: v})
-        a = analyze_model(m, AnalysisRequest(bindings=point, as_dtype=as_dtype, host=host))
+        a = _analyze(m, graph_opt, AnalysisRequest(bindings=point, as_dtype=as_dtype, host=host))
         kv = kv_cache(a)
         counted = total_flops(a) if flops else None
         rows.append(SweepRow(
@@ -278,10 +306,25 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
             kv_cache_bytes=kv.total_bytes if kv is not None else None,
             unresolved=len(a.shapes.unresolved),
             approximations=tuple(f"{x.kind}: {x.detail}" for x in a.activations.approximations),
+            held=_held_or_none(a, v, session_options, host) if held else None,
         ))
+    points = [r.held for r in rows if r.held is not None]
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
                  rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host,
-                 shapes=dict(given.shapes), values=dict(given.values))  # type: ignore[arg-type]
+                 shapes=dict(given.shapes), values=dict(given.values),  # type: ignore[arg-type]
+                 graph_opt=graph_opt, session_options=tuple(session_options), steps=held_steps(points))
+
+
+def _held_or_none(a: Analysis, value: int, session_options: Sequence[str], host: HostProfile) -> HeldPoint | None:
+    """A sweep row's session figures, None (shown as "-") when the session cannot be emulated for
+    it: the requested figures do not depend on them."""
+    from graphmem.batch.held import held_point
+    from graphmem.errors import GraphmemError
+
+    try:
+        return held_point(a, value, session_options, host)
+    except GraphmemError:
+        return None
 
 
 def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[float], float, int]:
@@ -380,6 +423,8 @@ class SearchResult:
     violations: tuple[tuple[int, int, int, int], ...]  # (x, total, larger x, smaller total)
     host: HostProfile  # the machine every probe is for
     training: TrainingFit | None = None  # set by :func:`search_largest_training`
+    held: HeldFit | None = None  # set by :func:`graphmem.batch.held.search`: the figure compared, every point's figures
+    graph_opt: str = "none"
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every probe
     values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every probe
 
@@ -403,6 +448,7 @@ class FitCheck:
     fits: bool
     headroom_bytes: int  # negative: the shortfall
     training: TrainingFit | None = None  # set by :func:`check_fit_training`
+    held: HeldFit | None = None  # set by :func:`graphmem.batch.held.check`
 
 
 def _budget(budget_bytes: int, overhead_bytes: int) -> int:
@@ -421,7 +467,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
                    values: InputMap | None = None, bindings: Bindings | None = None, overhead_bytes: int = 0,
                    as_dtype: str | None = None, limit: int | None = None,
                    cost: Cost | None = None, kernel_rules: bool = True,
-                   host: HostProfile | None = None) -> SearchResult:
+                   host: HostProfile | None = None, graph_opt: str = "none") -> SearchResult:
     """The largest value of ``solve`` with total + overhead ≤ budget (exact, see module doc), for
     a run on ``host`` (None: this machine).
 
@@ -439,7 +485,6 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         dim is left unbound (the messages name the model's dims).
     """
     from graphmem.analysis.dims import MAX_DIM, check_dims
-    from graphmem.analysis.pipeline import analyze_model
     from graphmem.analysis.request import AnalysisRequest
 
     m = _as_model(model)
@@ -463,7 +508,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
 
     def fits(v: int) -> bool:
         request = AnalysisRequest(bindings=given.bind({solve: v}), as_dtype=as_dtype, kernel_rules=kernel_rules, host=host)
-        a = analyze_model(m, request)
+        a = _analyze(m, graph_opt, request)
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
         complete = unresolved <= base[0]
@@ -502,6 +547,7 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
         next_complete=after is None or after.complete,
         unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
         violations=violations, host=host, shapes=dict(given.shapes), values=dict(given.values),  # type: ignore[arg-type]
+        graph_opt=graph_opt,
     )
 
 
@@ -509,22 +555,56 @@ def check_fit(model: Model | str | os.PathLike[str], *, budget_bytes: int,
               dims: Mapping[str, int] | None = None, shapes: InputMap | None = None,
               values: InputMap | None = None, bindings: Bindings | None = None, overhead_bytes: int = 0,
               as_dtype: str | None = None, cost: Cost | None = None,
-              kernel_rules: bool = True, host: HostProfile | None = None) -> FitCheck:
+              kernel_rules: bool = True, host: HostProfile | None = None, graph_opt: str = "none") -> FitCheck:
     """Whether the model with every dim bound (``dims``, ``shapes``, ``values`` as
     :func:`graphmem.analyze` takes them) fits ``budget_bytes`` after ``overhead_bytes``
     (``cost``: what is compared, default the analysis total; ``kernel_rules`` as in
     :func:`search_largest`)."""
-    from graphmem.analysis.pipeline import analyze_model
     from graphmem.analysis.request import AnalysisRequest
 
     available = _budget(budget_bytes, overhead_bytes)
     given = _bindings(bindings, dims, shapes, values)
     request = AnalysisRequest(bindings=given, as_dtype=as_dtype, kernel_rules=kernel_rules, host=resolve_host(host))
-    a = analyze_model(_as_model(model), request)
+    a = _analyze(_as_model(model), graph_opt, request)
     measured = a.total_bytes if cost is None else cost(a)
     return FitCheck(analysis=a, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
                     total_bytes=measured, needed_bytes=measured + overhead_bytes,
                     fits=measured <= available, headroom_bytes=available - measured)
+
+
+# --- what the session holds as the cost -----------------------------------------------------
+
+def search_held(model: Model | str | os.PathLike[str], *, solve: str, budget_bytes: int, by: str = "resident",
+                session_options: Sequence[str] = (), graph_opt: str = "none", host: HostProfile | None = None,
+                **kwargs: Any) -> SearchResult:
+    """:func:`search_largest` comparing the figure ``by`` (+ overhead) with
+    the budget, every probed value's three figures in ``result.held``. ``kwargs`` as
+    ``search_largest`` takes them (``dims``, ``shapes``, ``values``, ``overhead_bytes``, ``limit``,
+    ``as_dtype``)."""
+    from graphmem.batch.held import HeldFit, check_by, check_session_options, held_cost, session_options_of
+
+    by = check_by(by)
+    host = resolve_host(host)
+    check_session_options(session_options, graph_opt, host)
+    points: dict[int, HeldPoint] = {}
+    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, cost=held_cost(by, solve, session_options, host, points),
+                       graph_opt=graph_opt, host=host, **kwargs)
+    return dataclasses.replace(r, held=HeldFit(by=by, options=session_options_of(r.analysis, session_options, host), points=points))
+
+
+def check_held(model: Model | str | os.PathLike[str], *, budget_bytes: int, by: str = "resident",
+               session_options: Sequence[str] = (), graph_opt: str = "none", host: HostProfile | None = None,
+               **kwargs: Any) -> FitCheck:
+    """:func:`check_fit` on the figure ``by`` (see :func:`search_held`)."""
+    from graphmem.batch.held import HeldFit, check_by, check_session_options, held_cost, session_options_of
+
+    by = check_by(by)
+    host = resolve_host(host)
+    check_session_options(session_options, graph_opt, host)
+    points: dict[int, HeldPoint] = {}
+    r = check_fit(model, budget_bytes=budget_bytes, cost=held_cost(by, None, session_options, host, points),
+                  graph_opt=graph_opt, host=host, **kwargs)
+    return dataclasses.replace(r, held=HeldFit(by=by, options=session_options_of(r.analysis, session_options, host), points=points))
 
 
 # --- training: the step peak as the cost -----------------------------------------------------

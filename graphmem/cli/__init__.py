@@ -25,14 +25,16 @@ from graphmem.cli.batch import (
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, PlotOption, ShapeOption, ValueOption, fail, handled, host_of,
-    internal_error, parse_bindings, parse_dims, terminating_signals,
+    DimOption, HostOption, JsonOption, ModelArg, PlotOption, SessionOptionOption, ShapeOption, ValueOption, fail,
+    handled, host_of, internal_error, parse_bindings, parse_dims, terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
     MaxFlopsOption,
+    MaxArenaOption,
     MaxParamsOption,
     MaxPeakOption,
+    MaxResidentOption,
     MaxTotalOption,
     MaxWeightsOption,
     OutputOption,
@@ -91,6 +93,8 @@ def peak(
     max_total: MaxTotalOption = None,
     max_params: MaxParamsOption = None,
     max_flops: MaxFlopsOption = None,
+    max_resident: MaxResidentOption = None,
+    max_arena: MaxArenaOption = None,
     require_exact: RequireExactOption = False,
     symbolic: Annotated[
         bool,
@@ -105,13 +109,17 @@ def peak(
         typer.Option(
             "--graph-opt",
             help="none, basic, extended or all: analyse the graph onnxruntime runs at that "
-            "optimization level (onnxruntime on this machine writes it; 'all' is machine-specific).",
+            "optimization level (onnxruntime on this machine writes it; 'all' is machine-specific). none is "
+            "graphmem's static default; onnxruntime's own default is all (ORT_ENABLE_ALL): at none the table "
+            "shows the figures at all beside when onnxruntime is installed.",
         ),
     ] = "none",
     plot: PlotOption = None,
     host: HostOption = None,
+    session_option: SessionOptionOption = None,
 ) -> None:
-    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs.
+    """Weights, activation peak (as onnxruntime allocates it), bounds, inputs, outputs, FLOPs, and
+    what the session holds (weights, arena, resident memory) under --session-option.
 
     With budgets (--max-*) it is a gate: exit 1 when one fails. With --device it says whether
     the model fits and gives a roofline latency bound.
@@ -132,16 +140,19 @@ def peak(
     if symbolic:
         if plot is not None:
             raise UsageError("--symbolic gives formulas: --plot draws one binding, so bind every dim")
-        if any(x is not None for x in (max_weights, max_peak, max_total, max_params, max_flops, device)):
+        if any(x is not None for x in (max_weights, max_peak, max_total, max_params, max_flops, max_resident,
+                                       max_arena, device)):
             raise UsageError("--symbolic gives formulas: budgets and --device need every dim bound")
         if shape or value:
             raise UsageError("--symbolic leaves named dims free: give --shape and --value without it")
+        if session_option:
+            raise UsageError("--symbolic gives formulas: --session-option needs every dim bound")
         _symbolic(model, parse_dims(dim), as_json, host_of(host))
         return
     fmt = resolve_format(fmt, as_json=as_json)
     budgets = parse_budgets(
         max_weights=max_weights, max_peak=max_peak, max_total=max_total, max_params=max_params, max_flops=max_flops,
-        require_exact=require_exact,
+        max_resident=max_resident, max_arena=max_arena, require_exact=require_exact,
     )
     dev = None
     if any(x is not None for x in (device, device_spec, devices_file, memory)):  # the catalog loads only then
@@ -150,15 +161,24 @@ def peak(
         dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     overhead_bytes = parse_bytes(overhead)
     request = AnalysisRequest(
-        bindings=parse_bindings(dim, shape, value), provider=provider, as_dtype=as_dtype, host=host_of(host)
+        bindings=parse_bindings(dim, shape, value), provider=provider, as_dtype=as_dtype, host=host_of(host),
+        session_options=tuple(session_option or ()),
     )
     result = analyze_graph_opt(model, graph_opt, request)
     plotted = None
     if plot is not None:
         from graphmem.views.plot import peak_plot, write_plot, wrote
 
-        plotted = wrote("peak", plot, write_plot(peak_plot(result), plot, inputs=[model]))
-    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes)
+        plotted = wrote("peak", plot, write_plot(peak_plot(result, result.session), plot, inputs=[model]))
+    offer = None
+    if fmt == "table" and graph_opt == "none" and provider == "cpu":  # onnxruntime's own default level, beside
+        from graphmem.analysis.levels import default_level_figures
+
+        offer = default_level_figures(model, bindings=request.bindings, as_dtype=as_dtype,
+                                      session_options=tuple(session_option or ()),
+                                      host=request.host if host is not None else None)
+    doc, table = peak_document(result, as_dtype=as_dtype, device=dev, overhead_bytes=overhead_bytes,
+                               default_level=offer)
     inputs = [model, *([devices_file] if devices_file else [])]
     failed = finish(doc, budgets=budgets, fmt=fmt, output=output, table=table, inputs=inputs)
     if plotted is not None:
@@ -267,6 +287,7 @@ COMMAND_MODULES = (
     "graphmem.cli.host",
     "graphmem.cli.flops",
     "graphmem.cli.verify",
+    "graphmem.cli.advise",
     "graphmem.cli.batch",
     "graphmem.cli.gate",
     "graphmem.cli.train",

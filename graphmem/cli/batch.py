@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from graphmem.cli.common import HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_bindings
+from graphmem.cli.common import (
+    HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of, parse_bindings,
+)
 from graphmem.errors import GateFailed
 
 if TYPE_CHECKING:
@@ -111,6 +113,20 @@ ForeachOption = Annotated[
     bool,
     typer.Option("--foreach", help="With --train: optimizer with foreach=True (CUDA default)."),
 ]
+ByOption = Annotated[
+    Optional[str],
+    typer.Option("--by", show_default=False,
+                 help="The figure compared with the memory: resident (default: the process's predicted "
+                 "growth, session.resident_bytes), arena (the CPU arena held in steady state) or requested "
+                 "(total_bytes: weights + activation peak + inputs)."),
+]
+GraphOptOption = Annotated[
+    str,
+    typer.Option("--graph-opt",
+                 help="none, basic, extended or all: analyse the graph onnxruntime runs at that level. none is "
+                 "graphmem's static default; onnxruntime's own default is all (ORT_ENABLE_ALL), whose figures "
+                 "are shown beside when onnxruntime is installed."),
+]
 SolveOption = Annotated[
     Optional[str],
     typer.Option("--solve", show_default=False,
@@ -128,8 +144,12 @@ def sweep_command(
     as_json: JsonOption = False,
     as_dtype: AsDtypeOption = None,
     host: HostOption = None,
+    session_option: SessionOptionOption = None,
+    graph_opt: GraphOptOption = "none",
 ) -> None:
-    """Memory at each value of one dim, and a fitted model total ≈ fixed + per_unit × dim.
+    """Memory at each value of one dim: requested and resident side by side, a fitted requested
+    total ≈ fixed + per_unit × dim, and the steps of the held figures (the arena grows by
+    power-of-two regions: no line is fitted through them).
 
     --shape/--value apply to every row; the swept dim must not be a dim of an input they fix.
     """
@@ -137,7 +157,8 @@ def sweep_command(
     from graphmem.batch.report import sweep_json, sweep_table
 
     spec = parse_sweep_dims(dim)
-    result = sweep(model, spec, bindings=parse_bindings(None, shape, value), as_dtype=as_dtype, host=host_of(host))
+    result = sweep(model, spec, bindings=parse_bindings(None, shape, value), as_dtype=as_dtype, host=host_of(host),
+                   graph_opt=_level(graph_opt), session_options=tuple(session_option or ()))
     typer.echo(json.dumps(sweep_json(result), indent=2) if as_json else sweep_table(result))
 
 
@@ -162,20 +183,25 @@ def fit_command(
     frozen: FrozenOption = None,
     foreach: ForeachOption = False,
     host: HostOption = None,
+    by: ByOption = None,
+    session_option: SessionOptionOption = None,
+    graph_opt: GraphOptOption = "none",
 ) -> None:
-    """Largest value of a dim that fits a memory budget, or whether a fully bound model fits.
+    """Largest value of a dim whose predicted resident memory (--by) + --overhead fits a memory
+    budget, or whether a fully bound model fits.
 
-    Exact search on real analyses, never extrapolated. With --train, of one training step.
-    Exit 0 fits, 1 does not (or nothing fits).
+    Exact search on real analyses, never extrapolated: resident is a step function of the dim
+    (power-of-two arena regions), so values are analysed, not fitted. The output names the
+    figure used. With --train, of one training step. Exit 0 fits, 1 does not (or nothing fits).
     """
     from graphmem.analysis.dims import check_dims, open_dims
     from graphmem.analysis.request import Bindings
     from graphmem.batch.search import (
-        check_fit,
         check_fit_training,
+        check_held,
         genai_past_buffer,
         parse_bound_dims,
-        search_largest,
+        search_held,
         search_largest_training,
         training_config,
     )
@@ -201,6 +227,16 @@ def fit_command(
         )
     elif given:
         raise UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --train")
+    if train and (by is not None or session_option or graph_opt != "none"):
+        raise UsageError("--by, --session-option and --graph-opt are about an onnxruntime session; "
+                         "--train measures the PyTorch training step")
+    from graphmem.batch import held as held_fit
+
+    by = held_fit.check_by("resident" if by is None else by)
+    level = _level(graph_opt)
+    if by == "requested" and session_option:
+        raise UsageError("--session-option changes what the session holds: it needs --by resident or arena")
+    session = {"by": by, "session_options": tuple(session_option or ()), "graph_opt": level}
     dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     if dev is None:
         raise UsageError("fit needs a budget: --device NAME or --memory SIZE (e.g. 24GiB)")
@@ -235,8 +271,10 @@ def fit_command(
             check = check_fit_training(m, bindings=bindings, budget_bytes=dev.memory_bytes,
                                        overhead_bytes=overhead_bytes, config=config, host=profile)
         else:
-            check = check_fit(m, bindings=bindings, budget_bytes=dev.memory_bytes,
-                              overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile)
+            check = check_held(m, bindings=bindings, budget_bytes=dev.memory_bytes,
+                               overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
+            shown["default_level"] = _offer(m.path, level, bindings, as_dtype, session,
+                                            profile if host is not None else None)
         _warn(check.training)
         _emit(fit_json(check, **shown) if as_json else fit_table(check, **shown), as_json)
         if not check.fits:
@@ -246,13 +284,37 @@ def fit_command(
         found = search_largest_training(m, solve=solve, bindings=bindings, budget_bytes=dev.memory_bytes,
                                         overhead_bytes=overhead_bytes, config=config, host=profile)
     else:
-        found = search_largest(m, solve=solve, bindings=bindings, budget_bytes=dev.memory_bytes,
-                               overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile)
+        found = search_held(m, solve=solve, bindings=bindings, budget_bytes=dev.memory_bytes,
+                            overhead_bytes=overhead_bytes, as_dtype=as_dtype, host=profile, **session)
+        if found.largest:
+            shown["default_level"] = _offer(m.path, level, bindings.bind({solve: found.largest}), as_dtype,
+                                            session, profile if host is not None else None)
     _warn(found.training)
     _emit(fit_json(found, **shown) if as_json else fit_table(found, path=m.path, **shown),
           as_json)
     if found.largest == 0:
         raise GateFailed()
+
+
+def _level(graph_opt: str) -> str:
+    from graphmem.errors import UsageError
+
+    level = graph_opt.strip().lower()
+    if level not in ("none", "basic", "extended", "all"):
+        raise UsageError(f"--graph-opt {graph_opt}: expected none, basic, extended or all")
+    return level
+
+
+def _offer(path: str, level: str, bindings: Any, as_dtype: str | None, session: dict[str, Any], host: Any) -> Any:
+    """The figures at onnxruntime's default level (``all``) beside an answer at ``none``, when
+    onnxruntime is installed (None otherwise, or when the user chose a level; ``host``: the --host
+    profile, None for this machine)."""
+    if level != "none":
+        return None
+    from graphmem.analysis.levels import default_level_figures
+
+    return default_level_figures(path, bindings=bindings, as_dtype=as_dtype,
+                                 session_options=session["session_options"], host=host)
 
 
 def _warn(training: TrainingFit | None) -> None:

@@ -25,6 +25,7 @@ from graphmem.ort.runtime import RuntimeVersionWarning
 from graphmem.tempdirs import TERMINATING_SIGNALS, deliver
 
 __all__ = [
+    "SessionOptionOption",
     "handled", "fail", "internal_error", "parse_dims", "parse_bindings", "DimOption", "ShapeOption", "ValueOption",
     "JsonOption", "ModelArg", "PlotOption", "terminating_signals", "HostOption", "host_of",
 ]
@@ -65,6 +66,17 @@ ValueOption = Annotated[
         help="Values of a small input: INPUT=V[,V...] (repeatable), e.g. --value sr=16000, --value speed=1.0 "
         "(numbers only for a float input); "
         "used by shape inference and by verify's feeds.",
+        show_default=False,
+    ),
+]
+SessionOptionOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--session-option",
+        help="An onnxruntime session option the session figures assume: KEY=VALUE (repeatable, onnxruntime's "
+        "names), e.g. --session-option enable_mem_pattern=0, session.disable_prepacking=1, "
+        "arena_extend_strategy=kSameAsRequested, intra_op_num_threads=1; with --provider cuda also "
+        "gpu_mem_limit, cudnn_conv_algo_search, cudnn_conv_use_max_workspace. Unset: onnxruntime's defaults.",
         show_default=False,
     ),
 ]

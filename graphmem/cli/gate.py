@@ -30,6 +30,8 @@ __all__ = [
     "MaxTotalOption",
     "MaxParamsOption",
     "MaxFlopsOption",
+    "MaxResidentOption",
+    "MaxArenaOption",
     "RequireExactOption",
 ]
 
@@ -58,11 +60,15 @@ MaxPeakOption = _budget("--max-peak", "the activation peak", "64MiB")
 MaxTotalOption = _budget("--max-total", "weights + activation peak + inputs", "1.5GB")
 MaxParamsOption = _budget("--max-params", "the parameter count", "25M")
 MaxFlopsOption = _budget("--max-flops", "the FLOP count", "4G")
+MaxResidentOption = _budget("--max-resident", "the predicted resident memory (session.resident_bytes: the "
+                            "process's growth, session creation to steady state)", "1GiB")
+MaxArenaOption = _budget("--max-arena", "the CPU arena held in steady state (session.arena_steady_bytes)", "512MiB")
 RequireExactOption = Annotated[
     bool,
     typer.Option(
         "--require-exact",
-        help="Fail (exit 1) when a gated figure is approximate (activations.exact false).",
+        help="Fail (exit 1) when a gated figure is approximate (activations.exact false; for --max-resident "
+        "and --max-arena also session.approximations naming the figure, resident's measured constants aside).",
     ),
 ]
 
@@ -81,6 +87,8 @@ MaxIncreasePeak = _increase("peak")
 MaxIncreaseTotal = _increase("total")
 MaxIncreaseParams = _increase("params")
 MaxIncreaseFlops = _increase("flops")
+MaxIncreaseResident = _increase("resident")
+MaxIncreaseArena = _increase("arena")
 
 
 def register(app: typer.Typer) -> None:
@@ -182,6 +190,8 @@ def diff(
     max_increase_total: MaxIncreaseTotal = None,
     max_increase_params: MaxIncreaseParams = None,
     max_increase_flops: MaxIncreaseFlops = None,
+    max_increase_resident: MaxIncreaseResident = None,
+    max_increase_arena: MaxIncreaseArena = None,
     top: Annotated[int, typer.Option(help="How many changed layers to list.")] = 10,
     fmt: FormatOption = "table",
     as_json: JsonOption = False,
@@ -197,7 +207,8 @@ def diff(
     ] = False,
     host: HostOption = None,
 ) -> None:
-    """Compare two models: weights, params, peak, total, FLOPs, nodes, and which layers changed.
+    """Compare two models: weights, params, peak, total, what the session holds (resident, arena),
+    FLOPs, nodes, and which layers changed.
 
     Exit 1 when an increase is over its --max-increase* threshold, or with --require-exact when
     either side is not exact. Each side's exactness is shown; a side with tensors of no static
@@ -216,6 +227,8 @@ def diff(
         total=max_increase_total,
         params=max_increase_params,
         flops=max_increase_flops,
+        resident=max_increase_resident,
+        arena=max_increase_arena,
     )
     if plot is not None:
         from graphmem.views.plot import plot_format, require
@@ -231,7 +244,7 @@ def diff(
         from graphmem.views.plot import diff_plot, write_plot, wrote
 
         plotted = wrote("diff", plot, write_plot(diff_plot(before, after), plot, inputs=[old, new]))
-    doc = compare(before, after, thresholds=thresholds, top=top, require_exact=require_exact)
+    doc = compare(before, after, thresholds=thresholds, top=top, require_exact=require_exact, host=profile)
     for warning in diff_warnings(doc):
         typer.echo(f"graphmem: warning: {one_line(warning)}", err=True)
     failures = [f["message"] for f in doc["gate"]["failures"]]

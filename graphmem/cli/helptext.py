@@ -30,27 +30,28 @@ def blank_flag_types(params: Any) -> None:
             p.metavar = ""
 
 
+def _blank_help(option: Any) -> Any:
+    blank_flag_types([option] if option is not None else [])
+    return option
+
+
 class Command(TyperCommand):
-    """A typer command whose flags show no type in ``--help``."""
+    """A typer command whose flags (``--help`` too) show no type in ``--help``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         blank_flag_types(self.params)
 
     def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        blank_flag_types([option] if option is not None else [])
-        return option
+        return _blank_help(super().get_help_option(ctx))
 
 
 class Group(TyperGroup):
-    """The typer group (``graphmem``) whose flags show no type in ``--help``."""
+    """The typer group (``graphmem``) whose flags (``--help`` too) show no type in ``--help``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         blank_flag_types(self.params)
 
     def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        blank_flag_types([option] if option is not None else [])
-        return option
+        return _blank_help(super().get_help_option(ctx))

@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from graphmem.cli.common import DimOption, HostOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_bindings
+from graphmem.cli.common import (
+    DimOption, HostOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of, parse_bindings,
+)
 
 __all__ = ["register", "report"]
 
@@ -34,6 +36,7 @@ def report(
         ),
     ] = None,
     host: HostOption = None,
+    session_option: SessionOptionOption = None,
 ) -> None:
     """Write a self-contained HTML report: figures, exactness, the memory timeline (hover for the
     node and exact bytes), the tensors live at the peak, FLOPs by op type, the layers and, with
@@ -42,7 +45,7 @@ def report(
     from graphmem.views.output import write_atomic
 
     page = build_report(model, bindings=parse_bindings(dim, shape, value), graph_opt=graph_opt, provider=provider,
-                        sweep=sweep, host=host_of(host))
+                        sweep=sweep, host=host_of(host), session_options=session_option)
     write_atomic(output, page, inputs=[model])
     typer.echo(f"graphmem report: wrote {output} ({len(page.encode('utf-8')):,} bytes)")
 

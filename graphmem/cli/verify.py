@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, parse_bindings,
+    DimOption, HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, parse_bindings,
 )
 from graphmem.cli.gate import (
     MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption, RequireExactOption,
@@ -42,12 +42,26 @@ def verify_command(
     max_flops: MaxFlopsOption = None,
     require_exact: RequireExactOption = False,
     host: HostOption = None,
+    session_option: SessionOptionOption = None,
+    resident_processes: Annotated[
+        int,
+        typer.Option(
+            "--resident-processes",
+            help="Fresh processes whose median VmRSS growth is compared with resident_bytes (0: not measured; "
+            "each imports onnxruntime and creates the session once).",
+            min=0,
+        ),
+    ] = 3,
 ) -> None:
-    """Run the graph with onnxruntime, measure its activation peak, compare with the prediction.
+    """Run the graph with onnxruntime, measure its activation peak and what the session holds (the
+    arena before, over and after five runs from the profiler; the resident growth of three fresh
+    processes), compare each with its prediction, under --session-option (one intra-op thread
+    unless given).
 
     The run is on this machine, so the prediction is for this machine: a --host profile that
-    differs from it is refused (exit 2). Exit 0 within tolerance (and budgets, --max-*, on the
-    predicted figures), 1 outside, 2 on errors.
+    differs from it is refused (exit 2). Exit 0 within tolerance (the arena's figures at
+    --tolerance, resident at 10%; and budgets, --max-*, on the predicted figures), 1 outside, 2 on
+    errors.
     """
     from graphmem.gate.budgets import evaluate, parse_budgets
     from graphmem.views.output import report_failures
@@ -71,6 +85,8 @@ def verify_command(
         int_range=int_range,
         seed=seed,
         host=host,
+        session_options=session_option,
+        resident_processes=resident_processes,
     )
     gate = evaluate(peak_json(v.analysis), budgets) if budgets.active else None
     passed = v.passed and (gate is None or gate.passed)

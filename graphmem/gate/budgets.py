@@ -57,26 +57,38 @@ def _metric(key: str, label: str, path: str, unit: Literal["bytes", "count"]) ->
     return Metric(key=key, option=f"--max-{key}", label=label, path=keys, unit=unit)
 
 
-#: The gated figures, in report order. ``flops`` is absent until the FLOP count lands.
+#: The gated figures, in report order. ``resident`` and ``arena`` are what the session holds (the
+#: peak document's ``session`` block): the process's predicted resident growth and the arena held
+#: in steady state (the arena never shrinks: its largest figure).
 METRICS: tuple[Metric, ...] = (
     _metric("weights", "weights", "weights.bytes", "bytes"),
     _metric("peak", "activations peak", "activations.peak_bytes", "bytes"),
     _metric("total", "total", "total_bytes", "bytes"),
+    _metric("resident", "resident (predicted)", "session.resident_bytes", "bytes"),
+    _metric("arena", "arena held", "session.arena_steady_bytes", "bytes"),
     _metric("params", "params", "weights.params", "count"),
     _metric("flops", "FLOPs", "flops.total", "count"),
 )
+#: The session figures a gate can ask for: a document must carry the ``session`` block.
+SESSION_METRICS = ("resident", "arena")
+#: Approximations every resident figure has (measured constants, glibc's heap between processes):
+#: its stated 10% tolerance, not a reason ``--require-exact`` fails it.
+INHERENT_RESIDENT = frozenset({"measured_constant", "heap_fragmentation"})
 _BY_KEY = {m.key: m for m in METRICS}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Budgets:
-    """Upper limits; ``None`` means not gated. Bytes for weights/peak/total, counts otherwise."""
+    """Upper limits; ``None`` means not gated. Bytes for weights/peak/total/resident/arena, counts
+    otherwise."""
 
     max_weights: int | None = None
     max_peak: int | None = None
     max_total: int | None = None
     max_params: int | None = None
     max_flops: int | None = None
+    max_resident: int | None = None
+    max_arena: int | None = None
     require_exact: bool = False  # --require-exact: an approximate gated figure fails
 
     def __post_init__(self) -> None:
@@ -90,6 +102,11 @@ class Budgets:
                 raise UsageError(f"budget {f.name}={value!r}: expected an integer")
             if value < 0:
                 raise UsageError(f"budget {f.name}={value}: a budget cannot be negative")
+
+    @property
+    def session(self) -> bool:
+        """True when a budget needs the document's ``session`` block."""
+        return any(getattr(self, "max_" + k) is not None for k in SESSION_METRICS)
 
     @property
     def active(self) -> bool:
@@ -187,13 +204,16 @@ def parse_budgets(
     max_params: str | None = None,
     max_flops: str | None = None,
     require_exact: bool = False,
+    max_resident: str | None = None,
+    max_arena: str | None = None,
 ) -> Budgets:
     """Budgets from command-line strings (``"512MiB"``, ``"1.5GB"``, ``"25M"``); None = unset.
 
     Raises :class:`UsageError` (exit 2) naming the option for a malformed or negative value.
     """
     given = dict(
-        weights=max_weights, peak=max_peak, total=max_total, params=max_params, flops=max_flops
+        weights=max_weights, peak=max_peak, total=max_total, params=max_params, flops=max_flops,
+        resident=max_resident, arena=max_arena,
     )
     parsed = {k: parse_budget(_BY_KEY[k], v) for k, v in given.items() if v is not None}
     return Budgets(**{"max_" + k: v for k, v in parsed.items()}, require_exact=require_exact)
@@ -252,7 +272,9 @@ def evaluate(doc: Mapping[str, Any], budgets: Budgets) -> GateResult:
             )
         if isinstance(actual, bool) or not isinstance(actual, int):
             where = ".".join(metric.path)
-            raise UsageError(f"{metric.option}: the document has no integer '{where}'")
+            why = " (a peak document from before the session block, or of a session graphmem does not emulate)" \
+                if metric.key in SESSION_METRICS else ""
+            raise UsageError(f"{metric.option}: the document has no integer '{where}'{why}")
         failure = _check_one(metric, actual, limit, _unknown_sizes(doc, metric))
         if failure is not None:
             failures.append(failure)
@@ -260,12 +282,14 @@ def evaluate(doc: Mapping[str, Any], budgets: Budgets) -> GateResult:
         failure = _check_exact(doc, budgets)
         if failure is not None:
             failures.append(failure)
+        failures += _check_session_exact(doc, budgets)
     return GateResult(passed=not failures, failures=tuple(failures), budgets=budgets)
 
 
 def _check_exact(doc: Mapping[str, Any], budgets: Budgets) -> Failure | None:
     """``--require-exact``: a failure when the activation figures (what every gated byte
-    figure but the weights holds; the peak when no budget is set) are not exact."""
+    figure but the weights holds; the peak when no budget is set) are not exact (the session
+    figures' own approximations: :func:`_check_session_exact`)."""
     gated = [m for m in METRICS if budgets.limit(m) is not None]
     if gated and all(m.key in ("weights", "params", "flops") for m in gated):
         return None  # nothing gated depends on the activations
@@ -282,6 +306,29 @@ def _check_exact(doc: Mapping[str, Any], budgets: Budgets) -> Failure | None:
     )
     return Failure(metric="exact", option="--require-exact", limit=0, actual=len(found), excess=None,
                    reason="approximate", message=message)
+
+
+def _check_session_exact(doc: Mapping[str, Any], budgets: Budgets) -> list[Failure]:
+    """``--require-exact`` on the session figures gated: a failure per figure with an
+    approximation (``session.approximations[].figures`` names it), the resident figure's inherent
+    ones aside (:data:`INHERENT_RESIDENT`: every resident figure rests on them, within its 10%)."""
+    out = []
+    for metric in METRICS:
+        if metric.key not in SESSION_METRICS or budgets.limit(metric) is None:
+            continue
+        name = metric.path[-1]
+        found = [x for x in lookup(doc, ("session", "approximations")) or () if isinstance(x, Mapping)
+                 and name in (x.get("figures") or ()) and x.get("kind") not in INHERENT_RESIDENT]
+        if not found:
+            continue
+        kinds = ", ".join(sorted({str(x.get("kind")) for x in found}))
+        first = found[0]
+        where = f" at '{first.get('node')}'" if first.get("node") else ""
+        message = (f"{metric.label} is not exact: {len(found)} approximations of kind {kinds} (first: "
+                   f"{first.get('kind')}{where}: {first.get('detail')}); --require-exact")
+        out.append(Failure(metric="exact", option="--require-exact", limit=0, actual=len(found), excess=None,
+                           reason="approximate", message=message))
+    return out
 
 
 def _check_one(metric: Metric, actual: int, limit: int, unknown: list[str]) -> Failure | None:
@@ -312,7 +359,8 @@ def _unknown_sizes(doc: Mapping[str, Any], metric: Metric) -> list[str]:
     )
     weights = list(lookup(doc, ("weights", "unknown")) or ())
     flops = list(lookup(doc, ("flops", "unsupported")) or ())
-    names = {"weights": weights, "peak": acts, "total": weights + acts, "flops": flops}
+    names = {"weights": weights, "peak": acts, "total": weights + acts, "flops": flops,
+             "resident": weights + acts, "arena": acts}
     return list(dict.fromkeys(names.get(metric.key, [])))
 
 

@@ -19,7 +19,9 @@ or one of its parents is used. Example (``graphmem.toml``)::
 
 Keys (top level: ``models``, ``dims``, ``provider``, budgets; per model: ``path``, ``name``,
 ``dims``, ``provider``, budgets). Budgets are ``max-weights``, ``max-peak``, ``max-total``
-(bytes: ``"512MiB"``, ``"1.5GB"`` or an integer) and ``max-params``, ``max-flops`` (counts:
+(bytes: ``"512MiB"``, ``"1.5GB"`` or an integer), ``max-resident`` and ``max-arena`` (what the
+session holds: ``session.resident_bytes``, ``session.arena_steady_bytes`` under onnxruntime's
+default options; bytes too) and ``max-params``, ``max-flops`` (counts:
 ``"25M"``, ``"4G"``). A model's own keys override the defaults. Unknown keys, a model file
 that does not exist, or a glob that matches nothing are errors (exit 2) that name the key
 or the file.
@@ -293,12 +295,15 @@ def check_model(spec: ModelSpec, host: HostProfile) -> Outcome:
         model = load_model(spec.path)
         own = set(model.symbolic_dims)
         dims = {k: v for k, v in spec.default_dims.items() if k in own} | spec.dims
-        doc = peak_json(
-            analyze_model(model, AnalysisRequest(
-                bindings=Bindings.of(dims=dims, shapes=spec.shapes, values=spec.values), provider=spec.provider,
-                host=host,
-            ))
-        )
+        analysis = analyze_model(model, AnalysisRequest(
+            bindings=Bindings.of(dims=dims, shapes=spec.shapes, values=spec.values), provider=spec.provider,
+            host=host,
+        ))
+        doc = peak_json(analysis)
+        if spec.budgets.session:  # max-resident, max-arena: what the session holds
+            from graphmem.gate.diff import with_session
+
+            doc = with_session(doc, analysis, host)
         status: Literal["pass", "fail"] = "pass"
         if spec.budgets.active:
             result = evaluate(doc, spec.budgets)

@@ -18,6 +18,7 @@ from graphmem.gate.budgets import METRICS, Metric, _fmt, lookup
 
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
+    from graphmem.host import HostProfile
 
 __all__ = [
     "DIFF_METRICS",
@@ -31,6 +32,7 @@ __all__ = [
     "diff_warnings",
     "exactness",
     "is_exact",
+    "with_session",
 ]
 
 #: Figures compared by ``graphmem diff``: the gated metrics plus the node count (never gated).
@@ -53,6 +55,8 @@ class Thresholds:
     total: float | None = None
     params: float | None = None
     flops: float | None = None
+    resident: float | None = None
+    arena: float | None = None
     flops_required: bool = False
 
     def limit(self, metric: Metric) -> float | None:
@@ -89,10 +93,12 @@ def parse_thresholds(
     total: str | None = None,
     params: str | None = None,
     flops: str | None = None,
+    resident: str | None = None,
+    arena: str | None = None,
 ) -> Thresholds:
     """Thresholds from ``--max-increase`` (every metric) and ``--max-increase-<metric>``."""
     base = None if max_increase is None else parse_percent("--max-increase", max_increase)
-    given = dict(weights=weights, peak=peak, total=total, params=params, flops=flops)
+    given = dict(weights=weights, peak=peak, total=total, params=params, flops=flops, resident=resident, arena=arena)
     out = {
         k: base if v is None else parse_percent(f"--max-increase-{k}", v)
         for k, v in given.items()
@@ -154,7 +160,8 @@ def layer_profile(analysis: Analysis) -> dict[str, Layer]:
 
 
 def compare(
-    old: Analysis, new: Analysis, *, thresholds: Thresholds, top: int = 20, require_exact: bool = False
+    old: Analysis, new: Analysis, *, thresholds: Thresholds, top: int = 20, require_exact: bool = False,
+    host: HostProfile | None = None,
 ) -> dict[str, Any]:
     """The ``graphmem diff`` document for two analyses (``old`` → ``new``).
 
@@ -162,13 +169,15 @@ def compare(
     ``op_types`` and ``layers`` list what changed, largest first (``layers``: the ``top``
     largest, ``layers_changed``: how many changed). Raises :class:`FlopsUnavailableError` for
     ``--max-increase-flops`` when either model has no FLOP count. ``require_exact``
-    (``--require-exact``): a side whose activation figures are not exact is a failure.
+    (``--require-exact``): a side whose activation figures are not exact is a failure. Each side's
+    document carries its ``session`` block (onnxruntime's default options on ``host``, None: the
+    analysis's), so ``resident`` and ``arena`` rows give a change's cost in held memory.
     """
     from graphmem.analysis.document import peak_json
 
     return diff_documents(
-        peak_json(old),
-        peak_json(new),
+        with_session(peak_json(old), old, host),
+        with_session(peak_json(new), new, host),
         old_layers=layer_profile(old),
         new_layers=layer_profile(new),
         thresholds=thresholds,
@@ -217,6 +226,18 @@ def diff_documents(
             "failures": failures,
         },
     }
+
+
+def with_session(doc: Mapping[str, Any], analysis: Analysis, host: HostProfile | None = None,
+                 pairs: list[str] | None = None) -> dict[str, Any]:
+    """``doc`` with the ``session`` block of ``analysis`` (``--session-option`` ``pairs``, onnxruntime's
+    defaults for the rest, on ``host``: None, the analysis's own)."""
+    from graphmem.analysis.hold import held_figures
+    from graphmem.analysis.session_doc import session_json
+
+    figures = analysis.session if analysis.session is not None and not pairs else held_figures(
+        analysis, list(pairs or ()), host if host is not None else analysis.host)
+    return {**doc, "session": session_json(figures)}
 
 
 def is_exact(doc: Mapping[str, Any]) -> bool:
@@ -279,8 +300,8 @@ def _diff_row(
                 f"--max-increase-flops: FLOPs are unavailable for {which}, so the FLOP "
                 "increase cannot be checked"
             )
-        if metric.key == "flops" and old is None and new is None:
-            return None, None  # no FLOP count yet: the row is left out, not shown as 0
+        if metric.key in ("flops", "resident", "arena") and old is None and new is None:
+            return None, None  # no FLOP count or session block (an older document): the row is left out, not 0
     change = None if old is None or new is None else new - old
     if change is None:
         pct = None

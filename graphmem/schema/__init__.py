@@ -14,6 +14,7 @@ One file per document, all ``schema_version`` 1 (draft 2020-12):
   ``--train``, with or without ``--device``);
 * ``devices.schema.json`` — ``graphmem devices --json``;
 * ``train.schema.json`` — ``graphmem train --json``;
+* ``advise.schema.json`` — ``graphmem advise --json``;
 * ``host.schema.json`` — ``graphmem host --json``, and the ``host`` block every document built
   from an analysis records (the machine its figures are for).
 
@@ -40,7 +41,7 @@ __all__ = ["SCHEMAS", "SchemaError", "load_schema", "schema_errors", "validate"]
 
 SCHEMAS = (
     "peak", "check", "diff", "symbolic", "layers", "ops", "verify", "sweep", "fit", "devices",
-    "train", "host",
+    "train", "host", "advise",
 )
 
 _ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "title", "description"})

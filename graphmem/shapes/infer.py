@@ -81,6 +81,8 @@ class ShapeResult:
     types: dict[str, TensorType]
     values: dict[str, np.ndarray]
     failed_nodes: tuple[int, ...]  # nodes whose inference raised (their outputs may be unknown)
+    # their outputs, by name (a graph rebuilt later, with Casts inserted, numbers its nodes anew)
+    failed_outputs: frozenset[str] = frozenset()
     # control-flow node id -> its bodies as inferred (graphmem.shapes.controlflow.ControlFlowShapes)
     bodies: dict[int, ControlFlowShapes] = field(default_factory=dict)
     # (node, tensor, inferred dtype, declared dtype): an ONNX-domain node whose inferred element
@@ -207,7 +209,8 @@ def infer_types(
         if view.value_ops is None or op_key(node) in view.value_ops:
             _compute_values(model.opsets, node, types, values, view)
     return ShapeResult(
-        types=types, values=values, failed_nodes=tuple(failed), bodies=bodies, type_conflicts=tuple(conflicts)
+        types=types, values=values, failed_nodes=tuple(failed), bodies=bodies, type_conflicts=tuple(conflicts),
+        failed_outputs=frozenset(o for nid in failed for o in g.node(nid).output if o),
     )
 
 

@@ -14,14 +14,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphmem.errors import UsageError
+from graphmem.errors import MeasureError, UsageError
 from graphmem.tempdirs import private_dir
 from graphmem.host import HostProfile, host_differences, resolve_host, this_host
+from graphmem.verify.resident import RUNS
 
 if TYPE_CHECKING:
     from graphmem.analysis.request import Bindings
 
-__all__ = ["Verification", "Divergence", "verify", "parse_tolerance", "matching_order"]
+__all__ = ["Verification", "Divergence", "SessionCheck", "verify", "parse_tolerance", "matching_order", "RESIDENT_TOLERANCE"]
+
+#: ``resident_bytes`` against the median growth of fresh processes (issue 26: within 10%).
+RESIDENT_TOLERANCE = 0.10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +36,27 @@ class Divergence:
     step: int
     predicted_bytes: int
     measured_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionCheck:
+    """The ``session`` block predicted (``figures``) against what the session showed: the arena's
+    held bytes from the profiler (before run 1, over run 1, after the last of five runs) at the
+    requested peak's tolerance, the resident growth (median of fresh processes; the CUDA device's
+    memory on a CUDA session) at :data:`RESIDENT_TOLERANCE`. ``measured[name]`` is None for a
+    figure not measured (``weights_held_bytes`` has no measurement of its own; ``notes`` say why
+    others have none); ``within[name]`` None then too."""
+
+    figures: Any  # SessionFigures | CudaSessionFigures
+    measured: dict[str, int | None]
+    tolerances: dict[str, float]
+    within: dict[str, bool | None]
+    resident_processes: tuple[int, ...] = ()  # growth measured per fresh process
+    notes: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return all(w is not False for w in self.within.values())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +99,7 @@ class Verification:
     analysis: Any = None  # the prediction (graphmem.Analysis), for budgets and reports
     cuda_outside_arena: Any = None  # CudaFootprint | None: device bytes outside the CUDA arena
     cuda_problem: str | None = None  # why there is no such figure on a CUDA session
+    session: SessionCheck | None = None  # what the session holds, predicted against measured
 
 
 def parse_tolerance(text: str) -> float:
@@ -102,6 +128,8 @@ def verify(
     int_range: tuple[int, int] | None = None,
     seed: int = 0,
     host: HostProfile | str | Path | None = None,
+    session_options: Sequence[str] | None = None,
+    resident_processes: int = 3,
 ) -> Verification:
     """Predict, run and measure ``path``; see the module doc. ``dims``, ``shapes`` and ``values``
     (or ``bindings``) as :func:`graphmem.analyze` takes them.
@@ -109,7 +137,12 @@ def verify(
     The run is on this machine, so the prediction is for this machine
     (:func:`graphmem.host.this_host`); a ``host`` profile (``--host``) that differs from it is
     refused (UsageError naming the fields): a prediction for another machine cannot be checked
-    by a measurement here."""
+    by a measurement here.
+
+    ``session_options``: ``--session-option`` pairs; the session is measured under them and its
+    figures (the session stage, :func:`graphmem.analysis.hold.held_figures`) compared; unset options are onnxruntime's
+    defaults except one intra-op thread (``intra_op_num_threads=0`` is this machine's cores).
+    ``resident_processes``: fresh processes whose median is the resident growth (0: not measured)."""
     import tempfile
 
     import onnx
@@ -145,7 +178,10 @@ def verify(
         proto = onnx.load(str(runnable), load_external_data=False)
         run = predicted.model  # every dim bound, derived or given, and the inputs' shapes and values
         feeds = make_feeds(proto, run.dims, seed=seed, int_range=int_range, shapes=run.shapes, values=run.values)
-        m = measure(str(runnable), feeds, provider=provider, graph_opt=graph_opt, threads=1, runs=2)
+        session, plan = _session_plan(predicted, session_options, here, provider)
+        m = measure(str(runnable), feeds, provider=provider, graph_opt=graph_opt, threads=plan["threads"],
+                    runs=RUNS, mem_pattern=plan["mem_pattern"], session_config=plan["config"],
+                    arena_cfg=plan["arena_cfg"], provider_opts=plan["provider_opts"])
         unpacked = measure(
             str(runnable),
             feeds,
@@ -161,6 +197,12 @@ def verify(
             # the session ran on CUDA: compare with the CUDA emulation (the CUDA arena's requests;
             # inputs the session copied in before the first kernel are in the baseline, as there)
             predicted = analyze_graph_opt(runnable, "none", replace(request, provider="cuda"))
+            session, _ = _session_plan(predicted, session_options, here, provider)
+        elif session is None and not (m.providers and m.providers[0] == CUDA):  # asked for CUDA, ran on CPU
+            session, _ = _session_plan(predicted, [], here, "cpu")
+        check = None
+        if session is not None:
+            check = _check_session(session, plan, m, runnable, feeds, graph_opt, tolerance, resident_processes)
     run1, run2 = m.runs[0], m.runs[1] if len(m.runs) > 1 else None
     p, q = predicted.activations.peak_bytes, run1.requested_peak
     ratio = p / q if q else (1.0 if p == 0 else float("inf"))
@@ -191,7 +233,7 @@ def verify(
         scratch_note=note,
         ratio=ratio,
         tolerance=tolerance,
-        passed=(abs(ratio - 1) <= tolerance or matched is not None) and not mismatches,
+        passed=(abs(ratio - 1) <= tolerance or matched is not None) and not mismatches and (check is None or check.passed),
         order_peaks=alternatives,
         order_matched=matched,
         # the timeline predicted is the largest order's: beside another order's run it says nothing
@@ -201,7 +243,75 @@ def verify(
         analysis=predicted,
         cuda_outside_arena=m.cuda_footprint,
         cuda_problem=m.cuda_footprint_problem,
+        session=check,
     )
+
+
+def _session_plan(predicted, pairs, here, provider):  # type: ignore[no-untyped-def]
+    """The predicted session figures under ``pairs`` (None until the session shows where it ran,
+    for a CUDA request) and how to measure a session with those options: intra-op threads, memory
+    pattern, config entries, environment arena, CUDA provider options."""
+    from graphmem.analysis.cuda_held import parse_cuda_options
+
+    if provider != "cpu" or predicted.activations.provider == "cuda":
+        cuda = parse_cuda_options(list(pairs or []))
+        plan = {"threads": 1, "mem_pattern": cuda.enable_mem_pattern, "config": {}, "arena_cfg": {},
+                "provider_opts": cuda.provider_options(), "cpu_arena": True}
+        if predicted.activations.provider != "cuda":
+            return None, plan
+        from graphmem.analysis.cuda_held import cuda_session_figures
+
+        return cuda_session_figures(predicted, cuda), plan
+    from graphmem.analysis.hold import held_figures
+
+    figures = held_figures(predicted, list(pairs or []), here, threads=1)  # the session stage, one thread unless set
+    options = figures.options
+    return figures, {"threads": options.intra_op_num_threads, "mem_pattern": options.enable_mem_pattern,
+                     "config": options.session_config(), "arena_cfg": options.arena_cfg(), "provider_opts": None,
+                     "cpu_arena": options.enable_cpu_mem_arena}
+
+
+def _check_session(figures, plan, m, runnable, feeds, graph_opt, tolerance, processes) -> SessionCheck:  # type: ignore[no-untyped-def]
+    """Measure what ``figures`` predict (see :class:`SessionCheck`)."""
+    from graphmem.analysis.session import ARENA_FIGURES, SESSION_FIGURES
+    from graphmem.verify.resident import arena_held, measure_resident
+
+    measured: dict[str, int | None] = dict.fromkeys(SESSION_FIGURES)
+    notes: list[str] = ["weights_held_bytes has no measurement of its own (it is in the resident growth)"]
+    if plan["cpu_arena"]:
+        held = arena_held(m)
+        measured.update(arena_before_run_bytes=held.before_run_bytes, arena_first_run_bytes=held.first_run_bytes,
+                        arena_steady_bytes=held.steady_bytes)
+    else:
+        notes.append("enable_cpu_mem_arena=0: there is no arena to read (the figures are 0 by definition)")
+    processes_grown: tuple[int, ...] = ()
+    if figures.provider == "cuda":
+        f = m.cuda_footprint
+        if f is not None:
+            measured["resident_bytes"] = f.run_bytes
+        else:
+            notes.append(f"device memory not read: {m.cuda_footprint_problem or 'no reading'}")
+    elif processes > 0:
+        try:
+            r = measure_resident(runnable, feeds, graph_opt=graph_opt, threads=plan["threads"], mem_pattern=plan["mem_pattern"],
+                                 cpu_arena=plan["cpu_arena"], config=plan["config"], arena_cfg=plan["arena_cfg"],
+                                 processes=processes)
+        except MeasureError as exc:
+            notes.append(f"resident growth not measured: {exc}")
+        else:
+            measured["resident_bytes"] = r.bytes
+            processes_grown = r.grown
+    else:
+        notes.append("resident growth not measured (no fresh process asked for)")
+    tolerances = {name: tolerance for name in ARENA_FIGURES}
+    tolerances["resident_bytes"] = RESIDENT_TOLERANCE
+    within: dict[str, bool | None] = {}
+    for name, tol in tolerances.items():
+        got = measured[name]
+        want = getattr(figures, name)
+        within[name] = None if got is None else (want == got or (got > 0 and abs(want / got - 1) <= tol))
+    return SessionCheck(figures=figures, measured=measured, tolerances=tolerances, within=within,
+                        resident_processes=processes_grown, notes=tuple(notes))
 
 
 def _this_machine(host: HostProfile | str | Path | None) -> HostProfile:

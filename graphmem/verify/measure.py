@@ -188,10 +188,15 @@ def measure(
     runs: int = 2,
     mem_pattern: bool = True,
     session_config: Mapping[str, str] | None = None,
+    arena_cfg: Mapping[str, int] | None = None,
+    provider_opts: Mapping[str, str] | None = None,
 ) -> Measurement:
     """Run ``model`` ``runs`` times in a fresh profiled session and return its memory figures.
 
-    ``session_config`` adds onnxruntime session config entries (e.g. ``session.disable_prepacking``).
+    ``session_config`` adds onnxruntime session config entries (e.g. ``session.disable_prepacking``);
+    ``arena_cfg``: ``OrtArenaCfg`` entries of a CPU arena registered in onnxruntime's environment
+    (the session then needs ``session.use_env_allocators`` "1" in ``session_config``; the
+    registration lasts for the process); ``provider_opts``: the CUDA provider's options.
 
     ``provider`` is "cpu" | "cuda" | "auto" (see ``choose_provider``).  A path
     is handed to ORT as is, so external data resolves next to it; a ModelProto
@@ -212,9 +217,11 @@ def measure(
     options = session_options(graph_opt, threads, True, None, mem_pattern=mem_pattern)
     for key, value in (session_config or {}).items():
         options.add_session_config_entry(key, value)
+    if arena_cfg:
+        _register_env_arena(arena_cfg)
     with private_dir("graphmem-measure-") as workdir:
         options.profile_file_prefix = str(workdir / "profile")
-        session = _create_session(session_source(model, workdir), options, choice.name)
+        session = _create_session(session_source(model, workdir), options, choice.name, provider_opts)
         after_session = reading()
         after_run = None
         try:
@@ -410,12 +417,37 @@ def output_info(name: str, value: Any) -> OutputInfo:
     return OutputInfo(name=name, shape=None, dtype=type(value).__name__, nbytes=0)
 
 
-def _create_session(source: str | bytes, options: onnxruntime.SessionOptions, provider: str) -> onnxruntime.InferenceSession:
+_ENV_ARENA: list[dict[str, int]] = []  # the environment arena this process registered (at most one)
+
+
+def _register_env_arena(arena_cfg: Mapping[str, int]) -> None:
+    """Register a CPU arena with ``arena_cfg`` in onnxruntime's environment (for sessions with
+    ``session.use_env_allocators``); onnxruntime keeps one per process, so a second, different
+    configuration is refused."""
+    from graphmem.ort.runtime import onnxruntime as _runtime
+
+    if _ENV_ARENA:
+        if _ENV_ARENA[0] != dict(arena_cfg):
+            raise MeasureError(f"this process registered an environment arena with {_ENV_ARENA[0]} already; "
+                               f"measure {dict(arena_cfg)} in a fresh process")
+        return
+    ort = _runtime()
+    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+    try:
+        ort.create_and_register_allocator(info, ort.OrtArenaCfg(dict(arena_cfg)))
+    except Exception as exc:  # onnxruntime raises bare Exception subclasses
+        raise MeasureError(f"onnxruntime could not register an arena with {dict(arena_cfg)}: {_one_line(exc)}") from exc
+    _ENV_ARENA.append(dict(arena_cfg))
+
+
+def _create_session(
+    source: str | bytes, options: onnxruntime.SessionOptions, provider: str, provider_opts: Mapping[str, str] | None = None,
+) -> onnxruntime.InferenceSession:
     """A session on ``provider``; MeasureError if ORT fails or silently falls back."""
     from graphmem.ort.runtime import create_session
 
     try:
-        session = create_session(source, options, session_providers(provider))
+        session = create_session(source, options, session_providers(provider, provider_opts))
     except Exception as exc:  # onnxruntime raises bare Exception subclasses
         raise MeasureError(f"onnxruntime could not create the session: {_one_line(exc)}") from exc
     got = session.get_providers()

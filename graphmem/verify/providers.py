@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from graphmem.errors import RuntimeUnavailableError, UsageError
@@ -29,19 +30,10 @@ CUDA = "CUDAExecutionProvider"
 
 REQUESTS = ("auto", "cpu", "cuda")
 
-# Options that keep CUDA figures close to what the graph needs rather than what
-# the allocator or cuDNN chose to grab:
-#  - kSameAsRequested: the arena grows by the requested size instead of the
-#    next power of two, so arena_held is not inflated up to 2x.
-#  - HEURISTIC: no EXHAUSTIVE benchmarking, which allocates trial workspaces
-#    for every candidate algorithm during the first run.
-#  - cudnn_conv_use_max_workspace=0: cuDNN conv workspace is bounded instead of
-#    "as large as the free memory allows" (the default since ORT 1.14).
-_CUDA_OPTIONS = {
-    "arena_extend_strategy": "kSameAsRequested",
-    "cudnn_conv_algo_search": "HEURISTIC",
-    "cudnn_conv_use_max_workspace": "0",
-}
+# The CUDA provider's options are the user's (``--session-option``, graphmem.analysis.cuda_held.CudaOptions):
+# a measurement runs the session the user would run. Earlier versions forced kSameAsRequested
+# (to keep arena_held near the requests) and HEURISTIC; the session block now predicts the arena
+# as onnxruntime's defaults (kNextPowerOfTwo, EXHAUSTIVE) or the user's options grow it.
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -54,27 +46,28 @@ class ProviderChoice:
     reason: str  # one human-readable line
 
 
-def provider_options(name: str) -> dict[str, str]:
-    """Provider options that keep the memory figures of ``name`` honest.
-
-    The CPU provider has no option that changes what is requested; the CPU
-    arena's extend strategy only changes ``mem_arena_held``.
+def provider_options(name: str, user: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The provider options a measurement session of ``name`` gets: the user's (``user``, CUDA
+    only: ``arena_extend_strategy``, ``gpu_mem_limit``, ``cudnn_conv_algo_search``, …), else
+    onnxruntime's defaults (no option). The CPU provider takes none (its arena's options are an
+    environment arena's, :mod:`graphmem.ort.held.options`).
     """
     if name == CUDA:
-        return dict(_CUDA_OPTIONS)
+        return {str(k): str(v) for k, v in (user or {}).items()}
     if name == CPU:
         return {}
     raise UsageError(f"unknown execution provider {name!r}; expected {CPU!r} or {CUDA!r}")
 
 
-def session_providers(name: str) -> list[tuple[str, dict[str, str]]]:
-    """The ``providers=`` list for an InferenceSession whose main provider is ``name``.
+def session_providers(name: str, user: Mapping[str, str] | None = None) -> list[tuple[str, dict[str, str]]]:
+    """The ``providers=`` list for an InferenceSession whose main provider is ``name`` (``user``:
+    the CUDA provider's options, :func:`provider_options`).
 
     CUDA sessions keep CPU as second provider: ORT places shape
     computations and unsupported ops there, as it would in production.
     """
     if name == CUDA:
-        return [(CUDA, provider_options(CUDA)), (CPU, provider_options(CPU))]
+        return [(CUDA, provider_options(CUDA, user)), (CPU, provider_options(CPU))]
     return [(name, provider_options(name))]
 
 

@@ -60,12 +60,34 @@ def verify_json(
                 {"kind": x.kind, "node": x.node, "detail": x.detail} for x in v.analysis.activations.approximations
             ],
             "cuda_outside_arena": _cuda_json(v),
+            "session": _session_json(v),
         },
         "host": v.analysis.host.to_dict(),
     }
     if gate is not None:
         doc["gate"] = gate.to_json()
     return doc
+
+
+def _session_json(v: Verification) -> dict[str, Any] | None:
+    """Each session figure predicted, measured, the ratio and whether it is within its tolerance."""
+    c = v.session
+    if c is None:
+        return None
+    from graphmem.views.session import session_json
+
+    figures = {}
+    for name in c.measured:
+        want, got = getattr(c.figures, name), c.measured[name]
+        figures[name] = {
+            "predicted": want,
+            "measured": got,
+            "ratio": None if got is None else (want / got if got else (1.0 if want == 0 else None)),
+            "tolerance": c.tolerances.get(name),
+            "within": c.within.get(name),
+        }
+    return {"prediction": session_json(c.figures), "figures": figures, "resident_processes": list(c.resident_processes),
+            "passed": c.passed, "notes": list(c.notes)}
 
 
 def _cuda_json(v: Verification) -> dict[str, Any] | None:
@@ -79,6 +101,38 @@ def _cuda_json(v: Verification) -> dict[str, Any] | None:
         "context_included": f.context_included,
         "caveats": list(f.caveats),
     }
+
+
+_LABELS = {
+    "weights_held_bytes": "weights held",
+    "arena_before_run_bytes": "arena before run 1",
+    "arena_first_run_bytes": "arena over run 1",
+    "arena_steady_bytes": "arena after run 5",
+    "resident_bytes": "resident growth",
+}
+
+
+def _session_lines(v: Verification) -> list[str]:
+    """The session's figures, predicted beside measured (the table's second part)."""
+    c = v.session
+    if c is None:
+        return []
+    where = "CUDA device" if c.figures.provider == "cuda" else "fresh processes, median"
+    lines = [f"  held by the session ({where}):"]
+    for name, label in _LABELS.items():
+        want, got = getattr(c.figures, name), c.measured.get(name)
+        verdict = {True: "ok", False: "OUTSIDE", None: ""}[c.within.get(name)]
+        tol = c.tolerances.get(name)
+        ratio = f"{want / got:.4f}" if got else ("=" if got == 0 and want == 0 else "")
+        extra = f" {ratio:>7} ({tol:.1%}) {verdict}" if tol is not None and got is not None else ""
+        lines.append(f"  {label:<26} {format_bytes(want):>14} {'' if got is None else format_bytes(got):>14}{extra}")
+    if c.resident_processes:
+        lines.append("    resident growth per process: " + ", ".join(format_bytes(x) for x in c.resident_processes))
+    lines += [f"    {note}" for note in c.notes]
+    if not c.figures.exact:
+        kinds = ", ".join(dict.fromkeys(a.kind for a in c.figures.approximations))
+        lines.append(f"    session figures not exact: {kinds} (graphmem peak lists why)")
+    return lines
 
 
 def verify_table(v: Verification, *, path: str, gate: GateResult | None = None) -> str:
@@ -121,6 +175,7 @@ def verify_table(v: Verification, *, path: str, gate: GateResult | None = None) 
             f"{format_bytes(d.predicted_bytes)}, measured {format_bytes(d.measured_bytes)}"
         )
     lines += [f"  output shape mismatch: {line}" for line in v.output_mismatches]
+    lines += _session_lines(v)
     if not v.analysis.activations.exact:  # measured all the same; the prediction says why it is not exact
         lines += exactness_lines(v.analysis)
     lines.append("  prediction: PASS" if v.passed else "  prediction: FAIL")

@@ -422,7 +422,9 @@ def devices_table(devices: Iterable[Device]) -> str:
     lines.append("")
     lines.append("  '-': the device states no such rate (not 0). Memory: the figure used, in the")
     lines.append("  unit shown; vendors write GB for binary DRAM capacities. Usable memory is")
-    lines.append("  lower (ECC, driver, CUDA context): use --overhead. Sources:")
+    lines.append("  lower (ECC, driver, CUDA context): use --overhead. graphmem fit and peak --device")
+    lines.append("  compare a model's predicted resident memory (session.resident_bytes) + --overhead")
+    lines.append("  with the memory (fit --by arena|requested for the other figures). Sources:")
     for d in devices:
         lines.append(f"    {d.name}: {d.source}" + (f" — {d.notes}" if d.notes else ""))
     return "\n".join(lines)

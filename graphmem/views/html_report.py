@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graphmem.host import host_line
 from graphmem.model.dtypes import dtype_name
@@ -86,6 +86,7 @@ def report_html(
         _exactness(a),
         "<h2>Figures</h2>",
         _figures(a),
+        *(["<h2>Held by the session</h2>", _held(a.session), *_arena(a, a.session)] if a.session is not None else []),
         "<h2>Memory over the run</h2>",
         _timeline(a, t),
         "<h2>Tensors live at the peak</h2>",
@@ -100,10 +101,14 @@ def report_html(
 
 
 def _subtitle(a: Analysis) -> str:
+    from graphmem.analysis.levels import level_note
+
     dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "no symbolic dims"
+    note = level_note(a.model.graph_opt)
     return (
         f"{a.model.path} · opset {a.model.opset}, {a.model.nodes:,} nodes · {dims} · "
-        f"graph-opt {a.model.graph_opt} · {a.activations.runtime} · host {host_line(a.host)}"
+        f"graph-opt {a.model.graph_opt}" + (f" ({note})" if note else "")
+        + f" · {a.activations.runtime} · host {host_line(a.host)}"
     )
 
 
@@ -119,6 +124,37 @@ def _row(label: str, n: int | None, note: str = "", *, cls: str = "") -> str:
     size = format_bytes(n)
     exact = f"{n:,}" if n is not None else "unknown"
     return f'<tr class="{cls}"><td>{escape(label)}</td><td class="n">{size}</td><td class="n">{exact}</td><td>{escape(note)}</td></tr>'
+
+
+def _held(s: Any) -> str:
+    """The session's figures (:func:`graphmem.views.session.session_rows`) and why they are not exact."""
+    from graphmem.views.session import session_rows
+
+    head = '<tr><th></th><th class="n">size</th><th class="n">bytes</th><th>note</th></tr>'
+    rows = "".join(_row(label, n, note) for label, n, note in session_rows(s))
+    notes = "".join(f"<li>{escape(a.kind)} [{escape(', '.join(a.figures))}]: {escape(a.detail)}</li>" for a in s.approximations)
+    verdict = "Exact." if s.exact else f"Not exact:<ul>{notes}</ul>"
+    return f'<table>{head}{rows}</table><div class="exact {"yes" if s.exact else "no"}">{verdict}</div>'
+
+
+def _arena(a: Analysis, s: Any) -> list[str]:
+    """Where the held memory comes from: the arena's regions over run 1 and the steady state
+    beside run 1's requested bytes (:func:`graphmem.views.svg.arena_svg`); nothing without a CPU arena."""
+    from graphmem.views.arena_picture import arena_picture
+    from graphmem.views.svg import arena_svg
+
+    p = arena_picture(a, s)
+    if p is None:
+        return []
+    note = (
+        f'<p class="note">The arena holds what session creation reserved ({format_bytes(p.reserved)}) plus its '
+        f"regions, each taken when a request found no free chunk and never returned while the session lives: "
+        f"{len(p.regions)} region(s), {format_bytes(p.first_run_bytes)} held over run 1 against a requested peak of "
+        f"{format_bytes(a.activations.peak_bytes)}; from run 2 the memory pattern's block "
+        f"({format_bytes(p.pattern_bytes)}) is allocated before the first node. Hover a region for its size and the "
+        "request that took it.</p>"
+    )
+    return ["<h3>Where the held memory comes from</h3>", arena_svg(p), note]
 
 
 def _figures(a: Analysis) -> str:

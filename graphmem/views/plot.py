@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from graphmem.analysis import Analysis
     from graphmem.training.estimate import TrainingEstimate
+    from graphmem.views.arena_picture import ArenaPicture
 
 __all__ = [
     "INSTALL_HINT",
@@ -44,6 +45,7 @@ __all__ = [
     "timeline_figure",
     "training_figure",
     "diff_figure",
+    "draw_arena",
 ]
 
 INSTALL_HINT = "pip install 'graphmem[plot]'"
@@ -108,9 +110,13 @@ def wrote(command: str, path: str | Path, size: int) -> str:
     return f"graphmem {command}: wrote {path} ({size:,} bytes)"
 
 
-def peak_plot(a: Analysis) -> Figure:
-    """``graphmem peak --plot``: :func:`timeline_figure` of ``a``'s own timeline."""
-    return timeline_figure(a, memory_timeline(a))
+def peak_plot(a: Analysis, session: Any = None) -> Figure:
+    """``graphmem peak --plot``: :func:`timeline_figure` of ``a``'s own timeline, with the
+    arena's regions over run 1 and the steady state when ``session`` (the session block's
+    figures) has a CPU arena (:func:`graphmem.views.arena_picture.arena_picture`)."""
+    from graphmem.views.arena_picture import arena_picture
+
+    return timeline_figure(a, memory_timeline(a), picture=arena_picture(a, session) if session is not None else None)
 
 
 def diff_plot(old: Analysis, new: Analysis) -> Figure:
@@ -160,29 +166,87 @@ def _subtitle(a: Analysis) -> str:
     return f"{dims} · graph-opt {a.model.graph_opt} · {a.activations.runtime}"
 
 
-def timeline_figure(a: Analysis, t: MemoryTimeline, *, max_bins: int = MAX_BINS) -> Figure:
+def timeline_figure(a: Analysis, t: MemoryTimeline, *, max_bins: int = MAX_BINS, picture: ArenaPicture | None = None) -> Figure:
     """The memory timeline of one analysis (see the module doc). A run longer than
     ``max_bins`` steps is drawn in bins (each its highest step, the peak exact) with a second
-    panel showing every step of the :data:`ZOOM_STEPS` around the peak."""
+    panel showing every step of the :data:`ZOOM_STEPS` around the peak; ``picture``, when
+    given, adds a last panel: the arena's regions over run 1 and the steady state
+    (:func:`draw_arena`)."""
     steps = len(t.requested)
     binned = steps > max_bins
-    fig = _figure(height=8.0 if binned else 5.6)
+    arena = picture is not None and steps > 0
+    ratios = [3.0, 2.0] if binned else [5.6]
+    if arena:
+        ratios.append(3.4)
+    fig = _figure(height=(8.0 if binned else 5.6) + (3.4 if arena else 0.0))
     fig.suptitle(f"Activation memory over the run: {Path(a.model.path).name}", fontsize=13, x=0.01, ha="left")
     if steps == 0:
         ax = fig.add_subplot()
         ax.text(0.5, 0.5, "the graph has no steps", ha="center", transform=ax.transAxes)
         return fig
+    axes = list(fig.subplots(len(ratios), 1, height_ratios=ratios)) if len(ratios) > 1 else [fig.add_subplot()]
     if binned:
-        top, zoom = fig.subplots(2, 1, height_ratios=(3, 2))
+        top, zoom = axes[0], axes[1]
         _draw_timeline(top, a, t, step_bins(t, max_bins), baseline=True)
         start, stop = peak_window(t, ZOOM_STEPS)
         _draw_timeline(zoom, a, t, step_bins(t, ZOOM_STEPS, start=start, stop=stop), baseline=False, legend=False)
         zoom.set_title(f"every step around the peak: steps {start + 1:,}–{stop:,}", fontsize=9, loc="left", color="#555555")
         top.axvspan(start, stop, color=WARN_COLOUR, alpha=0.08, linewidth=0)
     else:
-        _draw_timeline(fig.add_subplot(), a, t, step_bins(t, max_bins), baseline=True)
+        _draw_timeline(axes[0], a, t, step_bins(t, max_bins), baseline=True)
+    if arena:
+        draw_arena(axes[-1], picture)  # type: ignore[arg-type]
     _footer(fig, a)
     return fig
+
+
+#: Fills of the arena's regions by when they came (creation, run 1, a later run), and of the
+#: bytes reserved outside them.
+REGION_COLOURS = {"creation": "#BDBDBD", "run 1": "#6BAED6", "steady": "#FD8D3C"}
+RESERVED_COLOUR = "#E8DCC2"
+
+
+def draw_arena(ax: Axes, p: ArenaPicture) -> None:
+    """The arena's regions over run 1 (left half) and the steady state (right half), each a
+    rectangle from the step that took it, stacked on the reserved bytes; run 1's requested bytes
+    as a line over the reserved ones; the figures the session block reports marked."""
+    from graphmem.views.arena_picture import ArenaPicture
+
+    n = p.steps
+    width = 2 * n
+    if p.reserved:
+        ax.add_patch(_rect(0, 0, width, p.reserved, RESERVED_COLOUR, f"reserved at creation ({format_bytes(p.reserved)})"))
+    seen: set[str] = set()
+    for span, base in p.stacked():
+        group = ArenaPicture.group(span)
+        label = None
+        if group not in seen:
+            seen.add(group)
+            label = {"creation": "regions taken at session creation", "run 1": "regions taken in run 1",
+                     "steady": f"regions taken from run 2 (memory pattern's block: {format_bytes(p.pattern_bytes)})"}[group]
+        ax.add_patch(_rect(span.start, base, width - span.start, span.size, REGION_COLOURS[group], label))
+    xs = list(range(n + 1))
+    ax.step(xs, [p.reserved + v for v in (*p.requested, p.requested[-1])], where="post", color="#222222", linewidth=1.0,
+            label="run 1 requested (over the reserved bytes)", gid="arena_requested")
+    ax.step(list(range(width + 1)), [*p.held, p.held[-1]], where="post", color=WARN_COLOUR, linewidth=0.9,
+            label="arena held (mem_arena_held)", gid="arena_held")
+    ax.axvline(n, color="#555555", linewidth=0.8, linestyle=(0, (3, 2)))
+    top = max(p.held)
+    _byte_axis(ax, top)
+    ax.set_xlim(0, width)
+    ax.set_xlabel(f"execution step: run 1 (steps 1–{n:,}) | steady state (run {p.steady_run} on, steps 1–{n:,})", fontsize=9)
+    ax.set_ylabel("bytes held by the arena")
+    ax.set_title(
+        f"where the held memory comes from: before run 1 {format_bytes(p.before_run_bytes)}, over run 1 "
+        f"{format_bytes(p.first_run_bytes)}, steady {format_bytes(p.steady_bytes)} ({p.steady_bytes:,} B), "
+        f"{len(p.regions)} region(s)", fontsize=9, loc="left", color="#555555")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False, alignment="left")
+
+
+def _rect(x: float, y: float, w: float, h: float, colour: str, label: str | None) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), w, h, facecolor=colour, edgecolor="white", linewidth=0.6, label=label)
 
 
 def _draw_timeline(ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin], *, baseline: bool, legend: bool = True) -> None:

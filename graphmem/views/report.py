@@ -23,8 +23,13 @@ __all__ = [
     "approximation_summary", "approximation_effects", "APPROXIMATION_EFFECTS",
 ]
 
-def peak_table(a: Analysis) -> str:
-    """The human-readable ``graphmem peak`` table (binary units, exact bytes beside them)."""
+def peak_table(a: Analysis, *, default_level: Any = None) -> str:
+    """The human-readable ``graphmem peak`` table (binary units, exact bytes beside them). Its
+    header says when the level is graphmem's static default rather than onnxruntime's
+    (:data:`graphmem.analysis.levels.LEVEL_NOTE`), with ``default_level``'s figures at ``all``
+    when given (:func:`graphmem.analysis.levels.default_level_figures`)."""
+    from graphmem.analysis.levels import default_level_line, level_note
+
     dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
     act = a.activations
     top = " (top graph only: bodies not included)" if a.bodies else ""
@@ -55,6 +60,8 @@ def peak_table(a: Analysis) -> str:
     lines = [
         f"graphmem peak: {a.model.path}",
         f"  opset {a.model.opset}, {a.model.nodes} nodes, dims: {dims}, graph-opt {a.model.graph_opt}",
+        *[f"  graph-opt {a.model.graph_opt}: {note}" for note in [level_note(a.model.graph_opt)] if note],
+        *[f"  {line}" for line in [default_level_line(default_level)] if line],
         f"  host: {host_line(a.host)}",
         "",
         *byte_table(rows),
@@ -147,10 +154,13 @@ def approximation_summary(a: Analysis) -> list[str]:
 
 
 def peak_document(
-    a: Analysis, *, as_dtype: str | None = None, device: Device | None = None, overhead_bytes: int = 0
+    a: Analysis, *, as_dtype: str | None = None, device: Device | None = None, overhead_bytes: int = 0,
+    default_level: Any = None,
 ) -> tuple[dict[str, Any], str]:
     """The ``peak`` document and table: :func:`peak_json` plus the what-if dtype, the KV cache of a
-    decoder and, with a device, its fit and roofline section."""
+    decoder, what the session holds (``a.session``, when the analysis asked for it:
+    :mod:`graphmem.analysis.hold`; the ``session`` block and the "held by the session" section)
+    and, with a device, its fit and roofline section."""
     from graphmem.views.kvcache import kv_cache, kv_json, kv_lines
 
     kv = kv_cache(a)
@@ -159,10 +169,15 @@ def peak_document(
         doc["as_dtype"] = as_dtype
     if kv is not None:
         doc["kv_cache"] = kv_json(kv)
-    lines = [peak_table(a), *kv_lines(kv)]
+    lines = [peak_table(a, default_level=default_level), *kv_lines(kv)]
+    if a.session is not None:
+        from graphmem.views.session import session_json, session_lines
+
+        doc["session"] = session_json(a.session)
+        lines += session_lines(a.session)
     if device is not None:  # the roofline module loads only for --device (start-up)
         from graphmem.views.roofline import device_lines, device_section
 
-        doc["device"] = device_section(a, device, overhead_bytes=overhead_bytes)
-        lines += device_lines(a, device, overhead_bytes=overhead_bytes)
+        doc["device"] = device_section(a, device, overhead_bytes=overhead_bytes, session=a.session)
+        lines += device_lines(a, device, overhead_bytes=overhead_bytes, session=a.session)
     return doc, "\n".join(lines)

@@ -350,22 +350,27 @@ def roofline_lines(r: Roofline, *, top: int = 8, indent: str = "  ") -> list[str
 
 
 def device_section(a: Analysis, device: Device, *, overhead_bytes: int = 0,
-                   tf32: bool = True) -> dict[str, Any]:
+                   tf32: bool = True, session: Any = None) -> dict[str, Any]:
     """The ``device`` object of ``peak --device --json``: the device, whether the analysis fits
     its memory (with ``overhead_bytes`` reserved; null when the device's memory is not known) and
-    the roofline (null when the device states no rates and no bandwidth)."""
+    the roofline (null when the device states no rates and no bandwidth). With ``session`` (the
+    session block's figures) the fit is on its ``resident_bytes``, as ``graphmem fit`` decides it;
+    without, on the requested total; ``memory.figure`` names the one used."""
     return {
         "device": device_json(device),
-        "memory": _fit(a, device, overhead_bytes),
+        "memory": _fit(a, device, overhead_bytes, session),
         "roofline": roofline_json(roofline(a, device, tf32=tf32)) if _has_roof(device) else None,
     }
 
 
-def _fit(a: Analysis, device: Device, overhead_bytes: int) -> dict[str, Any] | None:
+def _fit(a: Analysis, device: Device, overhead_bytes: int, session: Any = None) -> dict[str, Any] | None:
     if device.memory_bytes is None:
         return None
-    needed = a.total_bytes + overhead_bytes
+    figure, used = _used(a, session)
+    needed = used + overhead_bytes
     return {
+        "figure": figure,
+        "used_bytes": used,
         "budget_bytes": device.memory_bytes,
         "overhead_bytes": overhead_bytes,
         "needed_bytes": needed,
@@ -374,17 +379,27 @@ def _fit(a: Analysis, device: Device, overhead_bytes: int) -> dict[str, Any] | N
     }
 
 
+def _used(a: Analysis, session: Any) -> tuple[str, int]:
+    """The figure a device check compares: the session's resident bytes when known (what
+    ``graphmem fit`` compares by default), else the requested total."""
+    if session is not None:
+        return "session.resident_bytes", int(session.resident_bytes)
+    return "total_bytes", a.total_bytes
+
+
 def device_lines(a: Analysis, device: Device, *, overhead_bytes: int = 0,
-                 tf32: bool = True) -> list[str]:
-    """Table lines for ``peak --device``: fit in the device's memory, then the roofline."""
+                 tf32: bool = True, session: Any = None) -> list[str]:
+    """Table lines for ``peak --device``: fit in the device's memory (on the session's resident
+    bytes when ``session`` is given), then the roofline."""
     lines = [f"  device: {device.title} ({device.memory}; {device.source})"]
-    fit = _fit(a, device, overhead_bytes)
+    fit = _fit(a, device, overhead_bytes, session)
     if fit is None:
         lines.append("  memory: not known for this device (give --memory)")
     else:
         verdict = "fits" if fit["fits"] else "DOES NOT FIT"
+        word = "resident (predicted)" if fit["figure"] == "session.resident_bytes" else "total requested"
         lines.append(
-            f"  memory: total {format_bytes(a.total_bytes)} + overhead "
+            f"  memory: {word} {format_bytes(fit['used_bytes'])} + overhead "
             f"{format_bytes(overhead_bytes)} = {format_bytes(fit['needed_bytes'])} of "
             f"{format_bytes(device.memory_bytes)}: {verdict}, headroom "
             f"{format_bytes(fit['headroom_bytes'])}"

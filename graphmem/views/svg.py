@@ -12,12 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import TYPE_CHECKING
 
 from graphmem.analysis.timeline import MemoryTimeline
 from graphmem.units import format_bytes
 from graphmem.views.chart import Bin, byte_ticks, peak_bands, short_name, tick_label
 
-__all__ = ["Frame", "timeline_svg", "bars_svg", "sweep_svg", "BAND_COLOURS"]
+if TYPE_CHECKING:
+    from graphmem.views.arena_picture import ArenaPicture
+
+__all__ = ["Frame", "timeline_svg", "bars_svg", "sweep_svg", "arena_svg", "BAND_COLOURS"]
 
 BAND_COLOURS = ("#9ECAE9", "#FDAE6B", "#A1D99B", "#FC9272", "#BCBDDC", "#D9B38C", "#F1B6DA")
 OTHER_COLOUR = "#D9D9D9"
@@ -253,3 +257,69 @@ def sweep_svg(
         out.append(f'<circle class="activations" cx="{_n(f.x(value))}" cy="{_n(f.y(act))}" r="3.5" fill="#6BAED6" data-value="{value}" data-bytes="{act}"><title>{dim}={value}: activations peak {format_bytes(act)} ({act:,} B)</title></circle>')
     out.append("</svg>")
     return "".join(out)
+
+
+#: Fills of the arena's regions by when they came, and of the bytes reserved outside them.
+REGION_COLOURS = {"creation": "#BDBDBD", "run 1": "#6BAED6", "steady": "#FD8D3C"}
+RESERVED_COLOUR = "#E8DCC2"
+HELD_COLOUR = "#B00020"
+
+
+def _unit_steps(f: Frame, values: Sequence[int]) -> str:
+    """A step line with one step per x unit from 0."""
+    parts = [f"M{_n(f.x(0))},{_n(f.y(values[0]))}"]
+    for i, v in enumerate(values):
+        if i:
+            parts.append(f"V{_n(f.y(v))}")
+        parts.append(f"H{_n(f.x(i + 1))}")
+    return "".join(parts)
+
+
+def arena_svg(p: ArenaPicture, *, width: int = 980, height: int = 300) -> str:
+    """The arena's regions over run 1 (left half) and the steady state (right half): each region
+    a rectangle from the step that took it (hover: its size, when, the request that made it),
+    stacked on the bytes reserved at creation; run 1's requested bytes over the reserved ones;
+    the held bytes (``mem_arena_held``) as a line. Each region keeps its exact figures as
+    ``data-*`` attributes."""
+    from graphmem.views.arena_picture import ArenaPicture
+
+    n = p.steps
+    top = max(p.held)
+    ticks = byte_ticks(top)
+    f = Frame(width=width, height=height, left=72, right=16, top=14, bottom=44, x0=0, x1=2 * n, y1=ticks[-1] * 1.04 or 1)
+    out = [f'<svg class="chart arena" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" font-family="sans-serif">']
+    out += _byte_axis(f, ticks)
+    if p.reserved:
+        y0, y1 = f.y(p.reserved), f.y(0)
+        out.append(f'<rect class="reserved" x="{_n(f.x(0))}" y="{_n(y0)}" width="{_n(f.x(2 * n) - f.x(0))}" height="{_n(y1 - y0)}" '
+                   f'fill="{RESERVED_COLOUR}" data-bytes="{p.reserved}"><title>reserved at session creation, outside the regions: '
+                   f"{format_bytes(p.reserved)} ({p.reserved:,} B)</title></rect>")
+    for span, base in p.stacked():
+        y0, y1 = f.y(base + span.size), f.y(base)
+        colour = REGION_COLOURS[ArenaPicture.group(span)]
+        out.append(
+            f'<rect class="region" x="{_n(f.x(span.start))}" y="{_n(y0)}" width="{_n(f.x(2 * n) - f.x(span.start))}" '
+            f'height="{_n(y1 - y0)}" fill="{colour}" stroke="#fff" stroke-width="0.8" data-bytes="{span.size}" '
+            f'data-run="{span.run}" data-step="{span.step}" data-request="{span.request}"><title>{escape(span.label)}</title></rect>'
+        )
+    requested = [p.reserved + v for v in p.requested]
+    out.append(f'<path class="curve requested" d="{_unit_steps(f, requested)}" fill="none" '
+               f'stroke="{REQUESTED_COLOUR}" stroke-width="1.2"/>')
+    out.append(f'<path class="curve held" d="{_unit_steps(f, list(p.held))}" fill="none" stroke="{HELD_COLOUR}" stroke-width="1.2"/>')
+    base = height - f.bottom
+    out.append(f'<line x1="{f.left}" x2="{width - f.right}" y1="{base}" y2="{base}" stroke="#777"/>')
+    split = f.x(n)
+    out.append(f'<line x1="{_n(split)}" x2="{_n(split)}" y1="{f.top}" y2="{base}" stroke="#555" stroke-dasharray="4 3"/>')
+    out.append(_text((f.left + split) / 2, height - 6, f"run 1 ({n:,} steps)", anchor="middle", size=11))
+    out.append(_text((split + width - f.right) / 2, height - 6, f"steady state (run {p.steady_run} on)", anchor="middle", size=11))
+    out.append("</svg>")
+    legend = [
+        (RESERVED_COLOUR, f"reserved at creation ({format_bytes(p.reserved)})"),
+        *[(c, {"creation": "regions taken at session creation", "run 1": "regions taken in run 1",
+               "steady": f"regions taken from run 2 (memory pattern's block: {format_bytes(p.pattern_bytes)})"}[g])
+          for g, c in REGION_COLOURS.items() if any(ArenaPicture.group(s) == g for s in p.regions)],
+    ]
+    items = "".join(f'<li><span class="swatch" style="background:{c}"></span>{escape(label)}</li>' for c, label in legend)
+    items += (f'<li><span class="line" style="border-color:{REQUESTED_COLOUR}"></span>run 1 requested (over the reserved bytes)</li>'
+              f'<li><span class="line" style="border-color:{HELD_COLOUR}"></span>arena held (mem_arena_held)</li>')
+    return "".join(out) + f'<ul class="legend">{items}</ul>'

@@ -41,7 +41,7 @@ from graphmem.ort.optimized import optimized_model, temporary_dir
 from graphmem.ort.scratch import SCRATCH_RULES
 from graphmem.verify import make_feeds, measure
 
-DIR = Path("/work/cache/types/models")
+DIR = Path(__file__).resolve().parents[2] / ".cache" / "types" / "models"
 
 
 def print_scratch_table(seen: dict[str, list[int]]) -> None:

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 from builders import BERT, invoke
 
 from graphmem.analysis import analyze
@@ -95,7 +96,7 @@ def test_dim_zero_is_an_empty_tensor_as_onnxruntime_runs_it() -> None:
     # --dim batch=0: tiny_cnn's tensors are all empty (0 bytes), and a real session measures 0 too
     from builders import CNN
 
-    result = invoke("verify", str(CNN), "-d", "batch=0", "--json", "--tolerance", "0%")
+    result = invoke("verify", "--resident-processes", "0", str(CNN), "-d", "batch=0", "--json", "--tolerance", "0%")
     assert result.exit_code == 0, result.output
     v = json.loads(result.stdout)["verify"]
     assert (v["predicted_bytes"], v["measured_bytes"], v["passed"]) == (0, 0, True)
@@ -112,3 +113,39 @@ def test_dim_zero_is_an_empty_tensor_as_onnxruntime_runs_it() -> None:
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types
         raised = str(exc)
     assert f"Reshape node. Name:'{reshape}'" in raised
+
+
+def test_a_range_is_claimed_only_where_the_values_around_its_end_work() -> None:
+    # an equal split of n works at even n: from 3, 1 fails, 6 works, bisection (3, 6) gives 4; 5
+    # fails, so "n ≥ 4" is not claimed
+    assert _working_range(lambda v: v % 2 == 0, 3, [MAX_PROBES]) == (None, None)
+    # a multiple of 4 (DepthToSpace): from 6, 12 works, bisection gives 8; 9 fails
+    assert _working_range(lambda v: v % 4 == 0, 6, [MAX_PROBES]) == (None, None)
+
+
+def test_equal_split_names_its_node_without_a_range(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Split-13(x [n]) into 2 outputs: onnx refuses an odd n, onnxruntime fails ("cannot be split evenly")
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Split", ["x"], ["a", "b"], name="split")], "s",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in "ab"])
+    path = tmp_path / "split.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    (cause,) = analyze(path, dims={"n": 3}).shapes.causes
+    assert (cause.kind, cause.dim, cause.detail) == ("refused", None, "node 'split' (Split) gives no shape for its inputs ([3])")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match="Input cannot be split evenly on selected axis"):
+        session.run(None, {"x": np.zeros(3, np.float32)})
+
+
+def test_optimized_graph_refusal_is_a_refusal_with_its_range() -> None:
+    # at --graph-opt all onnxruntime's file declares every tensor's rank: the Expand's output is
+    # [?, ?], not rankless, yet its inference refused the inputs: a refusal (not a value-dependent size)
+    from graphmem.analysis.graph_opt import analyze_graph_opt
+
+    # (the mask's Ranges after it have limits computed from its output: value-dependent sizes)
+    causes = analyze_graph_opt(BERT, graph_opt="all", dims={"batch": 1, "seq": 600}).shapes.causes
+    assert [(c.node, c.kind, c.resolves_for) for c in causes] == [
+        (EXPAND, "refused", "seq ≤ 512"), ("/model/Range", "value_dependent", ""), ("/model/Range_1", "value_dependent", "")]

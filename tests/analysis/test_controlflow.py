@@ -268,7 +268,7 @@ def test_layers_shows_body_nodes_under_their_node(tmp_path: Path) -> None:
 
 def test_verify_feeds_values_and_compares_body_kernels(tmp_path: Path) -> None:
     path = _if_model(tmp_path)
-    result = invoke("verify", str(path), "--value", "mode=1", "--json")
+    result = invoke("verify", "--resident-processes", "0", str(path), "--value", "mode=1", "--json")
     assert result.exit_code == 0, result.stdout
     doc = json.loads(result.stdout)["verify"]
     assert doc["predicted_bytes"] == doc["measured_bytes"] == 8_001

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from builders import init, model, save, tensor
+from builders import if_model, init, model, save, tensor
 from onnx import TensorProto, helper
 
 from graphmem.analysis.controlflow import ControlFlowPlan, control_flow_approximations, plan_control_flow, released_initializers
@@ -37,14 +37,7 @@ def _planned(path: Path, **values: tuple[int, ...]) -> tuple[Programmed, Control
 
 
 def _if(tmp_path: Path) -> Path:
-    """pre = Relu(x); y = If(c): then Neg(Neg(x0)), else Abs(x0); post = Relu(y)."""
-    then = helper.make_graph([helper.make_node("Neg", ["x0"], ["a"], name="t_neg"),
-                              helper.make_node("Neg", ["a"], ["yt"], name="t_neg2")], "then", [], [tensor("yt", X)])
-    other = helper.make_graph([helper.make_node("Abs", ["x0"], ["ye"], name="e_abs")], "else", [], [tensor("ye", X)])
-    nodes = [helper.make_node("Relu", ["x"], ["x0"], name="pre"),
-             helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other),
-             helper.make_node("Relu", ["y"], ["out"], name="post")]
-    return save(model(nodes, [tensor("x", X), tensor("c", [], BOOL)], [tensor("out", X)]), tmp_path / "if.onnx")
+    return if_model(tmp_path / "if.onnx", X)
 
 
 def test_an_if_allocates_its_static_output_before_its_branch(tmp_path: Path) -> None:

@@ -206,7 +206,7 @@ def test_float_value_sizes_a_tensor(tmp_path) -> None:  # type: ignore[no-untype
     result = graphmem.analyze(path, values={"speed": (2.5,)})
     assert result.activations.peak_bytes == 48 and result.activations.exact
     assert result.model.values == {"speed": (2.5,)}
-    code, out, err = outcome("verify", str(path), "--value", "speed=2.5", "--json")
+    code, out, err = outcome("verify", "--resident-processes", "0", str(path), "--value", "speed=2.5", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["verify"]["measured_bytes"] == doc["verify"]["predicted_bytes"] == 48

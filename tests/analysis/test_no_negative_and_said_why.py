@@ -72,7 +72,7 @@ def test_documents_carry_no_negative_figure_and_say_why(tmp_path) -> None:  # ty
         ("peak", str(_data_dependent(tmp_path))),  # NonZero: unresolved_tensor
         ("peak", str(MODELS / "tiny_lstm.onnx"), "--dim", "batch=2", "--dim", "seq=8"),
         ("peak", str(MODELS / "tiny_gpt2.onnx"), "--dim", "batch=1", "--dim", "seq=0"),  # empty sequence
-        ("verify", paddle, "--shape", "x=2x3x4x5"),
+        ("verify", "--resident-processes", "0", paddle, "--shape", "x=2x3x4x5"),
         ("sweep", str(MODELS / "tiny_cnn.onnx"), "--dim", "batch=1,2"),
     ]
     seen_inexact = False

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import init, model, save, tensor
-from onnx import TensorProto, helper
+from builders import if_model, init, model, tensor
+from onnx import helper
 
 from graphmem.analysis.assemble import assemble
 from graphmem.analysis.plans import (
@@ -41,14 +41,7 @@ def _chain() -> Model:
 
 
 def _if(tmp_path: Path) -> Path:
-    """pre = Relu(x); If(c): then Neg(Neg(x0)), else Abs(x0); post = Relu(y); x [4, 100]."""
-    then = helper.make_graph([helper.make_node("Neg", ["x0"], ["a"], name="t_neg"),
-                              helper.make_node("Neg", ["a"], ["yt"], name="t_neg2")], "then", [], [tensor("yt", X)])
-    other = helper.make_graph([helper.make_node("Abs", ["x0"], ["ye"], name="e_abs")], "else", [], [tensor("ye", X)])
-    nodes = [helper.make_node("Relu", ["x"], ["x0"], name="pre"),
-             helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other),
-             helper.make_node("Relu", ["y"], ["out"], name="post")]
-    return save(model(nodes, [tensor("x", X), tensor("c", [], TensorProto.BOOL)], [tensor("out", X)]), tmp_path / "if.onnx")
+    return if_model(tmp_path / "if.onnx", X)
 
 
 def test_program_has_a_step_per_node_and_a_value_per_tensor() -> None:

@@ -4,6 +4,7 @@ result of one stage given the previous stage's, hand-computed figures in the com
 from __future__ import annotations
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from builders import init, model, tensor
 from onnx import TensorProto, helper
@@ -12,7 +13,9 @@ from graphmem.analysis.request import AnalysisRequest, Bindings
 from graphmem.analysis.stages import (
     Typed, cpu_kernels, expand_for_kernels, expand_functions, load, session_graph, types_and_shapes,
 )
-from graphmem.errors import InvalidModelError, ModelLoadError, TensorSizeError, UnboundDimError, UnsupportedOpError
+from graphmem.errors import (
+    InvalidModelError, KernelRefusalError, ModelLoadError, TensorSizeError, UnboundDimError, UnsupportedOpError,
+)
 from graphmem.model.loading import Model, model_from_proto
 
 F16 = TensorProto.FLOAT16
@@ -99,6 +102,28 @@ def test_types_and_shapes_refuses_a_value_info_contradicting_inference() -> None
         types_and_shapes(loaded.model, loaded.inputs, AnalysisRequest())
     unchecked = types_and_shapes(loaded.model, loaded.inputs, AnalysisRequest(), check=False)
     assert unchecked.static.type_conflicts == (("Shape", "s", TensorProto.INT64, TensorProto.FLOAT),)
+
+
+def test_types_and_shapes_refuses_a_binding_a_kernel_refuses(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # y = Conv(x [1, 1, h], W [1, 1, 3]): at h=2 onnx infers y [1, 1, 0] ((2 - 3) / 1 + 1 = 0),
+    # onnxruntime's Conv refuses it at run time; h=3 gives y [1, 1, 1] and runs
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c")]
+    proto = model(nodes, [tensor("x", [1, 1, "h"])], [tensor("y", None)], [init("w", np.ones((1, 1, 3), np.float32))])
+    m = model_from_proto(proto)
+    loaded = load(m, _request(h=2))
+    with pytest.raises(KernelRefusalError, match=r"node 'c' \(Conv\) fails in onnxruntime at h=2: .*; it runs for h ≥ 3"):
+        types_and_shapes(loaded.model, loaded.inputs, _request(h=2))
+    # re-typing a graph already checked does not check again
+    assert types_and_shapes(loaded.model, loaded.inputs, _request(h=2), check=False).runtime.types["y"].shape == (1, 1, 0)
+    ok = load(m, _request(h=3))
+    assert types_and_shapes(ok.model, ok.inputs, _request(h=3)).runtime.types["y"].shape == (1, 1, 1)
+    # the real session agrees on both sides of the boundary
+    path = tmp_path / "conv.onnx"
+    path.write_bytes(proto.SerializeToString())
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": np.ones((1, 1, 3), np.float32)})[0].tolist() == [[[3.0]]]
+    with pytest.raises(Exception, match="Invalid input shape"):
+        session.run(None, {"x": np.ones((1, 1, 2), np.float32)})
 
 
 def test_cpu_kernels_casts_a_float16_node_without_a_kernel() -> None:

@@ -65,7 +65,7 @@ def test_fit_solves_the_batch_through_the_loop(loop: Path) -> None:
     r = search_largest(loop, solve="batch", budget_bytes=100_000, values=values)
     assert r.largest == 62
     assert graphmem.analyze(loop, dims={"batch": 62}, values=values).total_bytes == 1_600 * 62 + 22
-    out = invoke("fit", str(loop), "--memory", "100000", "--solve", "batch", "--value", "M=3", "--value", "c=1")
+    out = invoke("fit", "--by", "requested", str(loop), "--memory", "100000", "--solve", "batch", "--value", "M=3", "--value", "c=1")
     assert out.exit_code == 0 and "largest batch that fits: 62" in out.stdout
 
 

@@ -39,7 +39,7 @@ def test_sweep_json_rows_equal_analyze() -> None:
 def test_sweep_table_with_fixed_dim() -> None:
     code, out, _ = run("sweep", BERT, "--dim", "batch=2", "--dim", "seq=16..128:x2")
     assert code == 0
-    assert "fit: total ≈" in out and "worst residual" in out and "fixed" in out
+    assert "fit: requested total ≈" in out and "worst residual" in out and "fixed" in out
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -66,7 +66,7 @@ def test_sweep_two_swept_dims_and_unbound() -> None:
 
 
 def test_fit_solves_exactly() -> None:
-    code, out, _ = run("fit", CNN, "--memory", "5MiB", "--overhead", "100KiB", "--json")
+    code, out, _ = run("fit", "--by", "requested", CNN, "--memory", "5MiB", "--overhead", "100KiB", "--json")
     assert code == 0
     doc = json.loads(out)
     n = doc["largest"]
@@ -80,7 +80,7 @@ def test_fit_solves_exactly() -> None:
 
 
 def test_fit_on_device_table() -> None:
-    code, out, _ = run("fit", CNN, "--device", "Tesla T4", "--solve", "batch",
+    code, out, _ = run("fit", "--by", "requested", CNN, "--device", "Tesla T4", "--solve", "batch",
                        "--overhead", "500MiB")
     assert code == 0
     assert "NVIDIA T4" in out and "largest batch that fits" in out and "monotone" in out
@@ -88,11 +88,11 @@ def test_fit_on_device_table() -> None:
 
 def test_fit_gate_exit_codes() -> None:
     total = graphmem.analyze(CNN, dims={"batch": 32}).total_bytes
-    code, out, _ = run("fit", CNN, "--memory", str(total), "--dim", "batch=32", "--json")
+    code, out, _ = run("fit", "--by", "requested", CNN, "--memory", str(total), "--dim", "batch=32", "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["mode"] == "check" and doc["fits"] and doc["headroom_bytes"] == 0
-    code, out, _ = run("fit", CNN, "--memory", str(total - 1), "--dim", "batch=32", "--json")
+    code, out, _ = run("fit", "--by", "requested", CNN, "--memory", str(total - 1), "--dim", "batch=32", "--json")
     assert code == 1
     doc = json.loads(out)
     assert not doc["fits"] and doc["headroom_bytes"] == -1
@@ -131,7 +131,7 @@ def test_fit_host_and_device_spec() -> None:
 
 
 def test_fit_longest_context(decoder: str) -> None:
-    code, out, _ = run("fit", decoder, "--memory", "4MiB", "--dim", "batch=4", "--solve", "seq",
+    code, out, _ = run("fit", "--by", "requested", decoder, "--memory", "4MiB", "--dim", "batch=4", "--solve", "seq",
                        "--json")
     assert code == 0
     doc = json.loads(out)
@@ -141,7 +141,7 @@ def test_fit_longest_context(decoder: str) -> None:
     kv = doc["kv_cache"]
     assert kv["context_dim"] == "seq"
     assert kv["total_bytes"] == kv["past_bytes"] + kv["present_bytes"]
-    code, out, _ = run("fit", decoder, "--memory", "4MiB", "--dim", "batch=4", "--solve", "seq")
+    code, out, _ = run("fit", "--by", "requested", decoder, "--memory", "4MiB", "--dim", "batch=4", "--solve", "seq")
     assert code == 0 and "kv cache" in out
 
 
@@ -195,7 +195,7 @@ def test_fit_train_solves_exactly() -> None:
         assert p["peak_phase"] == e.peak_phase
         assert p["analysis_total_bytes"] == e.analysis.total_bytes
         assert p["fits"] == (e.step_peak_bytes + overhead <= budget)
-    code, out, _ = run("fit", TRAIN_CNN, "--memory", "2MiB", "--overhead", "100KiB", "--json")
+    code, out, _ = run("fit", "--by", "requested", TRAIN_CNN, "--memory", "2MiB", "--overhead", "100KiB", "--json")
     assert code == 0 and json.loads(out)["largest"] > n and json.loads(out)["measure"] == "total"
 
 

@@ -88,20 +88,20 @@ def test_a_swept_or_solved_dim_of_a_shaped_input_is_refused(two, command) -> Non
 
 def test_fit_solves_with_a_shape(two) -> None:  # type: ignore[no-untyped-def]
     # 144 + 48v <= 1000  ->  v = 17 (960 B); 18 needs 1,008 B.
-    code, out, err = run("fit", two, "--memory", "1000", "--shape", "x=3x4", "--json")
+    code, out, err = run("fit", "--by", "requested", two, "--memory", "1000", "--shape", "x=3x4", "--json")
     assert code == 0, err
     doc = json.loads(out)
     validate(doc, "fit")
     assert (doc["mode"], doc["solve"], doc["largest"]) == ("solve", "batch", 17)
     assert (doc["total_bytes"], doc["next_total_bytes"], doc["headroom_bytes"]) == (_total(17), _total(18), 40)
     assert doc["shapes"] == {"x": [3, 4]} and doc["exact"] is True
-    code, out, _ = run("fit", two, "--memory", "1000", "--shape", "x=3x4")
+    code, out, _ = run("fit", "--by", "requested", two, "--memory", "1000", "--shape", "x=3x4")
     assert code == 0 and "solving batch; fixed dims: none; shapes x=3x4" in out
 
 
 def test_fit_gate_with_shapes_only(two) -> None:  # type: ignore[no-untyped-def]
     # Both inputs shaped (batch = 2 implied by y=2x4): nothing left to solve, a gate at 240 B.
-    args = ("fit", two, "--shape", "x=3x4", "--shape", "y=2x4", "--json")
+    args = ("fit", "--by", "requested", two, "--shape", "x=3x4", "--shape", "y=2x4", "--json")
     code, out, err = run(*args, "--memory", "240")
     assert code == 0, err
     doc = json.loads(out)
@@ -136,7 +136,7 @@ def test_sweep_with_a_value(valued) -> None:  # type: ignore[no-untyped-def]
     assert [(r["activations_peak_bytes"], r["total_bytes"]) for r in doc["rows"]] == [(52, 92), (76, 140), (124, 236)]
     code, out, err = run("sweep", valued, "--dim", "batch=1,2", "--value", "n=7", "--value", "lens=3,4")
     assert code == 2 and "--dim batch: input 'lens' has dim 'batch', but --value lens=3,4 fixes" in err
-    code, out, err = run("fit", valued, "--memory", "140", "--value", "n=7", "--json")
+    code, out, err = run("fit", "--by", "requested", valued, "--memory", "140", "--value", "n=7", "--json")
     assert code == 0, err
     assert (json.loads(out)["largest"], json.loads(out)["values"]) == (2, {"n": [7]})
 
@@ -171,10 +171,10 @@ def test_fit_genai_buffer_yields_to_a_shaped_past(tmp_path) -> None:  # type: ig
     path = str(save(m, tmp_path / "model.onnx"))
     (tmp_path / "genai_config.json").write_text(json.dumps(
         {"search": {"max_length": 16, "past_present_share_buffer": True}}))
-    code, out, err = run("fit", path, "--memory", "1KiB", "--json")
+    code, out, err = run("fit", "--by", "requested", path, "--memory", "1KiB", "--json")
     assert code == 0 and "max_length 16" in err
     assert json.loads(out)["total_bytes"] == 272 + 272
-    code, out, err = run("fit", path, "--memory", "1KiB", "--shape", "past=1x8x4", "--json")
+    code, out, err = run("fit", "--by", "requested", path, "--memory", "1KiB", "--shape", "past=1x8x4", "--json")
     assert code == 0 and "genai_config" not in err
     doc = json.loads(out)
     assert (doc["mode"], doc["total_bytes"], doc["dims"]["past_sequence_length"]) == ("check", 144 + 144, 8)

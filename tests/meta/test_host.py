@@ -94,8 +94,10 @@ def test_gqa_flash_tiles_follow_the_l2(tmp_path: Path, avx2_file: str) -> None:
     path = str(_gqa(tmp_path / "gqa.onnx"))
     pinned, avx2 = documents(avx2_file, "peak", path, "--value", "total=2048", "--value", "seqlens=2047")
     assert (pinned["activations"]["scratch_bytes"], avx2["activations"]["scratch_bytes"]) == (2630144, 2368000)
+    # the session block: the same arena regions (powers of two), fewer of their pages written
+    held = [".session.resident_bytes", ".session.resident_parts.arena"]
     assert differing(pinned, avx2) == [".activations.in_use_peak_bytes", ".activations.scratch_bytes"] + [
-        p for p in differing(pinned, avx2) if p.startswith(".host.")]
+        p for p in differing(pinned, avx2) if p.startswith(".host.")] + held
 
 
 def _qlinear_conv(path: Path) -> Path:
@@ -122,7 +124,9 @@ def test_mlas_symmetric_convolution_needs_avx512_for_20_channels(tmp_path: Path,
     pinned, avx2 = documents(avx2_file, "peak", path)
     assert (pinned["activations"]["scratch_bytes"], avx2["activations"]["scratch_bytes"]) == (110592, 266240)
     moved = [p for p in differing(pinned, avx2) if not p.startswith(".host.")]
-    assert moved == [".activations.in_use_peak_bytes", ".activations.scratch_bytes"]
+    # the session block: the same arena regions, another count of their pages written
+    assert moved == [".activations.in_use_peak_bytes", ".activations.scratch_bytes",
+                     ".session.resident_bytes", ".session.resident_parts.arena"]
 
 
 # --- PyTorch/oneDNN: the bf16 kernels (flags), the brgemm blocking (L2), the threads ----------
@@ -179,7 +183,7 @@ def test_bf16_lstm_scratchpad_follows_amx_and_threads() -> None:
 
 def test_verify_refuses_another_host(avx2_file: str) -> None:
     # verify measures on this machine: a prediction for another one cannot be checked here
-    code, out, err = outcome("verify", str(CNN), "-d", "batch=1", "--host", avx2_file)
+    code, out, err = outcome("verify", "--resident-processes", "0", str(CNN), "-d", "batch=1", "--host", avx2_file)
     assert code == EXIT_INPUT_ERROR and out == "" and err.count("\n") == 1
     assert "verify measures on this machine" in err and "l2_bytes 1048576 != 2097152" in err
 
@@ -197,6 +201,7 @@ ALLOWED = {
     "graphmem/host.py": "the one reader",
     "graphmem/verify/feeds.py": "memory_limit: this process's own memory, before making feeds",
     "graphmem/gate/config.py": "os.cpu_count: how many worker processes check starts",
+    "graphmem/verify/_rss_child.py": "VmRSS: the resident memory of verify's own fresh measuring process",
 }
 
 

@@ -174,7 +174,9 @@ def test_optional_shapes_on_the_command_line_and_in_json(tmp_path: Path) -> None
     assert parse_shapes(["o=none", "p=NONE", "s=[4x100]", "t=4x100"]) == {"o": None, "p": None, "s": ((4, 100),), "t": (4, 100)}
     path = _tensor_model(tmp_path)
     for binding in ("o=none", "o=4x100"):
-        result = invoke("verify", str(path), "--shape", binding, "--json")
+        # the requested peak is what this test checks; the process's resident growth (9.3 MiB of
+        # measured runtime constants on a 2 KiB model) is scripts/held_check.py's
+        result = invoke("verify", str(path), "--shape", binding, "--json", "--resident-processes", "0")
         assert result.exit_code == 0, result.stdout
         doc = json.loads(result.stdout)
         assert doc["verify"]["predicted_bytes"] == doc["verify"]["measured_bytes"] == 1_601
@@ -186,7 +188,7 @@ def test_optional_shapes_on_the_command_line_and_in_json(tmp_path: Path) -> None
     assert code == 2 and "is an optional tensor" in err
     code, _, err = outcome("peak", str(path), "--shape", "o=4x99")
     assert code == 2 and "dim 1 is fixed at 100" in err
-    code, _, err = outcome("verify", str(path))
+    code, _, err = outcome("verify", "--resident-processes", "0", str(path))
     assert code == 2 and "--shape o=none" in err and "Traceback" not in err
 
 

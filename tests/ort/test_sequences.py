@@ -180,7 +180,7 @@ def test_a_sequence_input_s_elements_are_given_by_shape(tmp_path: Path) -> None:
 def test_sequence_shapes_on_the_command_line(tmp_path: Path) -> None:
     path = _concat_input_model(tmp_path)
     assert parse_shapes(["s=[4x100,2x100]", "e=[]", "one=[scalar]"]) == {"s": ((4, 100), (2, 100)), "e": (), "one": ((),)}
-    result = invoke("verify", str(path), "--shape", "s=[4x100,2x100]", "--json")
+    result = invoke("verify", "--resident-processes", "0", str(path), "--shape", "s=[4x100,2x100]", "--json")
     assert result.exit_code == 0, result.stdout
     doc = json.loads(result.stdout)["verify"]
     assert doc["predicted_bytes"] == doc["measured_bytes"] == 4_804
@@ -188,7 +188,7 @@ def test_sequence_shapes_on_the_command_line(tmp_path: Path) -> None:
     assert code == 2 and "is a sequence of tensors: give its elements' shapes" in err
     code, _, err = outcome("peak", str(path), "--shape", "s=[4x100,2x3x4]")
     assert code == 2 and "element 1 of --shape s=[4x100,2x3x4]" in err
-    code, _, err = outcome("verify", str(path))
+    code, _, err = outcome("verify", "--resident-processes", "0", str(path))
     assert code == 2 and "--shape s=[2x3,4x3]" in err
 
 

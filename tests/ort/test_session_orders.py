@@ -91,14 +91,14 @@ def test_verify_passes_on_the_order_the_session_ran(tmp_path: Path) -> None:
     from builders import invoke
 
     path = two_convs(tmp_path, neg=False)
-    result = invoke("verify", str(path), "--graph-opt", "all", "--tolerance", "0%", "--json")
+    result = invoke("verify", "--resident-processes", "0", str(path), "--graph-opt", "all", "--tolerance", "0%", "--json")
     assert result.exit_code == 0, result.output
     v = json.loads(result.stdout)["verify"]
     assert v["order_peaks"] == [2 * S, 2 * S + B] == [131_072, 135_168]
     assert v["predicted_bytes"] == 2 * S + B
     assert v["measured_bytes"] in (2 * S, 2 * S + B)
     assert v["order_matched"] == v["measured_bytes"] and v["passed"]
-    table = invoke("verify", str(path), "--graph-opt", "all", "--tolerance", "0%")
+    table = invoke("verify", "--resident-processes", "0", str(path), "--graph-opt", "all", "--tolerance", "0%")
     assert table.exit_code == 0, table.output
     assert "onnxruntime picks one of the orders per session (peaks 131,072, 135,168 B); this session ran the order of peak" in table.stdout
 
@@ -109,7 +109,7 @@ def test_verify_one_order_names_no_alternatives(tmp_path: Path) -> None:
     from builders import invoke
 
     path = two_convs(tmp_path, neg=True)  # one order: peak 2S (see above)
-    result = invoke("verify", str(path), "--graph-opt", "all", "--tolerance", "0%", "--json")
+    result = invoke("verify", "--resident-processes", "0", str(path), "--graph-opt", "all", "--tolerance", "0%", "--json")
     assert result.exit_code == 0, result.output
     v = json.loads(result.stdout)["verify"]
     assert (v["order_peaks"], v["order_matched"], v["measured_bytes"]) == ([], None, 2 * S)

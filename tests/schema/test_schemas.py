@@ -78,8 +78,8 @@ CASES: list[tuple[str, int, tuple[str, ...]]] = [
                    "--sort", "flops", "--top", "5", "--json")),
     ("ops", 0, ("ops", "--json")),
     ("ops", 0, ("ops", BERT, "--json")),
-    ("verify", 0, ("verify", CNN, "-d", "batch=1", "--json")),
-    ("verify", 1, ("verify", BERT, "-d", "batch=1", "-d", "seq=4", "--max-peak", "1", "--json")),
+    ("verify", 0, ("verify", "--resident-processes", "0", CNN, "-d", "batch=1", "--json")),
+    ("verify", 1, ("verify", "--resident-processes", "0", BERT, "-d", "batch=1", "-d", "seq=4", "--max-peak", "1", "--json")),
     ("sweep", 0, ("sweep", CNN, "-d", "batch=1,2,4", "--json")),
     ("sweep", 0, ("sweep", BERT, "-d", "batch=1", "-d", "seq=4,8,16", "--as-dtype", "float16",
                   "--json")),
@@ -88,6 +88,9 @@ CASES: list[tuple[str, int, tuple[str, ...]]] = [
     ("fit", 0, ("fit", CNN, "--memory", "16MiB", "--json")),
     ("fit", 1, ("fit", CNN, "--memory", "1KiB", "--json")),
     ("fit", 0, ("fit", CNN, "--memory", "16MiB", "-d", "batch=4", "--json")),
+    ("fit", 0, ("fit", CNN, "--memory", "16MiB", "-d", "batch=4", "--by", "requested", "--json")),
+    ("fit", 0, ("fit", CNN, "--memory", "16MiB", "--by", "arena", "--session-option", "enable_mem_pattern=0",
+                "--json")),
     ("fit", 1, ("fit", CNN, "--memory", "1MiB", "-d", "batch=4", "--overhead", "512KiB",
                 "--json")),
     ("fit", 0, ("fit", CNN, "--device", "t4", "-d", "batch=4", "--json")),
@@ -95,11 +98,12 @@ CASES: list[tuple[str, int, tuple[str, ...]]] = [
     ("fit", 0, ("fit", BERT, "--device-spec", "name=lab,memory=64MiB,fp32=1T", "-d", "batch=1",
                 "--solve", "seq", "--json")),
     ("fit", 0, ("fit", "{decoder}", "--memory", "4MiB", "--dim", "batch=4", "--solve", "seq",
-                "--json")),
+                "--by", "requested", "--json")),
     ("fit", 0, ("fit", TRAIN, "--train", "--memory", "16MiB", "--json")),
     ("fit", 1, ("fit", TRAIN, "--train", "--memory", "1KiB", "--json")),
     ("fit", 0, ("fit", TRAIN, "--train", "--device", "t4", "-d", "batch=2", "--optimizer", "sgd",
                 "--precision", "mixed-fp16", "--frozen", "0.*", "--json")),
+    ("advise", 0, ("advise", CNN, "-d", "batch=1", "--session-option", "intra_op_num_threads=1", "--json")),
     ("devices", 0, ("devices", "--json")),
     ("devices", 0, ("devices", "--device-spec", "name=lab,memory=8GiB,fp16=100T,bandwidth=1T",
                     "--json")),
@@ -138,7 +142,7 @@ def test_cli_json_covers_every_variant(decoder: str) -> None:
         fit_docs.append(json.loads(run_once(*args)[1]))
     seen = {(d["mode"], d["measure"], d["fits"], d["device"] is not None) for d in fit_docs}
     for mode in ("check", "solve"):
-        for measure in ("total", "training_step_peak"):
+        for measure in ("resident", "total", "training_step_peak"):
             assert any(s[:2] == (mode, measure) for s in seen), (mode, measure)
     assert any(not s[2] for s in seen) and any(s[3] for s in seen)
     assert any(d["kv_cache"] is not None for d in fit_docs)

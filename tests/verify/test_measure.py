@@ -362,11 +362,10 @@ def test_cpu_request_and_unknown_request():
 
 
 def test_provider_and_session_options():
-    assert provider_options(CUDA) == {
-        "arena_extend_strategy": "kSameAsRequested",
-        "cudnn_conv_algo_search": "HEURISTIC",
-        "cudnn_conv_use_max_workspace": "0",
-    }
+    # the user's CUDA options, else onnxruntime's defaults: nothing forced (issue 26)
+    assert provider_options(CUDA) == {}
+    assert provider_options(CUDA, {"arena_extend_strategy": "kSameAsRequested"}) == {
+        "arena_extend_strategy": "kSameAsRequested"}
     assert provider_options(CPU) == {}
     levels = {
         "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,

@@ -14,7 +14,7 @@ from graphmem.verify.compare import parse_tolerance, verify
 
 
 def test_verify_passes_on_committed_model(models_dir: Path) -> None:
-    v = verify(models_dir / "tiny_lstm.onnx", dims={"batch": 2, "seq": 9})
+    v = verify(models_dir / "tiny_lstm.onnx", dims={"batch": 2, "seq": 9}, resident_processes=0)
     assert v.passed and v.ratio == 1.0 and v.divergence is None
     assert v.measured_bytes == v.predicted_bytes > 0
     assert v.measured_scratch_bytes >= v.measured_bytes
@@ -27,10 +27,16 @@ def test_verify_json_and_exit_codes(models_dir: Path) -> None:
     for key in ("provider", "graph_opt", "predicted_bytes", "measured_bytes", "measured_scratch_bytes", "ratio"):
         assert key in doc
     assert doc["provider"] == "CPUExecutionProvider"
+    # the session's figures measured (three fresh processes): the arena's three, and the resident
+    # growth within 10% (tiny_cnn's Conv kernels: the runs' measured constant applies)
+    session = doc["session"]
+    assert all(session["figures"][k]["within"] for k in ("arena_before_run_bytes", "arena_first_run_bytes",
+                                                         "arena_steady_bytes", "resident_bytes"))
+    assert len(session["resident_processes"]) == 3
     # A zero tolerance still passes an exact prediction; a malformed one is a usage error.
-    r = invoke("verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "0%")
+    r = invoke("verify", "--resident-processes", "0", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "0%")
     assert r.exit_code == 0, r.output
-    r = invoke("verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "x")
+    r = invoke("verify", "--resident-processes", "0", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=2", "--tolerance", "x")
     assert r.exit_code == 2
 
 
@@ -41,9 +47,9 @@ def test_random_weights_for_stripped_model(tmp_path: Path) -> None:
     m = model([helper.make_node("MatMul", ["X", "W"], ["Y"])], [tensor("X", [4, 256])], [tensor("Y", [4, 256])], [w])
     m.graph.initializer[0].ClearField("raw_data")
     path = save(m, tmp_path / "stripped.onnx")
-    r = invoke("verify", str(path))
+    r = invoke("verify", "--resident-processes", "0", str(path))
     assert r.exit_code == 2 and "--random-weights" in r.output
-    v = verify(path, random_weights=True)
+    v = verify(path, random_weights=True, resident_processes=0)
     assert v.passed and v.measured_bytes == 4 * 256 * 4
     assert onnx.load(str(path)).graph.initializer[0].raw_data == b""  # the user's file is untouched
 
@@ -55,7 +61,7 @@ def test_tolerance_parsing() -> None:
 
 def test_verify_gates_budgets_on_the_prediction(models_dir: Path) -> None:
     # tiny_cnn at batch 4: predicted peak 1.25 MiB (= 4 x 320 KiB), measured the same.
-    args = ["verify", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=4", "--json"]
+    args = ["verify", "--resident-processes", "0", str(models_dir / "tiny_cnn.onnx"), "--dim", "batch=4", "--json"]
     r = invoke(*args, "--max-peak", "100KiB")
     assert r.exit_code == 1
     doc = json.loads(r.stdout)
@@ -90,7 +96,7 @@ def test_verify_predicts_what_peak_predicts_at_level_all(models_dir: Path, tmp_p
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     dims = {"batch": 1, "seq": 8}
     peak = analyze_graph_opt(path, "all", dims=dims).activations.peak_bytes
-    v = verify(path, dims=dims, graph_opt="all")
+    v = verify(path, dims=dims, graph_opt="all", resident_processes=0)
     assert v.predicted_bytes == peak == v.measured_bytes == 15_480
 
 
@@ -115,16 +121,16 @@ def test_an_in_use_mark_set_at_session_creation_is_not_compared(tmp_path: Path) 
     # Shown as measured, it was 16.00 KiB vs 512 B predicted with no note. With prepacking off
     # the run's own mark shows: 512.
     path = _shared_transb_gemms(tmp_path)
-    v = verify(path)
+    v = verify(path, resident_processes=0)
     assert v.passed and (v.predicted_bytes, v.measured_bytes) == (512, 512)
     assert v.measured_scratch_bytes is None and v.measured_scratch_unpacked_bytes == v.predicted_scratch_bytes == 512
     assert v.scratch_note is not None and "set at session creation (prepacking)" in v.scratch_note and "16.00 KiB" in v.scratch_note
-    r = invoke("verify", str(path), "--json")
+    r = invoke("verify", "--resident-processes", "0", str(path), "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)["verify"]
     assert (doc["measured_scratch_bytes"], doc["measured_scratch_unpacked_bytes"]) == (None, 512)
-    r = invoke("verify", str(path))
+    r = invoke("verify", "--resident-processes", "0", str(path))
     assert r.exit_code == 0 and "not comparable" in r.output and "scratch, prepacking off" in r.output
     # at graph-opt all the weight is packed once per Gemm and the run sets its own mark: compared
-    w = verify(path, graph_opt="all")
+    w = verify(path, graph_opt="all", resident_processes=0)
     assert (w.measured_scratch_bytes, w.scratch_note) == (512, None)

@@ -438,6 +438,36 @@ def _coverage_headline(text: str) -> str:
             f"{outcomes.get('zero', 0)} zero, {outcomes.get('unsupported', 0)} unsupported; {complete}")
 
 
+def _bench_peak_headline(text: str) -> str:
+    """bench_peak.py: the start-up ratio and, on GPT-2 small, onnxsim's and onnx-tool's CPU time
+    over graphmem's."""
+    parts = []
+    startup = re.search(r"import numpy': ([\d.]+x) by best CPU time", text)
+    if startup:
+        parts.append(f"start-up {startup.group(1)} python -c 'import numpy'")
+    gpt2 = text.partition("gpt2_small.onnx")[2].partition("\n\n")[0]
+    peers = []
+    for tool in ("onnxsim plan", "onnx-tool"):
+        row = re.search(rf"^  {tool}\s.*?([\d.]+x)\s+([\d.]+x)$", gpt2, re.MULTILINE)
+        if row:
+            peers.append(f"{tool} {row.group(2)}")
+    if peers:
+        parts.append(f"on GPT-2 small the peers take {', '.join(peers)} graphmem's CPU time")
+    return "; ".join(parts) or last_line(text)
+
+
+def _bench_scale_headline(text: str) -> str:
+    """bench_scale.py: graphmem's CPU seconds and peak RSS on the largest graph of each family."""
+    parts = []
+    for family in re.findall(r"^(\w+) \(", text, re.MULTILINE):
+        block = text.partition(f"{family} (")[2].partition("\n\n")[0]
+        rows = re.findall(r"^\s+(\d+) graphmem\s+[\d.]+\s+([\d.]+)\s+([\d.]+)\s+(\d+) MiB", block, re.MULTILINE)
+        if rows:
+            nodes, cpu, per_node, rss = rows[-1]
+            parts.append(f"{family} of {int(nodes):,} nodes: {cpu} s CPU, {per_node} us/node, {rss} MiB")
+    return "; ".join(parts) or last_line(text)
+
+
 def _llm_headline(text: str) -> str:
     """llm23_check.py: rows ``model dims predicted measured exact ops``."""
     rows = re.findall(r"^\S+\s+\S+\s+([\d,]+)\s+([\d,]+)\s+(yes|no)\b", text, re.MULTILINE)
@@ -491,8 +521,10 @@ ACCURACY: dict[str, Accuracy] = {
                              summary=tail(30)),
     "sweep_demo": Accuracy(label="sweep/fit vs peak", script="sweep_demo.py", summary=without_timings),
     "bench_check": Accuracy(label="check --jobs 2 vs --jobs 1", script="bench_check.py", summary=tail(6)),
-    "bench_peak": Accuracy(label="speed of graphmem peak vs onnx.load and onnx-tool", script="bench_peak.py",
-                           summary=tail(24)),
+    "bench_peak": Accuracy(label="speed of graphmem peak vs onnxsim's planner, onnx-tool and onnx.load",
+                           script="bench_peak.py", headline=_bench_peak_headline, summary=tail(80)),
+    "bench_scale": Accuracy(label="graphmem peak's time and memory from 1k to 100k nodes, beside onnxsim's planner",
+                            script="bench_scale.py", headline=_bench_scale_headline, summary=tail(30)),
 }
 
 #: The records README.md's accuracy block lists, in order.

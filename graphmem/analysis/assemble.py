@@ -14,7 +14,6 @@ import numpy as np
 import onnx
 
 from graphmem.analysis.causes import unresolved_causes
-from graphmem.analysis.controlflow import control_flow_approximations
 from graphmem.analysis.exactness import approximations
 from graphmem.analysis.plans import ControlFlowRun, Flops, Headline, Plans, Programmed
 from graphmem.analysis.request import AnalysisRequest
@@ -72,7 +71,7 @@ def assemble(
             causes={t: c.detail for c in causes for t in c.tensors},
         )
         + missing_bodies(model, expanded.missing)
-        + (tuple(control_flow_approximations(cf.flow)) if cf is not None else ())
+        + _control_flow_notes(cf)
         + (_duplicated_dq_in_bodies(model) if request.execution_order == "ort" else ())
         + _cuda_inlined(session.provider)
         + kernels.host
@@ -238,3 +237,13 @@ def _duplicated_dq_in_bodies(model: Model) -> tuple[Approximation, ...]:
             for body in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
                 visit(body)
     return tuple(out)
+
+
+def _control_flow_notes(cf: ControlFlowRun | None) -> tuple[Approximation, ...]:
+    """What the control-flow plan could not make exact (its module loads only for a graph with
+    control flow)."""
+    if cf is None:
+        return ()
+    from graphmem.analysis.controlflow import control_flow_approximations
+
+    return tuple(control_flow_approximations(cf.flow))

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from graphmem.analysis.controlflow import SHORT
 from graphmem.model.types import TensorType
-from graphmem.shapes.controlflow import BodyRun
+
+if TYPE_CHECKING:  # control flow's modules load only for a model that has it
+    from graphmem.shapes.controlflow import BodyRun
 
 if TYPE_CHECKING:
     from graphmem.flops import FlopReport
@@ -46,6 +47,7 @@ def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping
     report = count_flops(graph, shapes.types, order, values=shapes.values)
     if not shapes.bodies:
         return report, {}
+    from graphmem.analysis.controlflow import SHORT
     costs = dict(report.costs)
     by_op = dict(report.by_op_type)
     unsupported = dict(report.unsupported)

@@ -52,14 +52,18 @@ def approximations(
             kind="unresolved_tensor", node=label.get(nid, "") if nid is not None else "",
             detail=f"tensor '{name}' has no static size{why}: it is not in the figures",
         ))
+    known: dict[tuple[str, str], bool] = {}  # (domain, op) -> _known_kernel, looked up once per op
     for nid in order:
         node = g.node(nid)
-        if has_subgraph(node) and nid not in planned:
+        op = (node.domain, node.op_type)
+        if op not in known and nid not in planned:
+            known[op] = _known_kernel(node, g.model.opsets)
+        if node.attribute and has_subgraph(node) and nid not in planned:
             out.append(Approximation(
                 kind="unplanned_subgraph", node=label[nid],
                 detail=f"the buffers of {node.op_type}'s body are not planned: they are not in the figures",
             ))
-        elif nid not in planned and not _known_kernel(node, g.model.opsets):
+        elif nid not in planned and not known[op]:
             out.append(Approximation(
                 kind="unknown_kernel", node=label[nid],
                 detail=f"no rules for {node.domain}:{node.op_type}: planned from the file's shapes, sharing no buffer",

@@ -15,23 +15,25 @@ flow, the replay's (:func:`replay_headline`); never the planner's, which gives t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.bodyflops import flops_with_bodies
-from graphmem.analysis.controlflow import ControlFlowPlan, plan_control_flow
 from graphmem.analysis.request import AnalysisRequest
 from graphmem.analysis.stages import Session
 from graphmem.errors import UsageError
 from graphmem.flops import FlopReport
 from graphmem.model.program import build_program
 from graphmem.ort.allocation import OrtPlan, plan_ort
-from graphmem.ort.controlflow import Replay, replay
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.ort.scratch import ScratchProfile, prepacked_in_arena, replay_run, step_scratch
 from graphmem.ort.session import main_device_only
 from graphmem.planner.greedy import Placement, plan_greedy
 from graphmem.planner.liveness import Liveness, analyze_liveness
 from graphmem.planner.program import Program
+
+if TYPE_CHECKING:  # control flow's modules load only for a graph that has it (replay_control_flow)
+    from graphmem.analysis.controlflow import ControlFlowPlan
+    from graphmem.ort.controlflow import Replay
 
 __all__ = [
     "Programmed", "Plans", "ControlFlowRun", "Headline", "Flops",
@@ -114,6 +116,9 @@ def replay_control_flow(
         return None
     if session.provider.devices is not None:
         raise UsageError("--provider cuda: control flow (If/Loop/Scan) is emulated on CPU only")
+    from graphmem.analysis.controlflow import plan_control_flow
+    from graphmem.ort.controlflow import replay
+
     s = session.provider
     flow = plan_control_flow(
         programmed.program, plans.plan, programmed.names, s.order, s.graph.protos, runtime.bodies,

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphmem.flops import FlopReport
 from graphmem.host import HostProfile
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType
 from graphmem.ort.allocation import OrtPlan
-from graphmem.ort.controlflow import Replay
 from graphmem.ort.session import PlacementInfo
 from graphmem.planner.program import Program
+
+if TYPE_CHECKING:  # control flow's modules load only for a model that has it
+    from graphmem.ort.controlflow import Replay
 
 __all__ = [
     "Analysis", "ModelInfo", "WeightsInfo", "ActivationsInfo", "IOInfo", "ShapesInfo", "Approximation",

@@ -197,10 +197,9 @@ def _registered_domains() -> frozenset[str]:
 
 
 def _check_domains(g: OpGraph, types: Mapping[str, TensorType]) -> None:
-    registered = _registered_domains()
     for nid in g.dag.nodes:
         node = g.node(nid)
-        if node.domain in registered:
+        if node.domain in KNOWN_DOMAINS or node.domain in _registered_domains():  # onnx's list only when needed
             continue
         for out in node.output:
             t = types.get(out)

@@ -20,10 +20,7 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 
-from graphmem.analysis.dims import parse_dims
-from graphmem.analysis.request import Bindings
 from graphmem.errors import EXIT_INPUT_ERROR, GraphmemError, Reported, one_line
-from graphmem.model.validate import ExternalDataWarning
 from graphmem.ort.runtime import RuntimeVersionWarning
 from graphmem.tempdirs import TERMINATING_SIGNALS, deliver
 
@@ -34,6 +31,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from graphmem.analysis.request import Bindings
     from graphmem.host import HostProfile
 
 P = ParamSpec("P")
@@ -96,8 +94,18 @@ PlotOption = Annotated[
 ]
 
 
+def parse_dims(items: list[str] | None) -> dict[str, int]:
+    """:func:`graphmem.analysis.dims.parse_dims` (imported when a command parses, not at start-up)."""
+    from graphmem.analysis.dims import parse_dims as parse
+
+    return parse(items)
+
+
 def parse_bindings(dim: list[str] | None, shape: list[str] | None = None, value: list[str] | None = None) -> Bindings:
-    """``--dim``, ``--shape`` and ``--value`` items as one :class:`Bindings`, checked for form."""
+    """``--dim``, ``--shape`` and ``--value`` items as one :class:`Bindings`, checked for form
+    (the analysis package is imported when a command parses, not at start-up)."""
+    from graphmem.analysis.request import Bindings
+
     return Bindings.parse(dim, shape, value)
 
 
@@ -126,6 +134,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     """graphmem's own warnings (an onnxruntime version the emulation is not proven against, an
     absent external-data file) as one ``graphmem: warning:`` line on stderr; others as Python
     shows them."""
+    from graphmem.model.validate import ExternalDataWarning  # loaded by then: onnx is not a start-up import
+
     if issubclass(category, (RuntimeVersionWarning, ExternalDataWarning)):
         typer.echo(f"graphmem: warning: {message}", err=True)
     else:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graphmem.analysis.dims import shape_json
 from graphmem.cli.common import (
     DimOption,
     HostOption,
@@ -78,6 +77,7 @@ def layers_json(
     a: Analysis, path: str, *, sort: str = "order", top: int | None = None, group: int | None = None
 ) -> dict[str, Any]:
     """The ``graphmem layers --json`` document (``layers.schema.json``, schema_version 1)."""
+    from graphmem.analysis.dims import shape_json
     from graphmem.views.layers import layer_rows
     from graphmem.views.report import SCHEMA_VERSION
 

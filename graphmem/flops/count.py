@@ -92,9 +92,15 @@ def count_flops(
     unsupported: dict[str, int] = {}
     zero: set[str] = set()
     flops = macs = int_ops = 0
+    memo: dict[tuple, Cost] = {}  # a node's cost by what it depends on
     for nid in nids:
         node = g.node(nid)
-        cost = _cost(node, types, model.opsets, weight_names, known)
+        key = _memo_key(node, types, weight_names, known)
+        cost = memo.get(key) if key is not None else None
+        if cost is None:
+            cost = _cost(node, types, model.opsets, weight_names, known)
+            if key is not None:
+                memo[key] = cost
         costs[nid] = cost
         op = node.op_type
         if cost.outcome == "counted":
@@ -114,6 +120,23 @@ def count_flops(
         by_op_type=by_op,
         unsupported=unsupported,
         zero=tuple(sorted(zero)),
+    )
+
+
+def _memo_key(node, types, weight_names, values) -> tuple | None:
+    """What a node's cost depends on when it has no subgraph: its op, attributes, the types of its
+    inputs and outputs, which inputs are weights and which known values they hold (by identity:
+    ``values`` lives as long as the count, and a weight read by many nodes is one array), so the
+    nodes a deep graph repeats are costed once. None: cost it on its own."""
+    attrs = node.attribute
+    if attrs and any(a.type in (_GRAPH, _GRAPHS) for a in attrs):
+        return None
+    names = tuple(node.input)
+    get = types.get
+    return (
+        node.domain, node.op_type, tuple(a.SerializeToString() for a in attrs) if attrs else (),
+        tuple(get(x) if x else "" for x in names), tuple(get(x) if x else "" for x in node.output),
+        tuple(x in weight_names for x in names), tuple(id(values[x]) if x in values else 0 for x in names),
     )
 
 

@@ -44,8 +44,9 @@ def build_graph(model: Model) -> OpGraph:
     """Build the DAG; raise :class:`GraphStructureError` on a dangling input or a cycle."""
     dag: nx.DiGraph[int] = nx.DiGraph()
     producer: dict[str, int] = {}
-    for nid, node in model.indexed_nodes:
-        dag.add_node(nid, proto=node)
+    indexed = model.indexed_nodes
+    dag.add_nodes_from((nid, {"proto": node}) for nid, node in indexed)
+    for nid, node in indexed:
         for out in node.output:
             if not out:
                 continue
@@ -57,17 +58,14 @@ def build_graph(model: Model) -> OpGraph:
     sources = set(model.weights) | set(model.inputs)
     consumers: dict[str, set[int]] = {}
     implicit: dict[int, tuple[str, ...]] = {}
-    for nid, node in model.indexed_nodes:
-        outer = _outer_scope_names(node)
+    edges: dict[tuple[int, int], list[str]] = {}  # added at once, in the order first seen
+    for nid, node in indexed:
+        outer = _outer_scope_names(node) if node.attribute else set()
         if outer:
             implicit[nid] = tuple(sorted(outer))
         for name in (*[x for x in node.input if x], *outer):
             if name in producer:
-                src = producer[name]
-                if dag.has_edge(src, nid):
-                    dag.edges[src, nid]["tensors"].append(name)
-                else:
-                    dag.add_edge(src, nid, tensors=[name])
+                edges.setdefault((producer[name], nid), []).append(name)
             elif name not in sources:
                 if name in outer:
                     continue  # a name bound inside an enclosing subgraph scope we don't model
@@ -76,6 +74,7 @@ def build_graph(model: Model) -> OpGraph:
                     "initializer provides (dangling input)"
                 )
             consumers.setdefault(name, set()).add(nid)
+    dag.add_edges_from((u, v, {"tensors": names}) for (u, v), names in edges.items())
     for out in model.outputs:
         if out not in producer and out not in sources:
             raise GraphStructureError(f"graph output '{out}' is produced by no node")
@@ -89,7 +88,7 @@ def build_graph(model: Model) -> OpGraph:
         producer=producer,
         consumers={k: tuple(sorted(v)) for k, v in consumers.items()},
         implicit=implicit,
-        protos=dict(model.indexed_nodes),
+        protos=dict(indexed),
     )
 
 

@@ -9,6 +9,7 @@ decided on symbolic shapes, sizes from the bound run).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -56,8 +57,14 @@ class Devices:
 
 def tensor_size(t: TensorType | None) -> int | None:
     """Exact bytes of a tensor with a concrete shape and a sized dtype, as a session's arena holds
-    it (a string tensor: its ``std::string`` objects, :data:`STRING_OBJECT_BYTES` each); None otherwise."""
-    if t is None or t.kind != "tensor" or not is_concrete(t.shape):
+    it (a string tensor: its ``std::string`` objects, :data:`STRING_OBJECT_BYTES` each); None otherwise.
+    Remembered by type: a graph's tensors share a few hundred types."""
+    return None if t is None else _tensor_size(t)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tensor_size(t: TensorType) -> int | None:
+    if t.kind != "tensor" or not is_concrete(t.shape):
         return None
     if any(d < 0 for d in t.shape):  # inferred from odd values: no size
         return None
@@ -228,8 +235,12 @@ def build_program(
     for name in (*model.inputs, *model.weights):
         add(name, source=True)
     steps: list[Step] = []
+    rules: dict[tuple[str, str], tuple] = {}  # (domain, op) -> (never written, sharing)
     for nid in order:
         node = g.node(nid)
+        op = (node.domain, node.op_type)
+        if op not in rules:
+            rules[op] = (unwritten(*op), sharing(*op))
         in_pos: dict[int, int] = {}
         inputs: list[int] = []
         for k, name in enumerate(node.input):
@@ -237,14 +248,15 @@ def build_program(
                 in_pos[k] = len(inputs)
                 inputs.append(index[name])
         inputs.extend(index[name] for name in g.implicit.get(nid, ()) if name in index)
-        inputs.extend(index[e] for e in seqs.read_by((*node.input, *g.implicit.get(nid, ()))) if e in index)
+        if seqs.holds:
+            inputs.extend(index[e] for e in seqs.read_by((*node.input, *g.implicit.get(nid, ()))) if e in index)
         out_pos: dict[int, int] = {}
         outputs: list[int] = []
         # a graph output is allocated even when the kernel never writes it (onnx backend test
         # test_batchnorm_example_training_mode, measured by scripts/accuracy_nodes.py)
         never = {
             k
-            for k in unwritten(node.domain, node.op_type)
+            for k in rules[op][0]
             if k < len(node.output) and node.output[k] not in model.outputs
         }
         for k, name in enumerate(node.output):
@@ -254,11 +266,10 @@ def build_program(
                 out_pos[k] = len(outputs)
                 outputs.append(add(name, source=False))
                 # the element buffers the step allocates for this sequence, right after it
-                outputs.extend(add(e, source=False) for e in by_node.get(nid, ()) if e.rsplit("#", 1)[0] == name)
+                if by_node:
+                    outputs.extend(add(e, source=False) for e in by_node.get(nid, ()) if e.rsplit("#", 1)[0] == name)
         on_main = devices is not None and devices.node[nid] == devices.main
-        alias, inplace = (
-            devices.main_sharing(node) if devices is not None and on_main else sharing(node.domain, node.op_type)
-        )
+        alias, inplace = devices.main_sharing(node) if devices is not None and on_main else rules[op][1]
         steps.append(
             Step(
                 label=node.name or f"{node.op_type}_{nid}",

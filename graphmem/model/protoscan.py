@@ -78,7 +78,11 @@ def _fields(buf: memoryview):
     pos, n = 0, len(buf)
     while pos < n:
         start = pos
-        tag, pos = _varint(buf, pos)
+        tag = buf[pos]
+        if tag < 0x80:  # a one-byte varint (fields 1 to 15): most tags, read inline
+            pos += 1
+        else:
+            tag, pos = _varint(buf, pos)
         number, wire = tag >> 3, tag & 7
         if number == 0:
             raise CorruptProtobufError("field number 0")
@@ -92,7 +96,10 @@ def _fields(buf: memoryview):
         elif wire == 5:
             value, end = pos, pos + 4
         elif wire == 2:
-            length, value = _varint(buf, pos)
+            if pos < n and buf[pos] < 0x80:  # a length below 128, read inline
+                length, value = buf[pos], pos + 1
+            else:
+                length, value = _varint(buf, pos)
             end = value + length
         else:
             raise CorruptProtobufError(f"unsupported wire type {wire}")
@@ -130,13 +137,15 @@ def _strip_model(buf: memoryview, keep: int, skipped: dict[bytes, tuple[int, int
 
 def _strip_graph(buf: memoryview, keep: int, skipped: dict[bytes, tuple[int, int]]) -> bytearray:
     out = bytearray()
+    kept = 0  # fields from here to the current one are copied as they are, in one slice
     for number, wire, start, value, end in _fields(buf):
         if number == _GRAPH_INITIALIZER and wire == 2:
             tensor = buf[value:end]
             if _numel(tensor) > keep:
+                out += buf[kept:start]
                 out += _length_delimited(number, _strip_tensor(tensor, skipped))
-                continue
-        out += buf[start:end]
+                kept = end
+    out += buf[kept:]
     return out
 
 

@@ -24,6 +24,7 @@ their types) is checked by :mod:`graphmem.ort.loadable` once types are known.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import os
@@ -171,8 +172,12 @@ def _check_text(graph: onnx.GraphProto, path: str) -> None:
                 f"({vi.name!r})"
             )
     for node in graph.node:
-        if bad(node.name) or bad(node.op_type) or bad(node.domain) or any(bad(x) for x in (*node.input, *node.output)):
-            raise InvalidModelError(f"{path}: not a valid ONNX model: a name of node {node.name!r} is not UTF-8 text")
+        try:  # str.join refuses anything but text, at C speed; the names are looked at one by one only then
+            "".join((node.name, node.op_type, node.domain, *node.input, *node.output))
+        except TypeError:
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: a name of node {node.name!r} is not UTF-8 text"
+            ) from None
     for t in graph.initializer:
         if bad(t.name):
             raise InvalidModelError(
@@ -207,7 +212,8 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
         del graph.initializer[:]
         graph.initializer.extend(kept)
     for node in graph.node:
-        _hoist_body_weights(node, graph, inputs)
+        if node.attribute:  # bodies are attributes
+            _hoist_body_weights(node, graph, inputs)
     # Constant nodes become initializers when onnxruntime builds the graph (graph.cc): their type
     # is their tensor's, whatever value_info declares (onnxruntime-genai declares [1] constants as
     # scalars, and onnxruntime loads them).
@@ -239,7 +245,7 @@ def clear_invalid_dims(graph: onnx.GraphProto) -> None:
         if vi.HasField("type"):
             _clear_type_dims(vi.type)
     for node in graph.node:
-        for body in node_bodies(node):
+        for body in node_bodies(node) if node.attribute else ():
             clear_invalid_dims(body)
 
 
@@ -265,27 +271,41 @@ def _referenced_defaults(proxy: onnx.ModelProto) -> None:
     (MeanVarianceNormalization without ``axes``: "One and only one of the attributes 'value',
     'value_*' or 'sparse_value' must be specified for a Constant node"); onnxruntime, whose kernel
     uses the default, loads it. In the proxy such nodes carry their schema's defaults."""
-    from onnx import defs
-
     opsets = {o.domain: o.version for o in proxy.opset_import}
     for node in proxy.graph.node:
         if node.domain not in ("", "ai.onnx.ml") or node.domain not in opsets:
             continue
-        try:
-            schema = defs.get_schema(node.op_type, opsets[node.domain], node.domain)
-        except (defs.SchemaError, TypeError, OverflowError):  # TypeError: a version beyond int32
-            continue
-        if not schema.has_function:  # type: ignore[attr-defined]  # not in onnx's defs.pyi
+        defaults = _body_defaults(node.op_type, opsets[node.domain], node.domain)
+        if not defaults:
             continue
         have = {a.name for a in node.attribute}
-        for body_node in schema.function_body.node:
-            for a in body_node.attribute:
-                ref = a.ref_attr_name
-                formal = schema.attributes.get(ref) if ref else None
-                if formal is None or ref in have or not formal.default_value.name:
-                    continue
-                node.attribute.append(formal.default_value)
+        for ref, default in defaults:
+            if ref not in have:
+                node.attribute.append(default)
                 have.add(ref)
+
+
+@functools.cache
+def _body_defaults(op_type: str, version: int, domain: str) -> tuple[tuple[str, onnx.AttributeProto], ...]:
+    """(name, default) of the attributes with a default that the op's function body refers to, in
+    the body's order; () for an op without a function body (one schema lookup per op and opset,
+    not per node: copying a schema and its body out of onnx costs more than checking the node)."""
+    from onnx import defs
+
+    try:
+        schema = defs.get_schema(op_type, version, domain)
+    except (defs.SchemaError, TypeError, OverflowError):  # TypeError: a version beyond int32
+        return ()
+    if not schema.has_function:  # type: ignore[attr-defined]  # not in onnx's defs.pyi
+        return ()
+    out: dict[str, onnx.AttributeProto] = {}
+    for body_node in schema.function_body.node:
+        for a in body_node.attribute:
+            ref = a.ref_attr_name
+            formal = schema.attributes.get(ref) if ref else None
+            if formal is not None and ref not in out and formal.default_value.name:
+                out[ref] = formal.default_value
+    return tuple(out.items())
 
 
 #: Domain of the proxy's stand-in nodes: unknown to ONNX, so the checker and inference skip them.
@@ -360,11 +380,11 @@ def _sort_nodes(graph: onnx.GraphProto) -> None:
         for out in node.output:
             if out:
                 produced.setdefault(out, i)
+    if all(produced.get(x, -1) <= i for i, node in enumerate(graph.node) for x in node.input):
+        return  # every input written by an earlier node (or by the node itself), or by none
     deps = [
         {produced[x] for x in node.input if x in produced and produced[x] != i} for i, node in enumerate(graph.node)
     ]
-    if all(all(d < i for d in ds) for i, ds in enumerate(deps)):
-        return
     users: dict[int, list[int]] = {}
     for i, ds in enumerate(deps):
         for d in ds:
@@ -411,12 +431,13 @@ def _check_initializer_shapes(graph: onnx.GraphProto, path: str) -> None:
                 f"but its graph input declares {shown}"
             )
     for node in graph.node:
-        for body in node_bodies(node):
+        for body in node_bodies(node) if node.attribute else ():
             _check_initializer_shapes(body, path)
 
 
 def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tuple[int, int]]) -> None:
     base = Path(path).parent
+    sizes: dict[str, int | None] = {}  # external-data file sizes by location
     for node in proto.graph.node:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR and any(d < 0 for d in attr.t.dims):
@@ -436,7 +457,7 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
                 f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}"
             )
         if t.data_location == TensorProto.EXTERNAL:
-            location = _check_external(t, path, base)
+            location = _check_external(t, path, base, sizes)
             if location is not None:
                 absent[location] = absent.get(location, 0) + (_payload_bytes(t) or 0)
             continue
@@ -530,9 +551,13 @@ def _payload_bytes(t: onnx.TensorProto) -> int | None:
     return (math.prod(t.dims) * bits + 7) // 8
 
 
-def _check_external(t: onnx.TensorProto, path: str, base: Path) -> str | None:
+def _check_external(
+    t: onnx.TensorProto, path: str, base: Path, sizes: dict[str, int | None] | None = None
+) -> str | None:
     """Well-formed external-data entries (``tensorprotoutils.cc``, ``tensor_external_data_info.cc``);
-    an absent file is accepted (see module doc): its location is returned, else None."""
+    an absent file is accepted (see module doc): its location is returned, else None. ``sizes``:
+    each location's file size (None: no file) as already looked up, filled in here (the weights of
+    a model share one or a few files)."""
     info = {e.key: e.value for e in t.external_data}
     location = info.get("location", "")
     where = f"{path}: not a valid ONNX model: initializer '{t.name}'"
@@ -553,11 +578,14 @@ def _check_external(t: onnx.TensorProto, path: str, base: Path) -> str | None:
         raise InvalidModelError(
             f"{where} has {numbers['length']:,} bytes of external data but its dims {list(t.dims)} need {want:,}"
         )
-    file = base / location
-    if not file.is_file():
+    sizes = {} if sizes is None else sizes
+    if location not in sizes:
+        file = base / location
+        sizes[location] = file.stat().st_size if file.is_file() else None
+    size = sizes[location]
+    if size is None:
         return location
     end = numbers.get("offset", 0) + (numbers.get("length", want or 0))
-    size = file.stat().st_size
     if end > size:
         raise InvalidModelError(f"{where} reads bytes up to {end:,} of '{location}', which has {size:,}")
     return None

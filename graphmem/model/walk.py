@@ -21,5 +21,6 @@ def all_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
     kernels for bodies too)."""
     for node in nodes:
         yield node
-        for body in node_bodies(node):
-            yield from all_nodes(body.node)
+        if node.attribute:  # most nodes have none: no generator to make
+            for body in node_bodies(node):
+                yield from all_nodes(body.node)

@@ -42,6 +42,7 @@ and returns the output types (or None when it cannot tell).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -225,9 +226,9 @@ def _onnx_op(
     from that input (QLinear ops: the output zero point), ``nhwc`` (with a ``channels_last``
     attribute set) transposes input 0 from channels-last and the output back
     (``convPoolShapeInferenceNhwc``, nhwc_schema_defs.cc)."""
-    schema = defs.get_schema(op_type, version, "")
 
     def rule(node, ins, values, block_sizes):
+        schema = _standard_schema(op_type, version)  # looked up when a node needs it, not at import
         if pick is not None:
             names = [node.input[i] if i < len(node.input) else "" for i in pick]
             in_types = [ins[i] if i < len(ins) else None for i in pick]
@@ -279,6 +280,11 @@ def _onnx_op(
         return [result]
 
     return rule
+
+
+@functools.cache
+def _standard_schema(op_type: str, version: int) -> defs.OpSchema:
+    return defs.get_schema(op_type, version, "")
 
 
 # --- com.microsoft.nchwc ---------------------------------------------------------------------

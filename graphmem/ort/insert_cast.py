@@ -107,18 +107,23 @@ def kernel_problems(model: Model, types: Mapping[str, TensorType]) -> list[tuple
     """Nodes of the known domains with no CPU kernel for their types, and why (the phrase of
     :func:`graphmem.ort.kernels.kernel_type_problem`). Nodes with a subgraph are not judged."""
     out = []
+    answers: dict[tuple, str | None] = {}  # one lookup per op and types
     for node in model.nodes:
         domain = normalize_domain(node.domain)
-        if domain not in _KNOWN or _has_subgraph(node):
+        if domain not in _KNOWN or (node.attribute and _has_subgraph(node)):
             continue
-        since = node_since_version(model, node)
-        if since is None:
-            out.append((node, f"the CPU provider has no {node.op_type} kernel"))
-            continue
-        problem = kernels.kernel_type_problem(domain, node.op_type, since, [_dtype(types, x) for x in node.input],
-                                              [_dtype(types, x) for x in node.output])
-        if problem is not None:
-            out.append((node, problem))
+        ins = tuple(_dtype(types, x) for x in node.input)
+        outs = tuple(_dtype(types, x) for x in node.output)
+        key = (domain, node.op_type, ins, outs)
+        if key not in answers:
+            since = node_since_version(model, node)
+            answers[key] = (
+                f"the CPU provider has no {node.op_type} kernel" if since is None
+                else kernels.kernel_type_problem(domain, node.op_type, since, list(ins), list(outs))
+            )
+        answer = answers[key]
+        if answer is not None:
+            out.append((node, answer))
     return out
 
 

@@ -125,9 +125,12 @@ def data_lines(name: str) -> Iterator[str]:
 
 
 @functools.cache
-def _table() -> tuple[dict[tuple[str, str], tuple[KernelRow, ...]], dict[tuple[str, str], dict[int, Formals]]]:
+def _split() -> tuple[dict[str, str], dict[tuple[str, str], list[tuple[str, str]]], dict[tuple[str, str], list[str]]]:
+    """The two table files split by ``(domain, op)``, their rows not parsed yet: (type lists by
+    name, key -> [(source, row line)], key -> [formals line]). Parsing every row costs about as
+    much as a small model's whole analysis; a model asks about a few dozen ops."""
     groups: dict[str, str] = {}
-    rows: dict[tuple[str, str], list[KernelRow]] = {}
+    rows: dict[tuple[str, str], list[tuple[str, str]]] = {}
     domain, source = "", ""
     for line in data_lines(KERNELS_FILE):
         if line.startswith("$"):  # a type list rows share: $NAME TYPES
@@ -138,25 +141,47 @@ def _table() -> tuple[dict[tuple[str, str], tuple[KernelRow, ...]], dict[tuple[s
             head, _, source = line.partition(" ")
             domain = normalize_domain(head[1:-1])
             continue
+        rows.setdefault((domain, line.partition(" ")[0]), []).append((source, line))
+    schemas: dict[tuple[str, str], list[str]] = {}
+    for line in data_lines(FORMALS_FILE):
+        d, op, _ = line.partition(" | ")[0].split()
+        schemas.setdefault((normalize_domain(d), op), []).append(line)
+    return groups, rows, schemas
+
+
+@functools.cache
+def _rows(domain: str, op: str) -> tuple[KernelRow, ...]:
+    """The parsed rows of one (normalised) ``(domain, op)``, in the file's order."""
+    groups, lines, _ = _split()
+    out = []
+    for source, line in lines.get((domain, op), ()):
         fields = line.split()
         probed = fields.pop() if fields[-1] in ("probed", "partly") else ""
-        op, span, *constraints = fields
+        _, span, *constraints = fields
         first, _, last = span.partition("-")
         types = {}
         for c in constraints:
             name, _, listed = c.partition("=")
             types[name] = _types(groups.get(listed, listed))
-        row = KernelRow(domain=domain, op=op, first=int(first), last=int(last) if last else _OPEN,
-                        types=types, source=source, probed=probed)
-        rows.setdefault((domain, op), []).append(row)
-    schemas: dict[tuple[str, str], dict[int, Formals]] = {}
-    for line in data_lines(FORMALS_FILE):
+        out.append(KernelRow(domain=domain, op=op, first=int(first), last=int(last) if last else _OPEN,
+                             types=types, source=source, probed=probed))
+    return tuple(out)
+
+
+@functools.cache
+def _schemas(domain: str, op: str) -> dict[int, Formals]:
+    """Since-version -> formal parameters of one (normalised) ``(domain, op)``."""
+    out: dict[int, Formals] = {}
+    for line in _split()[2].get((domain, op), ()):
         head, ins, outs = line.split(" | ")
-        d, op, since = head.split()
-        schemas.setdefault((normalize_domain(d), op), {})[int(since)] = Formals(
-            inputs=_formal(ins), outputs=_formal(outs)
-        )
-    return {k: tuple(v) for k, v in rows.items()}, schemas
+        out[int(head.split()[2])] = Formals(inputs=_formal(ins), outputs=_formal(outs))
+    return out
+
+
+def _table() -> tuple[dict[tuple[str, str], tuple[KernelRow, ...]], dict[tuple[str, str], dict[int, Formals]]]:
+    """The whole table parsed: (domain, op) -> rows, (domain, op) -> since-version -> formals."""
+    _, rows, schemas = _split()
+    return {k: _rows(*k) for k in rows}, {k: _schemas(*k) for k in schemas}
 
 
 def _formal(text: str) -> tuple[tuple[str | None, str], ...]:
@@ -173,12 +198,12 @@ def _formal(text: str) -> tuple[tuple[str | None, str], ...]:
 
 def cpu_kernel_rows(domain: str, op: str) -> tuple[KernelRow, ...]:
     """Every CPU kernel row of ``(domain, op)`` (empty: the CPU provider has no such kernel)."""
-    return _table()[0].get((normalize_domain(domain), op), ())
+    return _rows(normalize_domain(domain), op)
 
 
 def formals(domain: str, op: str, since_version: int) -> Formals | None:
     """The formal parameters of the newest schema of ``op`` not newer than ``since_version``."""
-    versions = _table()[1].get((normalize_domain(domain), op), {})
+    versions = _schemas(normalize_domain(domain), op)
     known = [v for v in versions if v <= since_version]
     return versions[max(known)] if known else None
 
@@ -186,7 +211,7 @@ def formals(domain: str, op: str, since_version: int) -> Formals | None:
 def since_version(domain: str, op: str, opset: int) -> int | None:
     """The since-version of ``op``'s schema at ``opset`` among onnxruntime's schemas of ops that
     have a CPU kernel (None: none of them, so no CPU kernel either)."""
-    versions = _table()[1].get((normalize_domain(domain), op), {})
+    versions = _schemas(normalize_domain(domain), op)
     known = [v for v in versions if v <= opset]
     return max(known) if known else None
 

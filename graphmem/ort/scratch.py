@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -518,14 +518,15 @@ def _site(n: int, host: HostProfile, opset: int, values: Sequence[np.ndarray | N
 _NAME_TOKEN = re.compile(r"_token_(\d+)$")
 
 
-def prepack_order(graph: OpGraph) -> list[int]:
+def prepack_order(graph: OpGraph, nodes: Iterable[int] | None = None) -> list[int]:
     """Node ids in the order ``SessionState::PrepackConstantInitializedTensors`` prepacks them: it
     iterates ``GetGraphViewer().Nodes()`` (``core/framework/session_state.cc``), NodeIndex order.
     For a file that is the file's order; for a graph onnxruntime optimized and wrote (in execution
     order) the nodes its passes made come after the nodes they kept, the layout transformer's last
     (``Model.node_stage``, :func:`graphmem.ort.order.node_stages`), and within a pass in the order
     it made them: ``Graph::GenerateNodeName`` (``core/graph/graph.cc``) suffixes the names it makes
-    with one counter (``…_token_N``), which the written names keep; other nodes in the file's order."""
+    with one counter (``…_token_N``), which the written names keep; other nodes in the file's order.
+    ``nodes``: only these (default: all)."""
     stage = graph.model.node_stage
 
     def key(nid: int) -> tuple[int, int, int]:
@@ -533,7 +534,7 @@ def prepack_order(graph: OpGraph) -> list[int]:
         token = _NAME_TOKEN.search(node.name)
         return stage.get(node_key(node), 0), int(token.group(1)) if token else -1, nid
 
-    return sorted(graph.dag.nodes, key=key)
+    return sorted(graph.dag.nodes if nodes is None else nodes, key=key)
 
 
 def prepacked_in_arena(
@@ -548,7 +549,9 @@ def prepacked_in_arena(
     model = graph.model
     known = values or {}
     requests: list[tuple[int, bool]] = []
-    for nid in prepack_order(graph):
+    packing = [nid for nid in graph.dag.nodes  # only these request anything: the others need no order
+               if graph.node(nid).op_type == "ConvTranspose" or op_key(graph.node(nid)) in quant.PREPACK_RULES]
+    for nid in prepack_order(graph, packing):
         node = graph.node(nid)
         if op_key(node) in quant.PREPACK_RULES:
             ins = [types.get(x) if x else None for x in node.input]
@@ -581,19 +584,34 @@ def step_scratch(
     out: list[KernelScratch] = []
     unmodelled: dict[str, None] = {}
     known = values or {}
+    weights = graph.model.weights
+    # a kernel's scratch by what it depends on (op, attributes, types, which inputs are weights),
+    # when no input has a known value: the nodes a deep graph repeats are looked at once
+    memo: dict[tuple, KernelScratch | None] = {}
     for nid in order:
         node = graph.node(nid)
-        ins = [types.get(x) if x else None for x in node.input]
+        names = tuple(node.input)
+        ins = [types.get(x) if x else None for x in names]
         outs = [types.get(x) if x else None for x in node.output]
-        vals = [known.get(x) if x else None for x in node.input]
-        constant = [bool(x) and x in graph.model.weights for x in node.input]
+        constant = [bool(x) and x in weights for x in names]
         if outs and all(_empty(t) for t in outs):
             # a kernel whose outputs are all empty returns before it computes (conv.cc, matmul.cc,
             # …: "if (Y->Shape().Size() == 0) return Status::OK()"): no scratch (measured: tiny_cnn
             # at batch 0 takes no region)
             out.append(KernelScratch())
             continue
-        ks = kernel_scratch(node, ins, outs, host=host, opset=graph.model.opset, values=vals, constant=constant)
+        key = None
+        if not any(x in known for x in names):
+            attrs = node.attribute
+            key = (node.domain, node.op_type, tuple(a.SerializeToString() for a in attrs) if attrs else (),
+                   tuple(ins), tuple(outs), tuple(constant))
+        if key is not None and key in memo:
+            ks = memo[key]
+        else:
+            vals = [known.get(x) if x else None for x in names]
+            ks = kernel_scratch(node, ins, outs, host=host, opset=graph.model.opset, values=vals, constant=constant)
+            if key is not None:
+                memo[key] = ks
         if ks is None:
             unmodelled[f"{node.domain + ':' if node.domain else ''}{node.op_type}"] = None
             ks = KernelScratch()

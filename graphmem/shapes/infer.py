@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -32,9 +32,11 @@ from graphmem.model.loading import Model
 from graphmem.model.subgraphs import is_control_flow
 from graphmem.model.types import Dim, Shape, TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
 from graphmem.optable import OpTable, default_domain_ops, is_default_domain, op_key
-from graphmem.shapes.controlflow import ControlFlowShapes, infer_control_flow
 from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.shapes.sequences import bound_optional, infer_sequence, sequence_of
+
+if TYPE_CHECKING:  # control flow's module loads only for a graph that has it
+    from graphmem.shapes.controlflow import ControlFlowShapes
 
 __all__ = [
     "View",
@@ -158,11 +160,18 @@ def infer_types(
     bodies: dict[int, ControlFlowShapes] = {}
     serialized: dict[str, bytes] = {}
     data_bytes: dict[str, bytes] = {}
+    memo: dict[tuple, tuple] = {}  # _infer_node's answers
+    bound: dict[TensorType, TensorType] = {}  # a declared type with the dims bound
+    merged: dict[tuple[TensorType | None, TensorType | None], TensorType] = {}  # _merge's answers
+    # static view: does any node read a float twin (_as_first_resolved)? most graphs have none
+    twins = not run and any(name.startswith(_CAST_TWIN) for name in g.consumers)
     failed: list[int] = []
     conflicts: list[tuple[str, str, int, int]] = []
     for nid in order:
         node = g.node(nid)
         if is_control_flow(node):
+            from graphmem.shapes.controlflow import infer_control_flow
+
             out_types, out_values, bodies[nid] = infer_control_flow(
                 model, node, types, values, view=view, runtime=view is RUNTIME, dims=dims,
                 order_of=body_order, infer=functools.partial(infer_types, contrib=contrib),
@@ -182,8 +191,8 @@ def infer_types(
             continue
         if view is RUNTIME and _typed_by_value(model.opsets, node, types, values, declared):
             continue
-        seen = types if run else _as_first_resolved(node, types, declared)
-        inferred = _infer_node(model, node, seen, values, serialized, data_bytes, rule)
+        seen = _as_first_resolved(node, types, declared) if twins else types
+        inferred = _infer_node(model, node, seen, values, serialized, data_bytes, rule, memo)
         if inferred is None:
             failed.append(nid)
             inferred = {}
@@ -193,7 +202,9 @@ def infer_types(
             have = declared.get(out)
             new = inferred.get(out)
             if have is not None:
-                have = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
+                if have not in bound:  # declared types repeat: each bound once
+                    bound[have] = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
+                have = bound[have]
                 if (
                     new is not None
                     and new.dtype
@@ -202,7 +213,9 @@ def infer_types(
                     and is_default_domain(node.domain)
                 ):
                     conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
-            types[out] = _merge(new, have, prefer_inferred_rank=run)
+            if (new, have) not in merged:  # so do the pairs merged
+                merged[new, have] = _merge(new, have, prefer_inferred_rank=run)
+            types[out] = merged[new, have]
             if not run and types[out].kind == "sequence_type" and types[out].shape is not None:
                 # onnxruntime's graph keeps no element shape for a sequence: what SequenceAt or
                 # ConcatFromSequence return has none (measured: a SequenceAt output is reused by
@@ -327,35 +340,52 @@ def _keep_value(view: View, v: np.ndarray) -> bool:
     return not view.int_values_only or np.issubdtype(v.dtype, np.integer)
 
 
-def _infer_node(model, node, types, values, serialized, data_bytes, rule):
+def _infer_node(model, node, types, values, serialized, data_bytes, rule, memo):
     """ONNX per-node inference (``rule`` for a node of no schema); None when there is no rule
-    or inference raised."""
+    or inference raised.
+
+    onnx's inference of a node is a function of its op, attributes, opsets and its inputs' types
+    and values, not of its names: ``memo`` keeps each answer by those, positionally, so the
+    thousands of nodes a deep graph repeats (a layer's Add, MatMul, Softmax) are inferred once."""
     domain = node.domain or ""
     version = model.opsets.get(domain, 0)
     schema = op_schema(node.op_type, version, domain)
     if schema is None:
         return rule(node, types, values) if rule is not None else None
-    if not schema.has_type_and_shape_inference_function:
+    if not _inferable(node.op_type, version, domain):
         return None
-    in_types: dict[str, bytes] = {}
-    in_data: dict[str, bytes] = {}
-    for name in node.input:
+    names = tuple(node.input)
+    given: list[tuple[bytes, bytes | None] | None] = []
+    for name in names:
         if not name or name not in types:
+            given.append(None)
             continue
         if name not in serialized:
             serialized[name] = _type_bytes(types[name])
-        in_types[name] = serialized[name]
+        data = None
         if name in values:
             if name not in data_bytes:
                 data_bytes[name] = _tensor_bytes(values[name], name)
-            in_data[name] = data_bytes[name]
-    try:
-        out = schema._infer_node_outputs(  # type: ignore[call-arg]  # opsets, IR: not in onnx's .pyi; the wrapper re-serializes
-            with_defaults(node, schema).SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version
-        )
-    except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
+            data = data_bytes[name]
+        given.append((serialized[name], data))
+    attrs = node.attribute
+    key = (domain, node.op_type, version, tuple(a.SerializeToString() for a in attrs) if attrs else (),
+           tuple(given), len(node.output))
+    outputs = memo.get(key)
+    if outputs is None:
+        in_types = {n: g[0] for n, g in zip(names, given) if g is not None}
+        in_data = {n: g[1] for n, g in zip(names, given) if g is not None and g[1] is not None}
+        try:
+            out = schema._infer_node_outputs(  # type: ignore[call-arg]  # opsets, IR: not in onnx's .pyi; the wrapper re-serializes
+                with_defaults(node, schema).SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version
+            )
+        except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
+            outputs = memo[key] = ()
+        else:
+            outputs = memo[key] = (tuple(_type_of(out[o]) if o in out else None for o in node.output),)
+    if not outputs:
         return None
-    return {k: _type_of(v) for k, v in out.items()}
+    return {o: t for o, t in zip(node.output, outputs[0]) if t is not None}
 
 
 def with_defaults(node: onnx.NodeProto, schema: defs.OpSchema) -> onnx.NodeProto:
@@ -364,14 +394,28 @@ def with_defaults(node: onnx.NodeProto, schema: defs.OpSchema) -> onnx.NodeProto
     per-node inference does not apply them, and some inference functions read another default
     (STFT's ``onesided`` is 1 in the schema, 0 in its inference: 16 bins instead of 9)."""
     have = {a.name for a in node.attribute}
-    missing = [a.default_value for name, a in sorted(schema.attributes.items())
-               if name not in have and not a.required and a.default_value.name]
+    missing = [a for name, a in _defaults(schema.domain, schema.name, schema.since_version) if name not in have]
     if not missing:
         return node
     full = onnx.NodeProto()
     full.CopyFrom(node)
     full.attribute.extend(missing)
     return full
+
+
+@functools.cache
+def _defaults(domain: str, op_type: str, since_version: int) -> tuple[tuple[str, onnx.AttributeProto], ...]:
+    """The optional attributes with a default of one schema, by name (read once: the schema's
+    ``attributes`` map is built anew on every access)."""
+    schema = defs.get_schema(op_type, since_version, domain)
+    return tuple((name, a.default_value) for name, a in sorted(schema.attributes.items())
+                 if not a.required and a.default_value.name)
+
+
+@functools.cache
+def _inferable(op_type: str, version: int, domain: str) -> bool:
+    schema = op_schema(op_type, version, domain)
+    return schema is not None and schema.has_type_and_shape_inference_function
 
 
 @functools.cache

@@ -21,7 +21,6 @@ from typing import Any
 
 from graphmem.errors import UsageError
 from graphmem.gate.budgets import METRICS, lookup
-from graphmem.gate.diff import exactness
 from graphmem.units import short_bytes, short_count
 
 __all__ = [
@@ -349,11 +348,18 @@ def _metric_row(r: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _exactness(side: Mapping[str, Any]) -> str:
+    """:func:`graphmem.gate.diff.exactness`, imported when a diff is rendered (not by ``peak``)."""
+    from graphmem.gate.diff import exactness
+
+    return exactness(side)
+
+
 def _diff_table(doc: Mapping[str, Any], p: _DiffParts) -> list[str]:
     lines = [f"graphmem diff: {p.paths[0]} → {p.paths[1]}", f"  dims: {p.dims}", ""]
     lines += _grid(_DIFF_HEADER, p.metrics, {1, 2, 3, 4, 5})
     lines += ["", f"  activations peak at node '{p.nodes[0]}' → '{p.nodes[1]}'"]
-    lines += [f"  {side}: {exactness(doc[side])}" for side in ("old", "new")]
+    lines += [f"  {side}: {_exactness(doc[side])}" for side in ("old", "new")]
     if p.ops:
         lines += ["", "  op types that changed:", *_grid(_OPS_HEADER, p.ops, {1, 2, 3, 4})]
     if p.layers:
@@ -372,7 +378,7 @@ def _diff_markdown(doc: Mapping[str, Any], p: _DiffParts) -> list[str]:
     lines += [f"`{p.paths[0]}` → `{p.paths[1]}` · dims: {p.dims}"]
     lines += ["", *_md(_DIFF_HEADER, metrics, {1, 2, 3, 4, 5})]
     lines += ["", f"Activation peak at `{p.nodes[0]}` → `{p.nodes[1]}`."]
-    lines += ["", *(f"- {side}: {exactness(doc[side])}" for side in ("old", "new"))]
+    lines += ["", *(f"- {side}: {_exactness(doc[side])}" for side in ("old", "new"))]
     if not doc["gate"]["passed"]:
         lines += _gate_markdown(doc["gate"], "thresholds")
     if p.ops:
@@ -409,7 +415,7 @@ def _diff_csv(doc: Mapping[str, Any]) -> str:
         figures = [r["old"], r["new"], r["change"], r["change_percent"], r["limit_percent"]]
         rows.append(["metric", r["metric"], "", r["status"], *figures, "", "", ""])
     for side in ("old", "new"):  # status: exact, or why not
-        rows.append(["exact", side, "", exactness(doc[side]), "", "", "", "", "", "", "", ""])
+        rows.append(["exact", side, "", _exactness(doc[side]), "", "", "", "", "", "", "", ""])
     for r in doc["op_types"]:
         c = r["change"]
         counts = [r["old"]["count"], r["new"]["count"], c["count"], "", ""]

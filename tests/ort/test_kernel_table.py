@@ -89,9 +89,10 @@ def test_the_table_is_read_only_when_a_kernel_is_asked() -> None:
     code = (
         "import graphmem, graphmem.cli\n"
         "from graphmem.ort import insert_cast, kernels\n"
-        "assert kernels._table.cache_info().currsize == 0, 'read at import'\n"
+        "assert kernels._split.cache_info().currsize == 0, 'read at import'\n"
         "kernels.has_cpu_kernel('', 'Relu', 14, [1])\n"
-        "assert kernels._table.cache_info().currsize == 1\n"
+        "assert kernels._split.cache_info().currsize == 1\n"
+        "assert kernels._rows.cache_info().currsize == 1, 'only the rows of the op asked about are parsed'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 

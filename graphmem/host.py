@@ -249,7 +249,10 @@ def host_table(h: HostProfile) -> str:
         ("physical cores", str(h.physical_cores)),
         ("logical CPUs", str(h.logical_cpus)),
         ("L1d cache", format_bytes(h.l1d_bytes)),
-        ("L2 cache", f"{format_bytes(h.l2_bytes)} (onnxruntime), {format_bytes(h.l2_per_core_bytes)} per core (oneDNN)"),
+        (
+            "L2 cache",
+            f"{format_bytes(h.l2_bytes)} (onnxruntime), {format_bytes(h.l2_per_core_bytes)} per core (oneDNN)",
+        ),
         ("L3 cache", format_bytes(h.l3_bytes)),
         ("page size", format_bytes(h.page_size)),
         ("onnxruntime threads", f"{h.ort_intra_op_threads} (default intra-op pool)"),

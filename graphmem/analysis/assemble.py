@@ -215,7 +215,11 @@ def _duplicated_dq_in_bodies(model: Model) -> tuple[Approximation, ...]:
                 readers[x] = readers.get(x, 0) + 1
         outputs = {o.name for o in graph.output}
         for n in graph.node:
-            if n.op_type == "DequantizeLinear" and normalize_domain(n.domain) in (DEFAULT_DOMAIN, MS_DOMAIN) and n.output:
+            if (
+                n.op_type == "DequantizeLinear"
+                and normalize_domain(n.domain) in (DEFAULT_DOMAIN, MS_DOMAIN)
+                and n.output
+            ):
                 copies = readers.get(n.output[0], 0) - (n.output[0] not in outputs)
                 if copies > 0:
                     out.append(Approximation(

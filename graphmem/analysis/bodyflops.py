@@ -13,6 +13,9 @@ from graphmem.model.types import TensorType
 if TYPE_CHECKING:  # control flow's modules load only for a model that has it
     from graphmem.shapes.controlflow import BodyRun
 
+if TYPE_CHECKING:
+    from graphmem.flops import FlopReport
+
 __all__ = ["BodyLayers", "flops_with_bodies", "merge_bodies"]
 
 
@@ -28,12 +31,12 @@ class BodyLayers:
     graph: object  # graphmem.model.graph.OpGraph
     order: tuple[int, ...]
     types: Mapping[str, TensorType]
-    flops: object  # graphmem.flops.FlopReport of one execution, nested bodies included
+    flops: FlopReport  # of one execution, nested bodies included
     executions: int
     nested: Mapping[int, tuple[BodyLayers, ...]]
 
 
-def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping[str, str] | None = None):  # type: ignore[no-untyped-def]
+def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping[str, str] | None = None):
     """The graph's FlopReport with each control-flow node costed as the bodies that run (an If:
     its branch, or the assumed one; a Loop: every iteration; a Scan: every slice), and the
     :class:`BodyLayers` of each control-flow node (node id -> bodies)."""
@@ -57,7 +60,7 @@ def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping
         if not runs and node.op_type == "If" and cfs.branches:
             attr = {"then": "then_branch", "else": "else_branch"}.get(assumed.get(node_label, ""), "")
             runs = [cfs.branches.get(attr) or max(cfs.branches.values(), key=lambda r: _work(r))]
-        groups: dict[int, list] = {}  # type: ignore[type-arg]
+        groups: dict[int, list] = {}
         for run in runs:
             groups.setdefault(id(run), [run, 0])[1] += 1
         flops = macs = int_ops = 0
@@ -82,7 +85,9 @@ def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping
             zero.update(sub.zero)
             layers.append(BodyLayers(label=sub_label, graph=run.graph, order=run.order, types=run.shapes.types,
                                      flops=sub, executions=count, nested=nested))
-        costs[nid] = Cost(flops=flops, macs=macs, int_ops=int_ops) if (flops or macs or int_ops) else Cost(outcome="zero")
+        costs[nid] = (
+            Cost(flops=flops, macs=macs, int_ops=int_ops) if (flops or macs or int_ops) else Cost(outcome="zero")
+        )
         bodies[nid] = merge_bodies(layers)
     by_op = {k: v for k, v in by_op.items() if v}
     total = sum(c.flops for c in costs.values() if c.outcome == "counted")
@@ -95,7 +100,7 @@ def flops_with_bodies(graph, shapes, order, *, label: str = "", assumed: Mapping
 def _work(run: BodyRun) -> int:
     from graphmem.flops import count_flops
 
-    r = count_flops(run.graph, run.shapes.types, run.order, values=run.shapes.values)  # type: ignore[attr-defined]
+    r = count_flops(run.graph, run.shapes.types, run.order, values=run.shapes.values)
     return r.flops + r.int_ops
 
 
@@ -113,21 +118,31 @@ def merge_bodies(layers: tuple[BodyLayers, ...] | list[BodyLayers]) -> tuple[Bod
         first = members[0]
         costs: dict[int, Cost] = {}
         for m in members:
-            for nid, c in m.flops.costs.items():  # type: ignore[attr-defined]
+            for nid, c in m.flops.costs.items():
                 have = costs.get(nid)
                 scaled = c.scaled(m.executions)
                 if have is None or have.outcome != "counted":
                     costs[nid] = scaled if have is None or scaled.outcome == "counted" else have
                 elif scaled.outcome == "counted":
-                    costs[nid] = Cost(flops=have.flops + scaled.flops, macs=have.macs + scaled.macs, int_ops=have.int_ops + scaled.int_ops)
+                    costs[nid] = Cost(
+                        flops=have.flops + scaled.flops,
+                        macs=have.macs + scaled.macs,
+                        int_ops=have.int_ops + scaled.int_ops,
+                    )
         nested_lists: dict[int, list[BodyLayers]] = {}
         for m in members:
             for nid, subs in m.nested.items():
                 nested_lists.setdefault(nid, []).extend(subs)
         report = first.flops
-        merged = FlopReport(flops=sum(m.flops.flops * m.executions for m in members), macs=sum(m.flops.macs * m.executions for m in members),  # type: ignore[attr-defined]
-                            int_ops=sum(m.flops.int_ops * m.executions for m in members), costs=costs,  # type: ignore[attr-defined]
-                            by_op_type=report.by_op_type, unsupported=report.unsupported, zero=report.zero)  # type: ignore[attr-defined]
+        merged = FlopReport(
+            flops=sum(m.flops.flops * m.executions for m in members),
+            macs=sum(m.flops.macs * m.executions for m in members),
+            int_ops=sum(m.flops.int_ops * m.executions for m in members),
+            costs=costs,
+            by_op_type=report.by_op_type,
+            unsupported=report.unsupported,
+            zero=report.zero,
+        )
         out.append(BodyLayers(label=label, graph=first.graph, order=first.order, types=first.types, flops=merged,
                               executions=1, nested={nid: merge_bodies(subs) for nid, subs in nested_lists.items()}))
     return tuple(out)

@@ -18,6 +18,7 @@ first such node, with the range of a bound dim it runs in, found the same way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
@@ -31,8 +32,8 @@ from graphmem.model.graph import OpGraph
 from graphmem.model.program import value_size
 from graphmem.model.types import TensorType
 from graphmem.ort.inference import infer_types
-from graphmem.shapes.infer import RUNTIME, ShapeResult
 from graphmem.ort.refusals import CHECKS, Span, refusal
+from graphmem.shapes.infer import RUNTIME, ShapeResult
 
 __all__ = ["UnresolvedCause", "unresolved_causes", "check_runnable", "MAX_PROBES"]
 
@@ -57,7 +58,7 @@ def unresolved_causes(
     ``--dim``, ``--shape`` and ``--value`` given. ``failed``: the outputs of the nodes
     whose shape inference raised (``ShapeResult.failed_outputs``): a refusal even where the file
     declares the output's rank (onnxruntime's optimized graphs declare every tensor)."""
-    out = []
+    out: list[UnresolvedCause] = []
     for nid in order:
         node = g.node(nid)
         missing = tuple(o for o in node.output if o and value_size(types.get(o)) is None)
@@ -66,11 +67,23 @@ def unresolved_causes(
             continue
         label = node.name or f"{node.op_type}_{nid}"
         refused = any(o in failed or types.get(o) is None or types[o].shape is None for o in missing)
-        cause = UnresolvedCause(node=label, op_type=node.op_type, tensors=missing, inputs=_inputs(inputs, types, values),
-                                kind="refused" if refused else "value_dependent")
-        if not out and refused:  # the first refusal: the ones after it usually follow from it, and probing costs inferences
-            found = _search(g, order, nid, lambda r: all(value_size(r.types.get(o)) is not None for o in missing),
-                            bindings=bindings)
+        cause = UnresolvedCause(
+            node=label,
+            op_type=node.op_type,
+            tensors=missing,
+            inputs=_inputs(inputs, types, values),
+            kind="refused" if refused else "value_dependent",
+        )
+        # the first refusal: the ones after it usually follow from it, and probing costs inferences
+        if not out and refused:
+            # _search calls the test before the loop moves on: ``missing`` is this node's
+            found = _search(
+                g,
+                order,
+                nid,
+                lambda r: all(value_size(r.types.get(o)) is not None for o in missing),  # noqa: B023
+                bindings=bindings,
+            )
             if found is not None:
                 cause = replace(cause, dim=found[0], value=found[1], low=found[2], high=found[3])
         out.append(cause)
@@ -105,8 +118,17 @@ def check_runnable(
         found = None
         if CHECKS.of(node).ranged:
             inputs = [x for x in node.input if x]
-            found = _search(g, order, nid, lambda r: all(value_size(r.types.get(x)) is not None for x in inputs)
-                            and refusal(g, nid, r.types, r.values) is None, bindings=bindings)
+            # _search calls the test before the loop moves on: ``inputs`` and ``nid`` are this node's
+            found = _search(
+                g,
+                order,
+                nid,
+                lambda r: (
+                    all(value_size(r.types.get(x)) is not None for x in inputs)  # noqa: B023
+                    and refusal(g, nid, r.types, r.values) is None  # noqa: B023
+                ),
+                bindings=bindings,
+            )
         bound = ", ".join(f"{k}={v}" for k, v in bindings.dims.items())
         if found is not None:
             name, value, low, high = found
@@ -143,7 +165,7 @@ def _search(
 
     budget = [MAX_PROBES]
     for name, value in sorted(bindings.dims.items(), key=lambda kv: -kv[1]):
-        low, high = _working_range(lambda v, name=name: at(name, v), value, budget)  # type: ignore[misc]
+        low, high = _working_range(functools.partial(at, name), value, budget)
         if low is not None or high is not None:
             return name, value, low, high
     return None

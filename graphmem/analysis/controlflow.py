@@ -42,7 +42,14 @@ from graphmem.ort.scratch import step_scratch
 from graphmem.planner.program import Program, Step
 from graphmem.shapes.controlflow import BodyRun, ControlFlowShapes
 
-__all__ = ["SHORT", "BranchChoice", "ControlFlowPlan", "control_flow_approximations", "plan_control_flow", "released_initializers"]
+__all__ = [
+    "SHORT",
+    "BranchChoice",
+    "ControlFlowPlan",
+    "control_flow_approximations",
+    "plan_control_flow",
+    "released_initializers",
+]
 
 #: Label of each subgraph attribute in paths such as ``If_3/then/MatMul_1``.
 SHORT = {"then_branch": "then", "else_branch": "else", "body": "body"}
@@ -94,11 +101,27 @@ def plan_control_flow(
 ) -> ControlFlowPlan:
     """Kernels for every control-flow step of ``program`` (planned as ``plan``) on ``host``."""
     result = ControlFlowPlan(released=released_initializers(model), host=host)
-    _kernels_of(program, plan, names, order, graph_nodes, runtime, static, static_types, runtime_types, opset, "", result, result.kernels)
+    _kernels_of(
+        program,
+        plan,
+        names,
+        order,
+        graph_nodes,
+        runtime,
+        static,
+        static_types,
+        runtime_types,
+        opset,
+        "",
+        result,
+        result.kernels,
+    )
     return result
 
 
-def _kernels_of(program, plan, names, order, nodes, runtime, static, static_types, runtime_types, opset, prefix, result, out) -> None:  # type: ignore[no-untyped-def]
+def _kernels_of(
+    program, plan, names, order, nodes, runtime, static, static_types, runtime_types, opset, prefix, result, out
+) -> None:
     index = {n: i for i, n in enumerate(names)}
     step_of = {nid: s for s, nid in enumerate(order)}
     for nid, cfs in runtime.items():
@@ -140,28 +163,55 @@ class _Node:
     def static_body(self, attr: str) -> BodyRun | None:
         return self.static.branches.get(attr) if self.static is not None else None
 
-    def frame(self, run: BodyRun, *, provided=frozenset(), sizes=None, shared=frozenset(), kept_drop=None, key_extra=0, delayed=None, copies=()) -> Frame:  # type: ignore[no-untyped-def]
+    def frame(
+        self,
+        run: BodyRun,
+        *,
+        provided=frozenset(),
+        sizes=None,
+        shared=frozenset(),
+        kept_drop=None,
+        key_extra=0,
+        delayed=None,
+        copies=(),
+    ) -> Frame:
         """Plan one execution of ``run``; ``provided`` body outputs are the kernel's buffers,
         ``shared`` ones cost nothing, ``sizes`` overrides output sizes; ``kept_drop`` maps kept
         outputs to how many frames later they are released (Loop). Identical requests share one
         planned frame (a Loop's iterations with the same types)."""
-        key = (id(run), frozenset(provided), tuple(sorted((sizes or {}).items())), frozenset(shared),
-               tuple(sorted((kept_drop or {}).items(), key=str)), key_extra, tuple(sorted((delayed or {}).items())), tuple(copies))
+        key = (
+            id(run),
+            frozenset(provided),
+            tuple(sorted((sizes or {}).items())),
+            frozenset(shared),
+            tuple(sorted((kept_drop or {}).items(), key=str)),
+            key_extra,
+            tuple(sorted((delayed or {}).items())),
+            tuple(copies),
+        )
         cached = self.result.frames.get(key)
         if cached is not None and cached[0] is run:
             return cached[1]
-        frame = self._frame(run, provided=provided, sizes=sizes, shared=shared, kept_drop=kept_drop, key_extra=key_extra, delayed=delayed)
+        frame = self._frame(
+            run,
+            provided=provided,
+            sizes=sizes,
+            shared=shared,
+            kept_drop=kept_drop,
+            key_extra=key_extra,
+            delayed=delayed,
+        )
         frame = replace(frame, copies=tuple(copies))
         self.result.frames[key] = (run, frame)
         return frame
 
-    def _frame(self, run, *, provided, sizes, shared, kept_drop, key_extra, delayed) -> Frame:  # type: ignore[no-untyped-def]
+    def _frame(self, run, *, provided, sizes, shared, kept_drop, key_extra, delayed) -> Frame:
         attr = SHORT.get(run.attr, run.attr)
         static = self.static_body(run.attr)
-        static_types = static.shapes.types if static is not None else {}  # type: ignore[attr-defined]
+        static_types = static.shapes.types if static is not None else {}
         program, names = build_program(
-            run.graph, run.order, runtime=run.shapes.types, static=static_types,  # type: ignore[attr-defined]
-            sharing=sharing, unwritten=unwritten_outputs, values_known=run.shapes.values,  # type: ignore[attr-defined]
+            run.graph, run.order, runtime=run.shapes.types, static=static_types,
+            sharing=sharing, unwritten=unwritten_outputs, values_known=run.shapes.values,
         )
         program = _adjust(program, names, provided=provided, shared=shared, sizes=sizes or {})
         plan = plan_ort(program)
@@ -171,11 +221,13 @@ class _Node:
             self.result.seen.add(body_label)
             produced = [o for nid in run.order for o in run.graph.node(nid).output if o]
             self.result.tensors.extend(body_label + o for o in produced)
-            self.result.unresolved.extend(body_label + o for o in produced if value_size(run.shapes.types.get(o)) is None)  # type: ignore[attr-defined]
+            self.result.unresolved.extend(
+                body_label + o for o in produced if value_size(run.shapes.types.get(o)) is None
+            )
         nested: dict[int, Kernel] = {}
         _kernels_of(
-            program, plan, names, run.order, run.graph.protos, run.shapes.bodies,  # type: ignore[attr-defined]
-            static.shapes.bodies if static is not None else {}, static_types, run.shapes.types,  # type: ignore[attr-defined]
+            program, plan, names, run.order, run.graph.protos, run.shapes.bodies,
+            static.shapes.bodies if static is not None else {}, static_types, run.shapes.types,
             self.opset, body_label, self.result, nested,
         )
         index = {n: i for i, n in enumerate(names)}
@@ -199,14 +251,14 @@ class _Node:
     def _scratch(self, run: BodyRun) -> tuple[Scratch, ...]:
         """Each body step's kernel scratch (``graphmem.ort.scratch``), from the body's runtime types;
         op types without a rule are noted (counted 0)."""
-        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types, run.shapes.values,  # type: ignore[attr-defined]
+        per_step, unmodelled = step_scratch(run.graph, run.order, run.shapes.types, run.shapes.values,
                                             host=self.result.host)
         self.result.scratch_unmodelled.update(dict.fromkeys(unmodelled))
         self.result.scratch_bytes = max([self.result.scratch_bytes, *(ks.total for ks in per_step)])
         return tuple((ks.before, ks.after) for ks in per_step)
 
 
-def _adjust(program: Program, names, *, provided, shared, sizes) -> Program:  # type: ignore[no-untyped-def]
+def _adjust(program: Program, names, *, provided, shared, sizes) -> Program:
     """The body program with the kernel's buffers: ``provided`` outputs are not requested by the
     body, ``shared`` outputs take their input's buffer, ``sizes`` overrides some sizes."""
     if not provided and not shared and not sizes:
@@ -235,15 +287,15 @@ def _feed_key(run: BodyRun) -> int:
     """CalculateMemoryPatternsKey (``session_state.cc``): XOR of every dim of every feed."""
     key = 0
     for name in run.model.inputs:
-        t = run.shapes.types.get(name)  # type: ignore[attr-defined]
+        t = run.shapes.types.get(name)
         if t is None or not is_concrete(t.shape):
             continue
         for d in t.shape:
-            key ^= int(d)  # type: ignore[arg-type]
+            key ^= int(d)
     return key
 
 
-def _pattern_enabled(run: BodyRun, body_static, outer_static, released) -> bool:  # type: ignore[no-untyped-def]
+def _pattern_enabled(run: BodyRun, body_static, outer_static, released) -> bool:
     """Whether an execution of the body can use and record memory patterns: every graph input and
     implicit input has a shape (rank known) in onnxruntime's view (ResolveMemoryPatternFlag,
     ``session_state.cc``), and every feed is a tensor (ExecutionFrame's ``all_tensors``): an
@@ -276,8 +328,8 @@ def released_initializers(model: Model) -> frozenset[str]:
                 if not name:
                     continue
                 uses[name] = uses.get(name, 0) + 1
-                w = weights.get(name)
-                if w is not None and prepacks(node.domain, node.op_type, pos, w[0], w[1]):
+                held = weights.get(name)
+                if held is not None and prepacks(node.domain, node.op_type, pos, held[0], held[1]):
                     packed[name] = packed.get(name, 0) + 1
             for attr, sub in body_graphs(node):
                 walk(body_model(m, sub, inputs={}, outer={}, label=attr))
@@ -293,7 +345,7 @@ def _outputs(run: BodyRun) -> list[str]:
 def _static_concrete(ctx: _Node, attr: str, name: str, runtime: Mapping[str, TensorType]) -> bool:
     """Whether onnxruntime knows the body output's shape statically (TensorShape::Size() >= 0)."""
     static = ctx.static_body(attr)
-    t = static.shapes.types.get(name) if static is not None else None  # type: ignore[attr-defined]
+    t = static.shapes.types.get(name) if static is not None else None
     return t is not None and is_concrete(t.shape)
 
 
@@ -308,10 +360,12 @@ def _if_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     if cfs.runs:
         return _if_branch(ctx, cfs.runs[0])
     options = {attr: _if_branch(ctx, run) for attr, run in cfs.branches.items()}
-    outputs = sum(ctx.program.values[ctx.value(o)].size or 0 for o in ctx.node.output if o and ctx.value(o) is not None)
+    outputs = sum(ctx.program.values[v].size or 0 for o in ctx.node.output if o and (v := ctx.value(o)) is not None)
     peaks = {attr: max(_kernel_peak(k, ctx.program), outputs) for attr, k in options.items()}
     assumed = max(peaks, key=lambda a: (peaks[a], a == "then_branch"))
-    ctx.result.choices.append(BranchChoice(node=ctx.label, assumed=SHORT[assumed], peaks={SHORT[a]: p for a, p in peaks.items()}))
+    ctx.result.choices.append(
+        BranchChoice(node=ctx.label, assumed=SHORT[assumed], peaks={SHORT[a]: p for a, p in peaks.items()})
+    )
     return options[assumed]
 
 
@@ -319,11 +373,11 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
     upfront: list[int] = []
     provided: set[str] = set()
     delayed: dict[str, int] = {}
-    elements = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values)  # type: ignore[attr-defined]
+    elements = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values)
     for out, body_out in zip(ctx.node.output, _outputs(run)):
         if not out:
             continue
-        t = run.shapes.types.get(body_out)  # type: ignore[attr-defined]
+        t = run.shapes.types.get(body_out)
         if t is not None and t.kind in CONTAINERS:
             # the If's output is the branch's sequence (if.cc: non-tensor fetches are moved): its
             # element buffers are allocated by the branch as the If output's
@@ -332,16 +386,19 @@ def _if_branch(ctx: _Node, run: BodyRun) -> Kernel:
                 if element is not None and v is not None:
                     delayed[element] = v
             continue
-        if _static_concrete(ctx, run.attr, body_out, run.shapes.types):  # type: ignore[attr-defined]
+        if _static_concrete(ctx, run.attr, body_out, run.shapes.types):
             provided.add(body_out)  # IfImpl::AllocateOutputTensors: allocated before the branch
             v = ctx.value(out)
             if v is not None:
                 upfront.append(v)
         elif not ctx.fresh(out):
             provided.add(body_out)  # delayed into a reused parent buffer: nothing requested
-        elif ctx.value(out) is not None:
-            delayed[body_out] = ctx.value(out)  # type: ignore[assignment]  # the custom fetch allocator
-    return Kernel(frames=(ctx.frame(run, provided=frozenset(provided), delayed=delayed),), before=tuple(Upfront(v) for v in upfront))
+        elif (vid := ctx.value(out)) is not None:
+            delayed[body_out] = vid  # the custom fetch allocator
+    return Kernel(
+        frames=(ctx.frame(run, provided=frozenset(provided), delayed=delayed),),
+        before=tuple(Upfront(v) for v in upfront),
+    )
 
 
 def _kernel_peak(kernel: Kernel, parent: Program) -> int:
@@ -373,7 +430,9 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
         drop: dict[str, int | None] = {}
         copies: list[tuple[int, int | None]] = []
         for k, name in enumerate(outs):
-            after = 2 if k <= carried else None  # carried values and the condition: replaced as feeds two iterations later
+            after = (
+                2 if k <= carried else None
+            )  # carried values and the condition: replaced as feeds two iterations later
             if 1 <= k <= carried and k - 1 in scanned[i + 1]:
                 after = None
             if name in shared or name in run.model.inputs:
@@ -387,7 +446,7 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
         # holds (it copied them: OptionalGetElement) go with the last carried sequence holding them;
         # the others are held to the end
         delayed = owners[i]
-        for element in sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).read_by(outs):  # type: ignore[attr-defined]
+        for element in sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).read_by(outs):
             if element not in delayed:
                 drop[element] = ends[i].get(element)
         if i == 0:  # the first condition scalar goes unless the body hands that same value back
@@ -400,7 +459,7 @@ def _loop_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     )
 
 
-def _sequence_owners(ctx: _Node, runs, carried: int) -> tuple[list[dict[str, int]], list[dict[str, int]]]:  # type: ignore[no-untyped-def]
+def _sequence_owners(ctx: _Node, runs, carried: int) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
     """Per iteration, the element buffers it allocates that the Loop's output sequences end with,
     and the parent value each becomes (``out#j``); and the element buffers of its carried
     sequences that a later iteration's sequence no longer holds, with how many frames later they
@@ -424,7 +483,7 @@ def _sequence_owners(ctx: _Node, runs, carried: int) -> tuple[list[dict[str, int
                                        "erased in a later iteration is counted until the Loop ends"))
         last: dict[tuple[int, str], int] = {}  # (iteration, element) -> the last iteration whose sequence holds it
         for i, run in enumerate(runs):
-            holds = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).holds  # type: ignore[attr-defined]
+            holds = sequence_elements(run.graph, run.order, run.shapes.types, run.shapes.values).holds
             body_out = _outputs(run)[c + 1]
             before = iter(track)
             track = [next(before, (-1, "")) if e is None else (i, e) for e in holds.get(body_out, ())]
@@ -454,7 +513,10 @@ def _same_value(run: BodyRun, output: str, feed: str) -> bool:
     """Whether body output ``output`` is the feed ``feed`` itself (passed through, or Identity)."""
     if output == feed:
         return True
-    return any(n.op_type == "Identity" and n.output and n.output[0] == output and n.input and n.input[0] == feed for n in run.model.nodes)
+    return any(
+        n.op_type == "Identity" and n.output and n.output[0] == output and n.input and n.input[0] == feed
+        for n in run.model.nodes
+    )
 
 
 def _shared_outputs(run: BodyRun) -> set[str]:
@@ -465,7 +527,13 @@ def _shared_outputs(run: BodyRun) -> set[str]:
     pre_existing = set(run.model.inputs) - {iteration}
     shared = set()
     for node in run.model.nodes:
-        if node.op_type == "Identity" and node.output and node.output[0] in outputs and node.input and node.input[0] in pre_existing:
+        if (
+            node.op_type == "Identity"
+            and node.output
+            and node.output[0] in outputs
+            and node.input
+            and node.input[0] in pre_existing
+        ):
             shared.add(node.output[0])
     return shared
 
@@ -494,11 +562,13 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
     in_axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * n_scan
     out_axes = list(attrs["scan_output_axes"].ints) if "scan_output_axes" in attrs else [0] * n_out
     parent = ctx.runtime_types
-    body_types = run.shapes.types  # type: ignore[attr-defined]
+    body_types = run.shapes.types
     steps = len(cfs.runs)
     if v8:
         shape = (parent.get(inputs[n_state]) or TensorType(dtype=0, shape=None)).shape or (1, steps)
-        batch, seq = int(shape[0]), int(shape[1])  # type: ignore[arg-type]
+        batch, seq = shape[0], shape[1]
+        if not isinstance(batch, int) or not isinstance(seq, int):  # known when the shapes stage ran the body
+            raise _unbound(ctx, f"Scan '{ctx.label}' has an unknown batch or sequence length")
     else:
         batch, seq = 1, steps
     # scan_9.cc ScanImpl::Initialize then Execute (scan_8.cc the same without transposes), in order:
@@ -538,14 +608,18 @@ def _scan_kernel(ctx: _Node, cfs: ControlFlowShapes) -> Kernel:
             state = _bytes(body_types.get(run.feeds[k]))
             before.extend([Temp(state)] * ((n > 1) + (n > 2)))
     provided = frozenset(outs)
-    frames = [ctx.frame(run, provided=provided - set(first_sizes), sizes=first_sizes, delayed=delayed, kept_drop=first_temps or None)]
+    frames = [
+        ctx.frame(
+            run, provided=provided - set(first_sizes), sizes=first_sizes, delayed=delayed, kept_drop=first_temps or None
+        )
+    ]
     if steps > 1:
         later = ctx.frame(run, provided=provided)
         frames.extend([later] * (steps - 1))
     return Kernel(frames=tuple(frames), before=tuple(before))
 
 
-def control_flow_approximations(flow: ControlFlowPlan) -> list:  # type: ignore[type-arg]
+def control_flow_approximations(flow: ControlFlowPlan) -> list:
     """The approximations a control-flow plan makes: branches assumed, body tensors unresolved."""
     from graphmem.analysis.result import Approximation
 
@@ -560,6 +634,9 @@ def control_flow_approximations(flow: ControlFlowPlan) -> list:  # type: ignore[
         )
         for c in flow.choices
     ]
-    out.extend(Approximation(kind="unresolved_tensor", node=n, detail="body tensor without a static size") for n in flow.unresolved)
+    out.extend(
+        Approximation(kind="unresolved_tensor", node=n, detail="body tensor without a static size")
+        for n in flow.unresolved
+    )
     out.extend(Approximation(kind="value_assumed", node=n, detail=d) for n, d in dict.fromkeys(flow.assumed))
     return out

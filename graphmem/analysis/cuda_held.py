@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from graphmem.analysis.result import Analysis
 from graphmem.analysis.session import ARENA_FIGURES, SessionApproximation
@@ -104,16 +105,18 @@ class CudaOptions:
 def parse_cuda_options(pairs: Iterable[str], *, device: str | None = None) -> CudaOptions:
     """``--session-option KEY=VALUE`` strings for a CUDA session; :class:`UsageError` naming a
     bad key or value (and the known keys)."""
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}  # each parsed by _value to its CudaOptions field's type
     for pair in pairs:
         key, sep, text = str(pair).partition("=")
         key, text = key.strip(), text.strip()
         if not sep or not key:
             raise UsageError(f"--session-option {pair!r}: expected KEY=VALUE")
         if key not in CUDA_KEYS:
-            raise UsageError(f"--session-option {key}: not an option of a CUDA session's figures; known: {', '.join(CUDA_KEYS)}")
+            raise UsageError(
+                f"--session-option {key}: not an option of a CUDA session's figures; known: {', '.join(CUDA_KEYS)}"
+            )
         values[key] = _value(key, text)
-    opts = CudaOptions(**values)  # type: ignore[arg-type]
+    opts = CudaOptions(**values)
     if device is not None:
         opts = replace(opts, device=device)
     return opts
@@ -156,7 +159,7 @@ def _value(key: str, text: str) -> object:
     return n
 
 
-def _placed_weights(program, device: str, weights) -> list:  # type: ignore[no-untyped-def]
+def _placed_weights(program, device: str, weights) -> list:
     """The initializers a kernel on ``device`` reads (the planner locates an initializer where its
     consumers run, ``allocation_planner.cc`` GeneratePlanForWeights): a step runs where its first
     output lives."""
@@ -211,7 +214,9 @@ class CudaSessionFigures:
         return not any(name in a.figures for a in self.approximations)
 
 
-def cuda_session_figures(analysis: Analysis, options: CudaOptions | None = None, *, runs: int = 5) -> CudaSessionFigures:
+def cuda_session_figures(
+    analysis: Analysis, options: CudaOptions | None = None, *, runs: int = 5
+) -> CudaSessionFigures:
     """The CUDA session's device figures for a ``--provider cuda`` analysis (see the module doc)."""
     opts = options if options is not None else CudaOptions()
     if analysis.activations.provider != "cuda" or analysis.steps is None:
@@ -237,20 +242,44 @@ def cuda_session_figures(analysis: Analysis, options: CudaOptions | None = None,
     held = life.held_after_run
     context, handles = CONTEXT_BYTES.get(opts.device, CONTEXT_BYTES["default"])
     notes = [
-        SessionApproximation(kind="not_checked_on_gpu", figures=("weights_held_bytes", *ARENA_FIGURES, "resident_bytes"),
-                             node="", detail="emulated from onnxruntime's CUDA provider sources; no GPU was there to check it"),
-        SessionApproximation(kind="scratch_not_modelled", figures=(*ARENA_FIGURES, "resident_bytes"), node="", detail=(
-            f"cuDNN's and cuBLAS's workspaces come from the arena and are not modelled "
-            f"(cudnn_conv_algo_search={opts.cudnn_conv_algo_search}, "
-            f"cudnn_conv_use_max_workspace={int(opts.cudnn_conv_use_max_workspace)}): the figures may be low")),
-        SessionApproximation(kind="device_overhead_estimated", figures=("resident_bytes",), node="", detail=(
-            f"the CUDA context ({context >> 20} MiB) and the libraries' handles ({handles >> 20} MiB) are an estimate "
-            f"for {'a catalog GPU' if opts.device == 'default' else opts.device}: they depend on the GPU, the driver "
-            "and lazy module loading; graphmem verify --provider cuda measures them")),
+        SessionApproximation(
+            kind="not_checked_on_gpu",
+            figures=("weights_held_bytes", *ARENA_FIGURES, "resident_bytes"),
+            node="",
+            detail="emulated from onnxruntime's CUDA provider sources; no GPU was there to check it",
+        ),
+        SessionApproximation(
+            kind="scratch_not_modelled",
+            figures=(*ARENA_FIGURES, "resident_bytes"),
+            node="",
+            detail=(
+                f"cuDNN's and cuBLAS's workspaces come from the arena and are not modelled "
+                f"(cudnn_conv_algo_search={opts.cudnn_conv_algo_search}, "
+                f"cudnn_conv_use_max_workspace={int(opts.cudnn_conv_use_max_workspace)}): the figures may be low"
+            ),
+        ),
+        SessionApproximation(
+            kind="device_overhead_estimated",
+            figures=("resident_bytes",),
+            node="",
+            detail=(
+                f"the CUDA context ({context >> 20} MiB) and the libraries' handles ({handles >> 20} MiB) are an "
+                "estimate "
+                f"for {'a catalog GPU' if opts.device == 'default' else opts.device}: they depend on the GPU, the "
+                "driver "
+                "and lazy module loading; graphmem verify --provider cuda measures them"
+            ),
+        ),
     ]
     if analysis.activations.approximations:
-        notes.append(SessionApproximation(kind="activations_not_exact", figures=(*ARENA_FIGURES, "resident_bytes"),
-                                          node="", detail="the activation plan replayed is not exact (activations.approximations)"))
+        notes.append(
+            SessionApproximation(
+                kind="activations_not_exact",
+                figures=(*ARENA_FIGURES, "resident_bytes"),
+                node="",
+                detail="the activation plan replayed is not exact (activations.approximations)",
+            )
+        )
     return CudaSessionFigures(
         options=opts,
         provider="cuda",

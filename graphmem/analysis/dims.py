@@ -24,11 +24,13 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from graphmem.errors import UnboundDimError, UnknownDimError, UsageError
 from graphmem.model.loading import Model
+from graphmem.model.types import TensorType
 
 __all__ = [
     "MAX_DIM", "INT64_MAX", "parse_dim_value", "split_dim_item", "parse_dims", "parse_shapes", "parse_values",
@@ -80,12 +82,12 @@ def parse_dims(items: Iterable[str] | None) -> dict[str, int]:
     return dims
 
 
-def parse_shapes(items: Iterable[str] | None) -> dict[str, tuple | None]:  # type: ignore[type-arg]
+def parse_shapes(items: Iterable[str] | None) -> dict[str, tuple | None]:
     """``["x=1x3x48x192"]`` → ``{"x": (1, 3, 48, 192)}`` (``x=scalar`` for a rank-0 input);
     ``["s=[2x3,4]"]`` → ``{"s": ((2, 3), (4,))}``: a sequence input's element shapes, ``s=[]``
     an empty sequence; ``["o=none"]`` → ``{"o": None}``: an optional input without a value (an
     optional input with a value takes its tensor's shape or its sequence's element shapes)."""
-    shapes: dict[str, tuple | None] = {}  # type: ignore[type-arg]
+    shapes: dict[str, tuple | None] = {}
     for item in items or ():
         name, text = split_dim_item(item, example="x=1x3x224x224", option="--shape")
         if name in shapes:
@@ -124,7 +126,9 @@ def parse_values(items: Iterable[str] | None) -> dict[str, tuple[int | float, ..
             token = token.strip()
             if re.fullmatch(r"[+-]?[0-9]+", token):
                 out.append(int(token))
-            elif re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", token) and math.isfinite(float(token)):
+            elif re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", token) and math.isfinite(
+                float(token)
+            ):
                 out.append(float(token))
             else:
                 raise UsageError(f"--value '{item}': '{token}' is not a number")
@@ -152,28 +156,30 @@ class ResolvedInputs:
     are bound (given, or implied by a ``--shape``), and the values given."""
 
     dims: dict[str, int]
-    shapes: dict[str, tuple[int, ...]]  # every graph input -> its shape in the run
-    given_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # from --shape
+    # every graph input -> its shape in the run (a sequence's: its elements' shapes; an optional
+    # without a value: None)
+    shapes: dict[str, tuple | None]
+    given_shapes: dict[str, tuple | None] = field(default_factory=dict)  # from --shape
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def format_shape(shape: Sequence[object] | None) -> str:
+def format_shape(shape: Sequence[Any] | None) -> str:
     """``(1, 3, 48)`` -> ``1x3x48`` (a dim without a value prints as N); a sequence's element
     shapes ``((2, 3), (4,))`` -> ``[2x3,4]``; an optional without a value (None) -> ``none``."""
     if shape is None:
         return "none"
     if is_sequence_binding(shape):
-        return "[" + ",".join(format_shape(tuple(e)) for e in shape) + "]"  # type: ignore[arg-type]
+        return "[" + ",".join(format_shape(tuple(e)) for e in shape) + "]"
     return "x".join(str(d) if isinstance(d, int) and d >= 0 else "N" for d in shape) or "scalar"
 
 
-def shape_json(shape: Sequence[object] | None) -> list | None:  # type: ignore[type-arg]
+def shape_json(shape: Sequence[object] | None) -> list | None:
     """A ``--shape`` binding in a JSON document: a list (of element shapes for a sequence), null
     for an optional input without a value."""
     return None if shape is None else [list(e) if isinstance(e, (tuple, list)) else e for e in shape]
 
 
-def inputs_text(shapes: Mapping[str, Sequence[int]], values: Mapping[str, Sequence[int | float]]) -> str:
+def inputs_text(shapes: Mapping[str, Sequence[Any] | None], values: Mapping[str, Sequence[int | float]]) -> str:
     """``; shapes x=1x3x48x192; values sr=16000`` for a report's dims line (empty without
     ``--shape``/``--value``)."""
     text = ""
@@ -200,10 +206,10 @@ def _check_dim(value: object, what: str) -> int:
 
 
 def resolve_inputs(
-    inputs: Mapping[str, object],
+    inputs: Mapping[str, TensorType],
     *,
     dims: Mapping[str, int] | None = None,
-    shapes: Mapping[str, Sequence[int]] | None = None,
+    shapes: Mapping[str, Sequence[int] | None] | None = None,
     values: Mapping[str, Sequence[int | float]] | None = None,
 ) -> ResolvedInputs:
     """Check ``dims``, ``shapes`` and ``values`` against the graph inputs (name -> TensorType).
@@ -219,21 +225,26 @@ def resolve_inputs(
         for name in given:
             if name not in inputs:
                 raise UsageError(f"{option} {name}: the model has no input '{name}'; its inputs: {names}")
-    given_shapes: dict[str, tuple[int, ...]] = {}
-    sequences: dict[str, tuple[tuple[int, ...], ...]] = {}
+    given_shapes: dict[str, tuple[int, ...]] = {}  # tensors' (sequences and optionals: below)
+    sequences: dict[str, tuple | None] = {}
     for name, shape in shapes.items():
         if _kind(inputs[name]) == "optional_type":
-            sequences[name] = _check_optional(name, shape, inputs[name])  # type: ignore[assignment]
+            sequences[name] = _check_optional(name, shape, inputs[name])
             continue
         if shape is None:
-            raise UsageError(f"--shape {name}=none: input '{name}' is not optional; 'none' is for an optional input without a value")
+            raise UsageError(
+                f"--shape {name}=none: input '{name}' is not optional; 'none' is for an optional input without a value"
+            )
         if _kind(inputs[name]) == "sequence_type":
-            sequences[name] = _check_elements(name, shape, inputs[name].shape)  # type: ignore[attr-defined]
+            sequences[name] = _check_elements(name, shape, inputs[name].shape)
             continue
         _check_tensor(name, inputs[name], "--shape")
         if is_sequence_binding(shape):
-            raise UsageError(f"--shape {name}={format_shape(shape)}: input '{name}' is a tensor; [..] is for a sequence input's elements")
-        given_shapes[name] = _check_shape(name, shape, inputs[name].shape)  # type: ignore[attr-defined]
+            raise UsageError(
+                f"--shape {name}={format_shape(shape)}: input '{name}' is a tensor; [..] is for a sequence input's "
+                "elements"
+            )
+        given_shapes[name] = _check_shape(name, shape, inputs[name].shape)
     known = _named_dims(inputs)
     for name, value in dims.items():
         if name not in known:
@@ -252,48 +263,48 @@ def resolve_inputs(
                 bound[name] = _check_dim(derived, f"dim '{name}'")
     arrays = {name: _value_array(name, v, inputs[name], given_shapes, bound) for name, v in values.items()}
     for name, a in arrays.items():
-        if name not in given_shapes and not _concrete(inputs[name].shape, bound):  # type: ignore[attr-defined]
+        if name not in given_shapes and _bound(inputs[name].shape, bound) is None:
             given_shapes[name] = tuple(a.shape)
-    run_shapes: dict[str, tuple] = dict(sequences)  # type: ignore[type-arg]
-    given_shapes.update(sequences)  # type: ignore[arg-type]
+    run_shapes: dict[str, tuple | None] = dict(sequences)
+    given_all: dict[str, tuple | None] = {**given_shapes, **sequences}
     missing: list[str] = []
     open_inputs: list[tuple[str, Sequence[object] | None]] = []
     for name, t in inputs.items():
-        if name in given_shapes:
-            run_shapes[name] = given_shapes[name]
+        if name in given_all:
+            run_shapes[name] = given_all[name]
             continue
         if _kind(t) != "tensor":
             continue  # a sequence, map or optional: no tensor shape to bind (its values stay unresolved)
-        shape = t.shape  # type: ignore[attr-defined]
-        if shape is None:
+        declared = t.shape
+        if declared is None:
             open_inputs.append((name, None))
             continue
-        if any(d is None or (isinstance(d, int) and d < 0) for d in shape):
-            open_inputs.append((name, shape))
+        if any(d is None or (isinstance(d, int) and d < 0) for d in declared):
+            open_inputs.append((name, declared))
             continue
-        missing += [d for d in shape if isinstance(d, str) and d not in bound and d not in missing]
-        if all(not isinstance(d, str) or d in bound for d in shape):
-            run_shapes[name] = tuple(bound[d] if isinstance(d, str) else d for d in shape)
+        missing += [d for d in declared if isinstance(d, str) and d not in bound and d not in missing]
+        if all(not isinstance(d, str) or d in bound for d in declared):
+            run_shapes[name] = tuple(bound[d] if isinstance(d, str) else d for d in declared)
     unbound = ""
     if missing:
         hint = " ".join(_dim_hint(d) for d in missing)
         unbound = f"unbound symbolic dims: {', '.join(missing)} (bind them with {hint}"
     if open_inputs:
-        name, shape = open_inputs[0]
-        what = "no shape" if shape is None else f"dims with neither a value nor a name {_declared(shape)}"
-        hint = shape_hint(name, shape) if shape is not None else f"--shape {shlex.quote(name + '=D0xD1')}"
+        name, open_shape = open_inputs[0]
+        what = "no shape" if open_shape is None else f"dims with neither a value nor a name {_declared(open_shape)}"
+        hint = shape_hint(name, open_shape) if open_shape is not None else f"--shape {shlex.quote(name + '=D0xD1')}"
         more = f"; also {unbound})" if unbound else ""
         raise UnboundDimError(f"input '{name}' has {what}: set its whole shape with {hint}{more}")
     if unbound:
         raise UnboundDimError(f"{unbound}, or ask for formulas with --symbolic)")
-    return ResolvedInputs(dims=bound, shapes=run_shapes, given_shapes=given_shapes, values=arrays)
+    return ResolvedInputs(dims=bound, shapes=run_shapes, given_shapes=given_all, values=arrays)
 
 
 def open_dims(
-    inputs: Mapping[str, object],
+    inputs: Mapping[str, TensorType],
     *,
     dims: Mapping[str, int] | None = None,
-    shapes: Mapping[str, Sequence[int]] | None = None,
+    shapes: Mapping[str, Sequence[int] | None] | None = None,
     values: Mapping[str, Sequence[int | float]] | None = None,
 ) -> tuple[str, ...]:
     """The named dims still to bind: used by an input whose shape neither ``shapes`` nor
@@ -310,7 +321,7 @@ def open_dims(
     for name, t in inputs.items():
         if name in shapes or name in values:
             continue
-        for d in t.shape or ():  # type: ignore[attr-defined]
+        for d in t.shape or ():
             operands = _operands(d) if isinstance(d, str) else None
             if operands is not None and operands <= named:
                 continue  # derived once its operands are bound (they are listed themselves)
@@ -331,10 +342,10 @@ def _operands(name: str) -> set[str] | None:
 
 
 def fixing_input(
-    inputs: Mapping[str, object],
+    inputs: Mapping[str, TensorType],
     dim: str,
     *,
-    shapes: Mapping[str, Sequence[int]] | None = None,
+    shapes: Mapping[str, Sequence[object] | None] | None = None,
     values: Mapping[str, Sequence[int | float]] | None = None,
 ) -> tuple[str, str] | None:
     """An input declaring the named dim ``dim`` whose shape ``--shape`` sets or whose values
@@ -343,21 +354,27 @@ def fixing_input(
     for option, given in (("--shape", shapes or {}), ("--value", values or {})):
         for name, items in given.items():
             if dim in (getattr(inputs.get(name), "shape", None) or ()):
-                text = format_shape(items if items is None else tuple(items)) if option == "--shape" else ",".join(map(str, items))
+                text = (
+                    format_shape(items if items is None else tuple(items))
+                    if option == "--shape"
+                    else ",".join(map(str, items or ()))
+                )
                 return name, f"{option} {name}={text}"
     return None
 
 
-def _kind(t: object) -> str:
+def _kind(t: TensorType) -> str:
     return getattr(t, "kind", "tensor")
 
 
-def _check_tensor(name: str, t: object, option: str) -> None:
+def _check_tensor(name: str, t: TensorType, option: str) -> None:
     kind = _kind(t)
     if kind != "tensor":
         what = kind.removesuffix("_type")
         article = "an" if what[:1] in "aeiou" else "a"
-        raise UsageError(f"{option} {name}: input '{name}' is {article} {what}, not a tensor; {option} is for tensor inputs")
+        raise UsageError(
+            f"{option} {name}: input '{name}' is {article} {what}, not a tensor; {option} is for tensor inputs"
+        )
 
 
 def _expression(name: str, dims: Mapping[str, int]) -> int | None:
@@ -389,16 +406,16 @@ def _declared(shape: Sequence[object]) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def _named_dims(inputs: Mapping[str, object]) -> tuple[str, ...]:
+def _named_dims(inputs: Mapping[str, TensorType]) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for t in inputs.values():
-        for d in t.shape or ():  # type: ignore[attr-defined]
+        for d in t.shape or ():
             if isinstance(d, str):
                 seen.setdefault(d)
     return tuple(seen)
 
 
-def _check_elements(name: str, shape: Sequence[object], declared: Sequence[object] | None) -> tuple[tuple[int, ...], ...]:
+def _check_elements(name: str, shape: Sequence[Any], declared: Sequence[object] | None) -> tuple[tuple[int, ...], ...]:
     """A sequence input's element shapes, each checked against the element shape the file declares."""
     if shape and not is_sequence_binding(shape):
         raise UsageError(f"--shape {name}: input '{name}' is a sequence of tensors: give its elements' shapes, "
@@ -406,29 +423,29 @@ def _check_elements(name: str, shape: Sequence[object], declared: Sequence[objec
     checked = []
     for k, e in enumerate(shape):
         try:
-            checked.append(_check_shape(name, tuple(e), declared))  # type: ignore[arg-type]
+            checked.append(_check_shape(name, tuple(e), declared))
         except UsageError as exc:
             raise UsageError(f"{exc} (element {k} of --shape {name}={format_shape(shape)})") from None
     return tuple(checked)
 
 
-def _check_optional(name: str, shape: Sequence[object] | None, t: object) -> tuple | None:  # type: ignore[type-arg]
+def _check_optional(name: str, shape: Sequence[Any] | None, t: TensorType) -> tuple | None:
     """An optional input's binding: None (``o=none``: no value), the shape of the tensor it holds,
     or the element shapes of the sequence it holds."""
     if shape is None:
         return None
     holds = getattr(t, "holds", "")
     if holds == "sequence_type":
-        return _check_elements(name, shape, t.shape)  # type: ignore[attr-defined]
+        return _check_elements(name, shape, t.shape)
     if holds != "tensor":
         raise UsageError(f"--shape {name}: input '{name}' is an optional of a type graphmem cannot bind (only none)")
     if is_sequence_binding(shape):
         raise UsageError(f"--shape {name}={format_shape(shape)}: input '{name}' is an optional tensor; give its shape "
                          f"(--shape {name}=D0xD1) or --shape {name}=none; [..] is for a sequence's elements")
-    return _check_shape(name, shape, t.shape)  # type: ignore[arg-type, attr-defined]
+    return _check_shape(name, shape, t.shape)
 
 
-def _check_shape(name: str, shape: Sequence[int], declared: Sequence[object] | None) -> tuple[int, ...]:
+def _check_shape(name: str, shape: Sequence[object], declared: Sequence[object] | None) -> tuple[int, ...]:
     text = "x".join(str(d) for d in shape)
     dims = tuple(_check_dim(d, f"--shape {name}={text}") for d in shape)
     if declared is not None:
@@ -442,7 +459,7 @@ def _check_shape(name: str, shape: Sequence[int], declared: Sequence[object] | N
     return dims
 
 
-def _implied(inputs: Mapping[str, object], given: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[str, int]]:
+def _implied(inputs: Mapping[str, TensorType], given: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[str, int]]:
     """Named dims that ``--shape`` gives one value everywhere (input -> (dim, value)); a name
     given two values (``?`` for height and width) binds nothing."""
     values: dict[str, set[int]] = {}
@@ -450,22 +467,37 @@ def _implied(inputs: Mapping[str, object], given: Mapping[str, tuple[int, ...]])
     for name, shape in given.items():
         if _kind(inputs[name]) != "tensor":
             continue  # a sequence's element shapes bind no dim
-        for d, v in zip(inputs[name].shape or (), shape):  # type: ignore[attr-defined]
+        for d, v in zip(inputs[name].shape or (), shape):
             if isinstance(d, str):
                 values.setdefault(d, set()).add(v)
                 where.setdefault(d, name)
     return {where[d]: (d, next(iter(vs))) for d, vs in values.items() if len(vs) == 1}
 
 
-def _concrete(shape: Sequence[object] | None, dims: Mapping[str, int]) -> bool:
+def _bound(shape: Sequence[object] | None, dims: Mapping[str, int]) -> tuple[int, ...] | None:
+    """``shape`` with its named dims bound from ``dims``; None unless every dim is then known."""
     if shape is None:
-        return False
-    return all((isinstance(d, int) and d >= 0) or (isinstance(d, str) and d in dims) for d in shape)
+        return None
+    out: list[int] = []
+    for d in shape:
+        if isinstance(d, int) and d >= 0:
+            out.append(d)
+        elif isinstance(d, str) and d in dims:
+            out.append(dims[d])
+        else:
+            return None
+    return tuple(out)
 
 
-def _value_array(name: str, value: Sequence[int | float], t: object, given: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]) -> np.ndarray:
+def _value_array(
+    name: str,
+    value: Sequence[int | float],
+    t: TensorType,
+    given: Mapping[str, tuple[int, ...]],
+    dims: Mapping[str, int],
+) -> np.ndarray:
     _check_tensor(name, t, "--value")
-    dtype = _INT_TYPES.get(t.dtype) or _FLOAT_TYPES.get(t.dtype)  # type: ignore[attr-defined]
+    dtype = _INT_TYPES.get(t.dtype) or _FLOAT_TYPES.get(t.dtype)
     if dtype is None:
         raise UsageError(
             f"--value {name}: input '{name}' is not an integer or float tensor; --value is for integer and float inputs"
@@ -479,11 +511,12 @@ def _value_array(name: str, value: Sequence[int | float], t: object, given: Mapp
         top = float(np.finfo(dtype).max)
         if any(not math.isfinite(float(v)) or abs(float(v)) > top for v in items):
             raise UsageError(f"--value {name}: a value does not fit the input's {np.dtype(dtype).name}")
-    declared = t.shape  # type: ignore[attr-defined]
+    declared = t.shape
+    bound = _bound(declared, dims)
     if name in given:
         shape = given[name]
-    elif _concrete(declared, dims):
-        shape = tuple(dims[d] if isinstance(d, str) else d for d in declared)  # type: ignore[misc]
+    elif bound is not None:
+        shape = bound
     elif declared is not None and len(declared) == 1:
         shape = (len(items),)
     elif declared is None:
@@ -491,7 +524,10 @@ def _value_array(name: str, value: Sequence[int | float], t: object, given: Mapp
     else:
         raise UsageError(f"--value {name}: give its shape too ({shape_hint(name, declared)})")
     if math.prod(shape) != len(items):
-        raise UsageError(f"--value {name}: {len(items)} values for an input of shape {format_shape(shape)} ({math.prod(shape)} values)")
+        raise UsageError(
+            f"--value {name}: {len(items)} values for an input of shape {format_shape(shape)} ({math.prod(shape)} "
+            "values)"
+        )
     info = np.iinfo(dtype) if dtype in _INT_TYPES.values() and dtype is not np.bool_ else None
     if info is not None and any(not info.min <= v <= info.max for v in items):
         raise UsageError(f"--value {name}: a value does not fit the input's {np.dtype(dtype).name}")

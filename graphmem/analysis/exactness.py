@@ -70,7 +70,9 @@ def approximations(
             ))
     if provider == "cpu":
         out += [
-            Approximation(kind="scratch_not_modelled", node="", detail=f"{op}: kernel scratch counted 0 in in_use_peak_bytes")
+            Approximation(
+                kind="scratch_not_modelled", node="", detail=f"{op}: kernel scratch counted 0 in in_use_peak_bytes"
+            )
             for op in scratch_unmodelled
         ]
     else:

@@ -23,13 +23,13 @@ from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model, load_model
 from graphmem.model.program import build_program
 from graphmem.ort.allocation import plan_ort
+from graphmem.ort.inference import infer_types
 from graphmem.ort.insert_cast import cpu_session
 from graphmem.ort.order import file_order, finalize_reorders, node_stages, session_orders
 from graphmem.ort.rewrites import remove_duplicate_casts
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.ort.scratch import replay_run
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME
-from graphmem.ort.inference import infer_types
 
 __all__ = ["analyze_graph_opt", "with_session_shapes"]
 
@@ -85,7 +85,8 @@ def analyze_graph_opt(
                 raise
             raise UsageError(
                 f"--as-dtype {as_dtype} --graph-opt {graph_opt}: onnxruntime cannot build the converted "
-                f"model, so there is no optimized graph to size ({str(exc).removeprefix('onnxruntime could not optimize the model: ')}); "
+                "model, so there is no optimized graph to size "
+                f"({str(exc).removeprefix('onnxruntime could not optimize the model: ')}); "
                 "--graph-opt none sizes the what-if without a session"
             ) from None
         with gc_paused():
@@ -178,7 +179,13 @@ def _order_figures(
         return None
     given = request.bindings.resolve(model.inputs)
     runtime = infer_types(
-        g, orders[0], view=RUNTIME, dims=given.dims, shapes=given.shapes, input_values=given.values, body_order=file_order
+        g,
+        orders[0],
+        view=RUNTIME,
+        dims=given.dims,
+        shapes=given.shapes,
+        input_values=given.values,
+        body_order=file_order,
     )
     static = infer_types(g, orders[0], view=ORT_STATIC, body_order=file_order)
     if runtime.bodies or static.type_conflicts:
@@ -186,7 +193,7 @@ def _order_figures(
     cpu = cpu_session(model, orders[0], static.types, runtime.types)
     if cpu.inline or cpu.missing or cpu.insertion.casts or remove_duplicate_casts(model, static.types) is not model:
         return None
-    figures = []
+    figures: list[tuple[int, int | None]] = []
     for order in orders:
         program, _ = build_program(
             g, order, runtime=runtime.types, static=static.types, sharing=sharing, unwritten=unwritten_outputs

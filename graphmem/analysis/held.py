@@ -35,10 +35,10 @@ import onnx
 
 from graphmem.analysis.result import Analysis, Approximation
 from graphmem.errors import UsageError
+from graphmem.model.types import TensorType
 from graphmem.ort.held.life import replay_life, replay_lifetimes
 from graphmem.ort.held.options import SessionOptions
 from graphmem.ort.held.prepack import session_creation
-from graphmem.model.types import TensorType
 from graphmem.ort.scratch import step_scratch
 from graphmem.planner.program import Program
 
@@ -140,8 +140,16 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
         raise UsageError("this analysis keeps no per-step plan to replay through the arena")
     else:
         scratch, _ = step_scratch(graph, analysis.order, analysis.types, analysis.values, host=analysis.host)
-        life = replay_life(steps.program, steps.plan, scratch, creation.events, opts,
-                           pattern_allowed=_pattern_allowed(analysis), untraced=_untraced(steps.program, analysis.types), runs=runs)
+        life = replay_life(
+            steps.program,
+            steps.plan,
+            scratch,
+            creation.events,
+            opts,
+            pattern_allowed=_pattern_allowed(analysis),
+            untraced=_untraced(steps.program, analysis.types),
+            runs=runs,
+        )
     if not life.stable:
         notes.append(Approximation(kind="not_steady", node="", detail=(
             f"the arena still grew in run {len(life.held_after_run) - 1}: steady state not reached")))
@@ -170,7 +178,9 @@ def arena_figures(analysis: Analysis, options: SessionOptions | None = None, *, 
 _THREAD_SCRATCH = frozenset({"Conv", "FusedConv", "NhwcFusedConv", "GroupQueryAttention"})
 
 
-def _approximations(analysis: Analysis, opts: SessionOptions, unmodelled_prepack: tuple[str, ...]) -> list[Approximation]:
+def _approximations(
+    analysis: Analysis, opts: SessionOptions, unmodelled_prepack: tuple[str, ...]
+) -> list[Approximation]:
     out = [
         Approximation(kind="activations_not_exact", node=a.node, detail=f"{a.kind}: {a.detail}")
         for a in analysis.activations.approximations

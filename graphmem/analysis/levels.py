@@ -19,7 +19,14 @@ if TYPE_CHECKING:
     from graphmem.analysis.request import Bindings
     from graphmem.host import HostProfile
 
-__all__ = ["LEVEL_NOTE", "DefaultLevel", "default_level_figures", "level_note", "runtime_installed", "default_level_line"]
+__all__ = [
+    "LEVEL_NOTE",
+    "DefaultLevel",
+    "default_level_figures",
+    "level_note",
+    "runtime_installed",
+    "default_level_line",
+]
 
 #: The note every total carries at graphmem's static default level.
 LEVEL_NOTE = ("graphmem's static default; onnxruntime runs ORT_ENABLE_ALL unless told otherwise "
@@ -88,5 +95,8 @@ def default_level_line(d: DefaultLevel | None, *, where: str = "") -> str | None
 
     if d.error is not None:
         return f"at onnxruntime's default level (--graph-opt all){where}: {d.error}"
-    return (f"at onnxruntime's default level (--graph-opt all, this machine's onnxruntime){where}: total requested "
-            f"{format_bytes(d.requested_bytes)}, resident {format_bytes(d.resident_bytes)}, arena {format_bytes(d.arena_bytes)}")
+    return (
+        f"at onnxruntime's default level (--graph-opt all, this machine's onnxruntime){where}: total requested "
+        f"{format_bytes(d.requested_bytes)}, resident {format_bytes(d.resident_bytes)}, arena "
+        f"{format_bytes(d.arena_bytes)}"
+    )

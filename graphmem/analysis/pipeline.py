@@ -18,10 +18,24 @@ from typing import Any
 
 from graphmem.analysis.assemble import assemble, record_session
 from graphmem.analysis.hold import held
-from graphmem.analysis.plans import count_flops, plan_headline, plan_memory, program, replay_control_flow, replay_headline
+from graphmem.analysis.plans import (
+    count_flops,
+    plan_headline,
+    plan_memory,
+    program,
+    replay_control_flow,
+    replay_headline,
+)
 from graphmem.analysis.request import AnalysisRequest, Bindings, request_of
 from graphmem.analysis.result import Analysis
-from graphmem.analysis.stages import cpu_kernels, expand_for_kernels, expand_functions, load, session_graph, types_and_shapes
+from graphmem.analysis.stages import (
+    cpu_kernels,
+    expand_for_kernels,
+    expand_functions,
+    load,
+    session_graph,
+    types_and_shapes,
+)
 from graphmem.errors import UnsupportedOpError, UsageError
 from graphmem.host import HostProfile
 from graphmem.model.dtypes import parse_dtype

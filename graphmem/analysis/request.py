@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from graphmem.analysis.dims import ResolvedInputs, parse_dims, parse_shapes, parse_values, resolve_inputs
 from graphmem.errors import UsageError
 from graphmem.host import HostProfile, resolve_host, this_host
+from graphmem.model.types import TensorType
 from graphmem.ort.session import PROVIDERS
 
 __all__ = ["Bindings", "AnalysisRequest", "EXECUTION_ORDERS", "request_of"]
@@ -36,7 +38,7 @@ class Bindings:
     afterwards (a sweep's point is a new value, :meth:`bind`)."""
 
     dims: dict[str, int] = field(default_factory=dict)
-    shapes: dict[str, tuple | None] = field(default_factory=dict)  # type: ignore[type-arg]
+    shapes: dict[str, tuple | None] = field(default_factory=dict)
     values: dict[str, tuple[int | float, ...]] = field(default_factory=dict)
 
     @classmethod
@@ -69,17 +71,17 @@ class Bindings:
         """The same bindings with ``dims`` bound too (over any given value): a sweep's point."""
         return replace(self, dims={**self.dims, **dims})
 
-    def resolve(self, inputs: Mapping[str, object]) -> ResolvedInputs:
+    def resolve(self, inputs: Mapping[str, TensorType]) -> ResolvedInputs:
         """Checked against a model's graph inputs (name → type): every input's shape for the run
         (:func:`graphmem.analysis.dims.resolve_inputs`, which names what is wrong or unbound)."""
-        return resolve_inputs(inputs, dims=self.dims, shapes=self.shapes, values=self.values)  # type: ignore[arg-type]
+        return resolve_inputs(inputs, dims=self.dims, shapes=self.shapes, values=self.values)
 
-    def as_kwargs(self) -> dict[str, dict]:  # type: ignore[type-arg]
+    def as_kwargs(self) -> dict[str, dict]:
         """``dims``, ``shapes`` and ``values`` as plain dicts (for callers that take them apart)."""
         return {"dims": dict(self.dims), "shapes": dict(self.shapes), "values": dict(self.values)}
 
 
-def _shape_tuple(shape: Sequence[object] | None) -> tuple | None:  # type: ignore[type-arg]
+def _shape_tuple(shape: Sequence[object] | None) -> tuple | None:
     if shape is None:
         return None
     return tuple(tuple(e) if isinstance(e, (tuple, list)) else e for e in shape)
@@ -136,7 +138,7 @@ def request_of(
     shapes: Mapping[str, Sequence[object] | None] | None = None,
     values: Mapping[str, Sequence[int | float]] | None = None,
     host: HostProfile | str | os.PathLike[str] | None = None,
-    **options: object,
+    **options: Any,  # AnalysisRequest's other fields, by keyword
 ) -> AnalysisRequest:
     """An :class:`AnalysisRequest` from the public API's keywords: ``bindings``, or ``dims``,
     ``shapes`` and ``values`` (not both), ``host`` (a profile, the file of one, or None: this
@@ -145,4 +147,4 @@ def request_of(
         raise UsageError("give either bindings= or dims=/shapes=/values=, not both")
     if bindings is None:
         bindings = Bindings.of(dims=dims, shapes=shapes, values=values)
-    return AnalysisRequest(bindings=bindings, host=resolve_host(host), **options)  # type: ignore[arg-type]
+    return AnalysisRequest(bindings=bindings, host=resolve_host(host), **options)

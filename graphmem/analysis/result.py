@@ -29,7 +29,9 @@ class ModelInfo:
     nodes: int
     dims: dict[str, int]
     graph_opt: str = "none"  # onnxruntime optimization level of the graph analysed
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # --shape: inputs' whole shapes
+    shapes: dict[str, tuple | None] = field(
+        default_factory=dict
+    )  # --shape: inputs' whole shapes (a sequence: elements'; None: none)
     values: dict[str, tuple[int | float, ...]] = field(default_factory=dict)  # --value: small inputs' values
 
 
@@ -44,7 +46,8 @@ class WeightsInfo:
     unknown: tuple[str, ...]  # weights whose dtype has no fixed size (not in ``bytes``)
 
 
-#: Why a figure is not exact (``activations.approximations[].kind``), documented in docs/pages/memory-model.md (exactness):
+#: Why a figure is not exact (``activations.approximations[].kind``), documented in docs/pages/memory-model.md
+#: (exactness):
 #: a tensor without a static size; a control-flow body whose buffers are not planned; an If
 #: branch assumed (the larger); a kernel graphmem has no rules for; kernel scratch not modelled
 #: (``in_use_peak_bytes`` may be low); an input value assumed; a session order assumed; an

@@ -7,11 +7,11 @@ from graphmem.analysis.result import Analysis
 from graphmem.errors import UsageError
 from graphmem.model.program import build_program
 from graphmem.ort.allocation import OrtPlan, plan_ort
+from graphmem.ort.inference import infer_types
 from graphmem.ort.rules import sharing, unwritten_outputs
 from graphmem.ort.scratch import ScratchProfile, replay_run, step_scratch
 from graphmem.planner.program import Program
 from graphmem.shapes.infer import ORT_STATIC
-from graphmem.ort.inference import infer_types
 
 __all__ = ["scratch_profile", "scratch_bytes"]
 

@@ -162,7 +162,8 @@ def session_figures(
     opts = options if options is not None else SessionOptions(
         intra_op_num_threads=1, graph_optimization_level=_level(analysis.model.graph_opt))
     if page_size is None:
-        page_size = getattr(analysis, "host", None).page_size if getattr(analysis, "host", None) else PAGE
+        host = getattr(analysis, "host", None)
+        page_size = host.page_size if host else PAGE
     arena = arena_figures(analysis, opts)
     graph = analysis.graph
     creation = session_creation(graph, disable_prepacking=opts.disable_prepacking, mem_pattern=opts.enable_mem_pattern)
@@ -182,16 +183,35 @@ def session_figures(
         notes.append(SessionApproximation(kind="loading_not_modelled", figures=("resident_bytes",), node="", detail=(
             f"the model file {analysis.model.path!r} cannot be read again: reading and copying it is not replayed")))
     if fused:
-        notes.append(SessionApproximation(kind="rewrite_not_replayed", figures=("resident_bytes",), node=fused[0], detail=(
-            f"{len(fused)} Conv nodes are fused with the BatchNormalization after them before their filters are "
-            "re-laid out: a weight rewritten twice is replayed once, the figure may be low")))
+        notes.append(
+            SessionApproximation(
+                kind="rewrite_not_replayed",
+                figures=("resident_bytes",),
+                node=fused[0],
+                detail=(
+                    f"{len(fused)} Conv nodes are fused with the BatchNormalization after them before their filters "
+                    "are "
+                    "re-laid out: a weight rewritten twice is replayed once, the figure may be low"
+                ),
+            )
+        )
     refolded = [w.name for w in produced if w.name not in session and w.nbytes > 0]
     if refolded:
-        notes.append(SessionApproximation(kind="rewrite_not_replayed", figures=("resident_bytes",), node=refolded[0], detail=(
-            f"{len(refolded)} constants computed by constant folding are rewritten again by a later pass (NCHWc "
-            "filters): the folded buffer and the rewrite are replayed as two independent steps, and the process "
-            "measured up to a quarter more than replayed (scripts/held_check.py, onnx's light models at all): "
-            "the figure may be low")))
+        notes.append(
+            SessionApproximation(
+                kind="rewrite_not_replayed",
+                figures=("resident_bytes",),
+                node=refolded[0],
+                detail=(
+                    f"{len(refolded)} constants computed by constant folding are rewritten again by a later pass "
+                    "(NCHWc "
+                    "filters): the folded buffer and the rewrite are replayed as two independent steps, and the "
+                    "process "
+                    "measured up to a quarter more than replayed (scripts/held_check.py, onnx's light models at all): "
+                    "the figure may be low"
+                ),
+            )
+        )
     if any(w.external for w in kept.values()):
         notes.append(SessionApproximation(kind="external_data_mapped", figures=("resident_bytes",), node="", detail=(
             "external data is mapped from its file and counted resident in full (the kernels read every page each "
@@ -230,15 +250,24 @@ def session_figures(
     )
 
 
-def _resident(  # noqa: PLR0913 - the replay's inputs, named
-    analysis: Analysis, arena: ArenaFigures, creation: Creation, original: list[Weight] | None,
-    produced: list[Weight], session: dict[str, Weight], kept: dict[str, Weight], opts: SessionOptions, constants: ResidentConstants,
-    page_size: int, *, keep_slivers: bool,
+def _resident(
+    analysis: Analysis,
+    arena: ArenaFigures,
+    creation: Creation,
+    original: list[Weight] | None,
+    produced: list[Weight],
+    session: dict[str, Weight],
+    kept: dict[str, Weight],
+    opts: SessionOptions,
+    constants: ResidentConstants,
+    page_size: int,
+    *,
+    keep_slivers: bool,
 ) -> tuple[int, ResidentParts, int]:
     """Replay the session's C-allocator calls; ``resident_bytes``, its parts, and the growth once
     the session is created."""
     heap = Heap(threshold=constants.mmap_threshold, page=page_size, keep_slivers=keep_slivers)
-    blocks: dict = {}  # type: ignore[type-arg]
+    blocks: dict = {}
     if original is not None:
         path = analysis.model.path
         blocks = replay(heap, parse_calls(original, os.path.getsize(path)), blocks)
@@ -280,7 +309,9 @@ def _pages(n: int, page: int) -> int:
 
 def _session_weights(analysis: Analysis) -> dict[str, Weight]:
     """The initializers of the graph the session runs (bytes known; strings count 0)."""
-    return {n: Weight(name=n, nbytes=w.nbytes or 0, external=w.external) for n, w in analysis.graph.model.weights.items()}
+    return {
+        n: Weight(name=n, nbytes=w.nbytes or 0, external=w.external) for n, w in analysis.graph.model.weights.items()
+    }
 
 
 def _used(analysis: Analysis) -> set[str]:
@@ -328,7 +359,7 @@ _NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "R
                          "QuantizeLinear", "DequantizeLinear", "If", "Loop", "Scan"})
 
 
-def _folded(analysis: Analysis, model, session: dict[str, Weight]) -> list[Weight]:  # type: ignore[no-untyped-def]
+def _folded(analysis: Analysis, model, session: dict[str, Weight]) -> list[Weight]:
     """The outputs of the file's nodes whose inputs are all constant, in the file's node order:
     constant folding computes them (level basic and above). Their bytes are the session's when it
     kept them, else the file's analysed at ``none`` (a later pass rewrote them: NCHWc filters)."""
@@ -336,7 +367,12 @@ def _folded(analysis: Analysis, model, session: dict[str, Weight]) -> list[Weigh
     outputs: list[str] = []
     for node in model.nodes:
         ins = [x for x in node.input if x]
-        if ins and node.op_type not in _NOT_FOLDED and node.domain in ("", "ai.onnx") and all(x in constant for x in ins):
+        if (
+            ins
+            and node.op_type not in _NOT_FOLDED
+            and node.domain in ("", "ai.onnx")
+            and all(x in constant for x in ins)
+        ):
             outs = [x for x in node.output if x]
             constant.update(outs)
             outputs += outs
@@ -356,7 +392,7 @@ def _folded(analysis: Analysis, model, session: dict[str, Weight]) -> list[Weigh
     return [Weight(name=x, nbytes=sizes.get(x, 0)) for x in outputs]
 
 
-def _first_use(analysis: Analysis):  # type: ignore[no-untyped-def]
+def _first_use(analysis: Analysis):
     """Sort key of an initializer an optimizer made: where its first reader stood in the file
     (the node keeps its name; the passes walk the graph in order), else where it runs."""
     nodes = analysis.graph.model.nodes

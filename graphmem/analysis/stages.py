@@ -40,13 +40,13 @@ from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
 from graphmem.optable import KNOWN_DOMAINS, MS_DOMAIN, OpTable, default_domain_ops, domain_ops, op_key
 from graphmem.ort.functions import inline_functions
+from graphmem.ort.inference import infer_types
 from graphmem.ort.insert_cast import CpuSession, cpu_session, kernel_problems, runs_as_body
 from graphmem.ort.loadable import check_cpu_kernel_attributes, check_domains, check_nodes, check_opsets
 from graphmem.ort.order import file_order, ort_order
 from graphmem.ort.rewrites import ensure_unique_dq, remove_duplicate_casts
 from graphmem.ort.session import SessionGraph
 from graphmem.ort.session import session_graph as provider_graph
-from graphmem.ort.inference import infer_types
 from graphmem.shapes.infer import ORT_STATIC, RUNTIME, ShapeResult
 
 __all__ = [
@@ -179,7 +179,9 @@ def types_and_shapes(model: Model, inputs: ResolvedInputs, request: AnalysisRequ
         runtime = replace(runtime, types=cast_floats(runtime.types, target))
         static = replace(static, types=cast_floats(static.types, target))
     if check:  # a node onnxruntime's kernel refuses at these bindings: no figures
-        check_runnable(g, order, runtime.types, runtime.values, bindings=request.bindings, failed=runtime.failed_outputs)
+        check_runnable(
+            g, order, runtime.types, runtime.values, bindings=request.bindings, failed=runtime.failed_outputs
+        )
         _check_domains(g, runtime.types)
         _check_type_conflicts(static.type_conflicts)
     if request.as_dtype is not None:
@@ -340,4 +342,6 @@ def _check_sizes(types: Mapping[str, TensorType], names: list[str]) -> None:
 def _check_weight_sizes(model: Model) -> None:
     for w in model.weights.values():
         if w.nbytes is not None and w.nbytes > MAX_TENSOR_BYTES:
-            raise TensorSizeError(f"weight '{w.name}' would take {w.nbytes:,} bytes (more than 2**60): its dims are absurd")
+            raise TensorSizeError(
+                f"weight '{w.name}' would take {w.nbytes:,} bytes (more than 2**60): its dims are absurd"
+            )

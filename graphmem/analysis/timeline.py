@@ -98,7 +98,12 @@ def memory_timeline(a: Analysis) -> MemoryTimeline:
     if s is None:
         raise UsageError(f"{a.model.path}: this analysis keeps no per-step planner results to draw")
     return build_timeline(
-        s.program, s.plan, lower_bound=s.lower_bound, op_types=a.activations.step_ops, in_use=s.in_use, scratch=s.scratch
+        s.program,
+        s.plan,
+        lower_bound=s.lower_bound,
+        op_types=a.activations.step_ops,
+        in_use=s.in_use,
+        scratch=s.scratch,
     )
 
 
@@ -176,7 +181,8 @@ def replay_timeline(r: Replay) -> MemoryTimeline:
     every named request a buffer holding one tensor."""
     samples = [r.samples[i] for i in r.order]
     n = len(samples)
-    buffers, tensors = [], []
+    buffers: list[BufferLife] = []
+    tensors: list[TensorLife] = []
     for life in r.lives:
         if life.last is not None and life.last < life.first:
             continue  # released before any step completed

@@ -89,10 +89,11 @@ def advice_table(a: Advice) -> str:
         f"graphmem advise: {a.path} ({dims}), CPU session, graph-opt {a.graph_opt}",
         f"  current options: {' '.join(a.pairs)} (others onnxruntime's defaults)",
         f"  held now: arena steady {_held(c)}{_exact_mark(c)} ({c.arena_steady_bytes:,} B), "
-        f"resident {format_bytes(c.resident_bytes)} ({c.resident_bytes:,} B), weights held {format_bytes(c.weights_held_bytes)}",
+        f"resident {format_bytes(c.resident_bytes)} ({c.resident_bytes:,} B), "
+        f"weights held {format_bytes(c.weights_held_bytes)}",
         f"  measure it: {a.current_command}",
         "",
-        f"  settings that change what the session holds, ranked by resident saved (Δ: - holds less, + more):",
+        "  settings that change what the session holds, ranked by resident saved (Δ: - holds less, + more):",
         f"  {'#':>2}  {'change':<40} {'arena steady':>13} {'Δ arena':>11} {'resident':>11} {'Δ resident':>11}",
     ]
     for k, x in enumerate(a.lines, 1):
@@ -131,7 +132,8 @@ def advice_html(a: Advice) -> str:
         rows.append(
             f"<tr><td>{k}</td><td><code>{e(x.change)}</code><br><small><code>{e(x.command)}</code></small></td>"
             f"<td class='n'>{e(_held(f) + _exact_mark(f))}</td><td class='n'>{e(_saving(x.arena_saving_bytes))}</td>"
-            f"<td class='n'>{e(format_bytes(f.resident_bytes) + _resident_mark(f))}</td><td class='n'>{e(_saving(x.resident_saving_bytes))}</td>"
+            f"<td class='n'>{e(format_bytes(f.resident_bytes) + _resident_mark(f))}</td>"
+            f"<td class='n'>{e(_saving(x.resident_saving_bytes))}</td>"
             f"<td>{e(x.speed)} <small>({e(x.speed_source)})</small></td></tr>"
         )
     skipped = "".join(f"<li>{e(s.setting)}={e(s.value)}: {e(s.reason)}</li>" for s in a.skipped)

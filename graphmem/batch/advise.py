@@ -203,7 +203,9 @@ def advise(
     for lv in others:
         if lv not in GRAPH_OPT_LEVELS:
             raise UsageError(f"level {lv!r}: expected one of {', '.join(GRAPH_OPT_LEVELS)}")
-    options = parse_session_options(list(session_options), graph_opt=graph_opt, default_threads=here.ort_intra_op_threads)
+    options = parse_session_options(
+        list(session_options), graph_opt=graph_opt, default_threads=here.ort_intra_op_threads
+    )
     analysis = analyze_graph_opt(path, graph_opt, request)
     if analysis.activations.provider != "cpu":
         raise UsageError("advise predicts CPU sessions")
@@ -241,7 +243,9 @@ def advise(
             continue
         add("graph_opt", lv, replace(options, graph_optimization_level=GRAPH_OPT_LEVELS[lv]), other)
     order = {s: i for i, s in enumerate(SETTINGS)}
-    ranked = sorted(lines, key=lambda x: (-x.resident_saving_bytes, -(x.arena_saving_bytes or 0), order[x.setting], x.value))
+    ranked = sorted(
+        lines, key=lambda x: (-x.resident_saving_bytes, -(x.arena_saving_bytes or 0), order[x.setting], x.value)
+    )
     return Advice(
         path=text, dims=dict(analysis.model.dims), inputs=inputs, graph_opt=graph_opt, pairs=pairs, current=current,
         current_command=verify_command(text, inputs, graph_opt, pairs), lines=tuple(ranked), skipped=tuple(skipped),

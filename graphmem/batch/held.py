@@ -15,7 +15,8 @@
 ``core/framework/bfc_arena.cc``) and never returns one, so the held figures are a step function of
 a dim: flat while the requests fit the regions already taken, then up by a whole region.
 :func:`held_steps` groups the analysed values by the regions they hold; nothing here fits a
-straight line through the steps, and :func:`graphmem.batch.search.search_held` answers by evaluating values (the same exact
+straight line through the steps, and :func:`graphmem.batch.search.search_held` answers by evaluating values (the same
+exact
 search as ``requested``: ``n`` analysed and fits, ``n + 1`` analysed and does not).
 
 **onnxruntime's default level.** onnxruntime runs ``ORT_ENABLE_ALL`` unless told otherwise;
@@ -39,9 +40,25 @@ if TYPE_CHECKING:
     from graphmem.host import HostProfile
 
 __all__ = [
-    "BY", "BY_FIGURES", "BY_LABELS", "BY_WORDS", "RESIDENT_TOLERANCE", "LEVEL_NOTE", "HeldPoint", "HeldStep", "HeldFit", "DefaultLevel",
-    "check_by", "held_point", "held_steps", "held_cost", "session_options_of", "check_session_options", "default_level_figures",
-    "runtime_installed", "level_note",
+    "BY",
+    "BY_FIGURES",
+    "BY_LABELS",
+    "BY_WORDS",
+    "RESIDENT_TOLERANCE",
+    "LEVEL_NOTE",
+    "HeldPoint",
+    "HeldStep",
+    "HeldFit",
+    "DefaultLevel",
+    "check_by",
+    "held_point",
+    "held_steps",
+    "held_cost",
+    "session_options_of",
+    "check_session_options",
+    "default_level_figures",
+    "runtime_installed",
+    "level_note",
 ]
 
 #: The figures ``fit --by`` compares with the memory, the default first.
@@ -50,7 +67,8 @@ BY = ("resident", "arena", "requested")
 BY_FIGURES = {"resident": "session.resident_bytes", "arena": "session.arena_steady_bytes", "requested": "total_bytes"}
 #: Each in a reader's words (outputs name the figure they used).
 BY_LABELS = {
-    "resident": "predicted resident memory (session.resident_bytes: the process's growth, session creation to steady state)",
+    "resident": "predicted resident memory (session.resident_bytes: the process's growth, "
+    "session creation to steady state)",
     "arena": "the CPU arena held in steady state (session.arena_steady_bytes; weights outside it not counted)",
     "requested": "requested bytes (total_bytes: weights + run 1's activation peak + inputs)",
 }

@@ -93,8 +93,10 @@ def sweep_section(s: Sweep) -> str:
     if fit.degree == 2:
         formula += f" + {format_bytes(round(fit.per_unit2_bytes))} × {s.dim}²"
     rows = "".join(
-        f'<tr><td class="n">{r.value}</td><td class="n">{r.weights_bytes:,}</td><td class="n">{r.activations_peak_bytes:,}</td>'
-        f'<td class="n">{r.inputs_bytes:,}</td><td class="n">{r.total_bytes:,}</td><td class="name">{escape(r.peak_node)}</td>'
+        f'<tr><td class="n">{r.value}</td><td class="n">{r.weights_bytes:,}</td>'
+        f'<td class="n">{r.activations_peak_bytes:,}</td>'
+        f'<td class="n">{r.inputs_bytes:,}</td><td class="n">{r.total_bytes:,}</td>'
+        f'<td class="name">{escape(r.peak_node)}</td>'
         f'<td class="n">{r.unresolved}</td></tr>'
         for r in s.rows
     )
@@ -102,8 +104,10 @@ def sweep_section(s: Sweep) -> str:
             '<th class="n">inputs</th><th class="n">total</th><th>peak node</th><th class="n">unresolved</th></tr>')
     return (
         sweep_svg(s.dim, points, fitted)
-        + f'<p class="note">Black: total (weights + activations peak + inputs), blue: activations peak, dashed: the fit '
-        f"{escape(formula)} (worst residual {format_bytes(round(fit.worst_residual_bytes))} at {s.dim}={fit.worst_residual_at}). "
-        "Every point is an exact analysis (of the file as given: CPU, graph-opt none); the fit is an estimate between them.</p>"
+        + '<p class="note">Black: total (weights + activations peak + inputs), blue: activations peak, '
+        f"dashed: the fit {escape(formula)} (worst residual {format_bytes(round(fit.worst_residual_bytes))} "
+        f"at {s.dim}={fit.worst_residual_at}). "
+        "Every point is an exact analysis (of the file as given: CPU, graph-opt none); "
+        "the fit is an estimate between them.</p>"
         + f"<table>{head}{rows}</table>"
     )

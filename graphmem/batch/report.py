@@ -20,8 +20,8 @@ from graphmem.units import format_bytes, format_count
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
     from graphmem.batch.held import DefaultLevel, HeldFit, HeldPoint
-    from graphmem.views.devices import Device
     from graphmem.training import TrainingEstimate
+    from graphmem.views.devices import Device
 
 __all__ = ["sweep_json", "sweep_table", "fit_json", "fit_table", "fit_formula"]
 
@@ -179,8 +179,10 @@ def _steps_lines(s: Sweep) -> list[str]:
         span = f"{st.first}" if st.first == st.last else f"{st.first}..{st.last}"
         resident = (format_bytes(st.resident_low) if st.resident_low == st.resident_high
                     else f"{format_bytes(st.resident_low)} .. {format_bytes(st.resident_high)}")
-        lines.append(f"    {s.dim} {span:<12} arena {format_bytes(st.arena_bytes):>11} (regions {_regions(st.regions)}), "
-                     f"resident {resident}")
+        lines.append(
+            f"    {s.dim} {span:<12} arena {format_bytes(st.arena_bytes):>11} (regions {_regions(st.regions)}), "
+            f"resident {resident}"
+        )
     return lines
 
 
@@ -227,7 +229,8 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None,
 
     ``measure`` says what ``total_bytes`` (top level, probes, violations) is: ``"resident"``
     (``session.resident_bytes``, ``fit``'s default), ``"arena"`` (``session.arena_steady_bytes``),
-    ``"total"``, the analysis total (``--by requested``), or ``"training_step_peak"`` (``fit --train``; then ``breakdown`` holds the
+    ``"total"``, the analysis total (``--by requested``), or ``"training_step_peak"`` (``fit --train``; then
+    ``breakdown`` holds the
     phase peaks, ``dominant`` the phase that sets the step peak, and ``training`` the
     configuration and the training figures at the answer)."""
     from graphmem.views.kvcache import kv_cache, kv_json
@@ -248,17 +251,18 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None,
         return _phase_totals(e), e.peak_phase
 
     if isinstance(r, FitCheck):
-        split, top = parts(a)
-        doc.update(mode="check", host=a.host.to_dict(), model={"path": a.model.path}, dims=dict(a.model.dims),
-                   shapes={k: shape_json(v) for k, v in a.model.shapes.items()},
-                   values={k: list(v) for k, v in a.model.values.items()},
+        c = r.analysis
+        split, top = parts(c)
+        doc.update(mode="check", host=c.host.to_dict(), model={"path": c.model.path}, dims=dict(c.model.dims),
+                   shapes={k: shape_json(v) for k, v in c.model.shapes.items()},
+                   values={k: list(v) for k, v in c.model.values.items()},
                    fits=r.fits, total_bytes=r.total_bytes, needed_bytes=r.needed_bytes,
                    headroom_bytes=r.headroom_bytes, breakdown=split, dominant=top,
-                   kv_cache=kv_json(kv_cache(a)), unresolved=list(a.shapes.unresolved), **_exactness(a))
+                   kv_cache=kv_json(kv_cache(c)), unresolved=list(c.shapes.unresolved), **_exactness(c))
         if t is not None:
             doc["training"] = _training_json(t)
         return doc
-    split, top = parts(a) if a is not None else (None, None)
+    found_split, found_top = parts(a) if a is not None else (None, None)
     probes = []
     for p in r.probes:
         row: dict[str, Any] = {"value": p.value, "total_bytes": p.total_bytes, "fits": p.fits,
@@ -278,8 +282,8 @@ def fit_json(r: SearchResult | FitCheck, *, device: Device | None = None,
         unbounded=r.unbounded, limit=r.limit,
         total_bytes=r.total_bytes, next_total_bytes=r.next_total_bytes,
         next_complete=r.next_complete,
-        headroom_bytes=r.headroom_bytes, breakdown=split,
-        dominant=top, kv_cache=kv_json(kv_cache(a)) if a else None,
+        headroom_bytes=r.headroom_bytes, breakdown=found_split,
+        dominant=found_top, kv_cache=kv_json(kv_cache(a)) if a else None,
         monotone=r.monotone, **_exactness(a),
         violations=[{"value": x0, "total_bytes": t0, "larger_value": x1, "smaller_total_bytes": t1}
                     for x0, t0, x1, t1 in r.violations],
@@ -374,7 +378,6 @@ def _regions(regions: tuple[int, ...]) -> str:
 def held_head(h: HeldFit, graph_opt: str) -> list[str]:
     """The lines under ``fit``'s budget: the figure compared, the options, the level."""
     from graphmem.batch.held import BY_LABELS, level_note
-
     from graphmem.ort.held.options import SessionOptions
 
     others = "|".join(b for b in ("resident", "arena", "requested") if b != h.by)
@@ -383,8 +386,11 @@ def held_head(h: HeldFit, graph_opt: str) -> list[str]:
     changed = {k: v for k, v in h.options.items() if k not in skip and default.get(k) != v}
     lines = [f"  compared: {BY_LABELS[h.by]} + overhead (--by {others} for the others)"]
     if h.by != "requested" and h.options:
-        lines.append("  session: " + (", ".join(f"{k}={v}" for k, v in changed.items()) or "onnxruntime's default options")
-                     + f", {h.options.get('intra_op_num_threads')} intra-op thread(s)")
+        lines.append(
+            "  session: "
+            + (", ".join(f"{k}={v}" for k, v in changed.items()) or "onnxruntime's default options")
+            + f", {h.options.get('intra_op_num_threads')} intra-op thread(s)"
+        )
     note = level_note(graph_opt)
     lines.append(f"  graph-opt {graph_opt}: " + (note or "the graph onnxruntime on this machine writes at that level"
                                                    + (" (onnxruntime's default)" if graph_opt == "all" else "")))
@@ -464,23 +470,23 @@ def fit_table(r: SearchResult | FitCheck, *, device: Device | None = None,
     if h is not None:
         lines += held_head(h, r.analysis.model.graph_opt if r.analysis is not None else getattr(r, "graph_opt", "none"))
     if isinstance(r, FitCheck):
-        a = r.analysis
-        dims = ", ".join(f"{k}={v}" for k, v in a.model.dims.items()) or "none"
+        c = r.analysis
+        dims = ", ".join(f"{k}={v}" for k, v in c.model.dims.items()) or "none"
         verdict = "fits" if r.fits else "DOES NOT FIT"
         what = "one training step peaks at" if t is not None else word
-        lines += [f"  dims: {dims}" + inputs_text(dict(a.model.shapes), dict(a.model.values)),
+        lines += [f"  dims: {dims}" + inputs_text(dict(c.model.shapes), dict(c.model.values)),
                   f"  {what} {format_bytes(r.total_bytes)} ({r.total_bytes:,} bytes): {verdict}; "
                   + (f"headroom {format_bytes(r.headroom_bytes)}" if r.fits
                      else f"short by {format_bytes(-r.headroom_bytes)}")]
         if e is not None:
             lines += _training_lines(e, "", "  ")
         else:
-            lines.append(f"  requested: {_parts_line(a)}; dominated by {dominant(a)}")
+            lines.append(f"  requested: {_parts_line(c)}; dominated by {dominant(c)}")
         if h is not None:
             lines += held_lines(h, r, default_level=default_level, indent="  ")
-        lines += kv_lines(kv_cache(a))
-        if a.shapes.unresolved:
-            lines.append(f"  WARNING: {len(a.shapes.unresolved)} tensors have no static size; the "
+        lines += kv_lines(kv_cache(c))
+        if c.shapes.unresolved:
+            lines.append(f"  WARNING: {len(c.shapes.unresolved)} tensors have no static size; the "
                          "total is a lower estimate (graphmem peak lists them)")
         return "\n".join(lines)
     fixed = ", ".join(f"{k}={v}" for k, v in r.dims.items()) or "none"

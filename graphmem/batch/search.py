@@ -29,13 +29,12 @@ forward, backward and optimizer-step phases): the same search, gate and monotoni
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphmem.analysis.dims import INT64_MAX, parse_dim_value, split_dim_item
@@ -46,8 +45,8 @@ from graphmem.units import format_bytes
 if TYPE_CHECKING:
     from graphmem.analysis.request import AnalysisRequest, Bindings
     from graphmem.analysis.result import Analysis
-    from graphmem.model.loading import Model
     from graphmem.batch.held import HeldFit, HeldPoint, HeldStep
+    from graphmem.model.loading import Model
     from graphmem.training import TrainingConfig, TrainingEstimate
 
 __all__ = [
@@ -176,13 +175,13 @@ def _not_fixed(m: Model, dim: str, option: str, given: Bindings) -> None:
     """
     from graphmem.analysis.dims import fixing_input
 
-    fixed = fixing_input(m.inputs, dim, shapes=given.shapes, values=given.values)  # type: ignore[arg-type]
+    fixed = fixing_input(m.inputs, dim, shapes=given.shapes, values=given.values)
     if fixed is not None:
-        name, given = fixed
+        name, typed = fixed
         raise UsageError(
-            f"{option} {dim}: input '{name}' has dim '{dim}', but {given} fixes that input's "
+            f"{option} {dim}: input '{name}' has dim '{dim}', but {typed} fixes that input's "
             f"shape, so no value of {dim} changes it; "
-            + ("bind that input's dims with --dim instead of --shape, or " if given.startswith("--shape") else "")
+            + ("bind that input's dims with --dim instead of --shape, or " if typed.startswith("--shape") else "")
             + ("sweep" if option == "--dim" else "solve for") + " another dim"
         )
 
@@ -251,8 +250,8 @@ class Sweep:
     rows: tuple[SweepRow, ...]
     fit: MemoryFit
     host: HostProfile  # the machine every row is for
-    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every row
-    values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every row
+    shapes: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # --shape, every row
+    values: dict[str, tuple[int | float, ...]] = dataclasses.field(default_factory=dict)  # --value, every row
     graph_opt: str = "none"
     session_options: tuple[str, ...] = ()  # --session-option, every row's session figures
     steps: tuple[HeldStep, ...] = ()  # the rows grouped by the arena regions they hold (resident's steps)
@@ -311,7 +310,7 @@ def sweep(model: Model | str | os.PathLike[str], spec: SweepSpec, *,
     points = [r.held for r in rows if r.held is not None]
     return Sweep(path=m.path, dim=spec.dim, fixed=dict(spec.fixed), as_dtype=as_dtype,
                  rows=tuple(rows), fit=fit_memory(spec.dim, rows), host=host,
-                 shapes=dict(given.shapes), values=dict(given.values),  # type: ignore[arg-type]
+                 shapes=dict(given.shapes), values=dict(given.values),
                  graph_opt=graph_opt, session_options=tuple(session_options), steps=held_steps(points))
 
 
@@ -335,8 +334,8 @@ def _lstsq(xs: Sequence[int], ys: Sequence[float], degree: int) -> tuple[list[fl
     y = np.asarray(ys, dtype=np.float64)
     scale = float(np.max(np.abs(x))) or 1.0
     design = np.vander(x / scale, degree + 1, increasing=True)
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    coef = [float(c) / scale**k for k, c in enumerate(coef)]
+    solved, *_ = np.linalg.lstsq(design, y, rcond=None)
+    coef = [float(c) / scale**k for k, c in enumerate(solved)]
     fitted = sum(c * x**k for k, c in enumerate(coef))
     res = np.abs(y - fitted)
     i = int(np.argmax(res))
@@ -425,8 +424,8 @@ class SearchResult:
     training: TrainingFit | None = None  # set by :func:`search_largest_training`
     held: HeldFit | None = None  # set by :func:`graphmem.batch.held.search`: the figure compared, every point's figures
     graph_opt: str = "none"
-    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --shape, every probe
-    values: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # --value, every probe
+    shapes: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # --shape, every probe
+    values: dict[str, tuple[int | float, ...]] = dataclasses.field(default_factory=dict)  # --value, every probe
 
     @property
     def headroom_bytes(self) -> int | None:
@@ -507,7 +506,9 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     base: list[int] = []  # unresolved tensors at value 1: the model's own unknowns
 
     def fits(v: int) -> bool:
-        request = AnalysisRequest(bindings=given.bind({solve: v}), as_dtype=as_dtype, kernel_rules=kernel_rules, host=host)
+        request = AnalysisRequest(
+            bindings=given.bind({solve: v}), as_dtype=as_dtype, kernel_rules=kernel_rules, host=host
+        )
         a = _analyze(m, graph_opt, request)
         unresolved = len(a.shapes.unresolved)
         base[:] = base or [unresolved]
@@ -540,13 +541,23 @@ def search_largest(model: Model | str | os.PathLike[str], *, solve: str, budget_
     after = next((p for p in probes if p.value == lo + 1), None)
     at = next((p for p in probes if p.value == lo), None) if lo else None
     return SearchResult(
-        dim=solve, dims=dims, budget_bytes=budget_bytes, overhead_bytes=overhead_bytes,
-        largest=lo, analysis=best[0] if lo else None,
+        dim=solve,
+        dims=dims,
+        budget_bytes=budget_bytes,
+        overhead_bytes=overhead_bytes,
+        largest=lo,
+        analysis=best[0] if lo else None,
         total_bytes=at.total_bytes if at is not None else None,
         next_total_bytes=after.total_bytes if after is not None else None,
         next_complete=after is None or after.complete,
-        unbounded=hi is None, limit=limit, probes=tuple(probes), monotone=not violations,
-        violations=violations, host=host, shapes=dict(given.shapes), values=dict(given.values),  # type: ignore[arg-type]
+        unbounded=hi is None,
+        limit=limit,
+        probes=tuple(probes),
+        monotone=not violations,
+        violations=violations,
+        host=host,
+        shapes=dict(given.shapes),
+        values=dict(given.values),
         graph_opt=graph_opt,
     )
 
@@ -587,9 +598,18 @@ def search_held(model: Model | str | os.PathLike[str], *, solve: str, budget_byt
     host = resolve_host(host)
     check_session_options(session_options, graph_opt, host)
     points: dict[int, HeldPoint] = {}
-    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, cost=held_cost(by, solve, session_options, host, points),
-                       graph_opt=graph_opt, host=host, **kwargs)
-    return dataclasses.replace(r, held=HeldFit(by=by, options=session_options_of(r.analysis, session_options, host), points=points))
+    r = search_largest(
+        model,
+        solve=solve,
+        budget_bytes=budget_bytes,
+        cost=held_cost(by, solve, session_options, host, points),
+        graph_opt=graph_opt,
+        host=host,
+        **kwargs,
+    )
+    return dataclasses.replace(
+        r, held=HeldFit(by=by, options=session_options_of(r.analysis, session_options, host), points=points)
+    )
 
 
 def check_held(model: Model | str | os.PathLike[str], *, budget_bytes: int, by: str = "resident",
@@ -604,7 +624,9 @@ def check_held(model: Model | str | os.PathLike[str], *, budget_bytes: int, by: 
     points: dict[int, HeldPoint] = {}
     r = check_fit(model, budget_bytes=budget_bytes, cost=held_cost(by, None, session_options, host, points),
                   graph_opt=graph_opt, host=host, **kwargs)
-    return dataclasses.replace(r, held=HeldFit(by=by, options=session_options_of(r.analysis, session_options, host), points=points))
+    return dataclasses.replace(
+        r, held=HeldFit(by=by, options=session_options_of(r.analysis, session_options, host), points=points)
+    )
 
 
 # --- training: the step peak as the cost -----------------------------------------------------
@@ -673,9 +695,18 @@ def search_largest_training(model: Model | str | os.PathLike[str], *, solve: str
             kept[v] = e
         return e.step_peak_bytes
 
-    r = search_largest(model, solve=solve, budget_bytes=budget_bytes, bindings=_bindings(bindings, dims, shapes, values),
-                       overhead_bytes=overhead_bytes, limit=limit, cost=step_peak,
-                       as_dtype=PRECISION_DTYPES[config.precision], kernel_rules=False, host=host)
+    r = search_largest(
+        model,
+        solve=solve,
+        budget_bytes=budget_bytes,
+        bindings=_bindings(bindings, dims, shapes, values),
+        overhead_bytes=overhead_bytes,
+        limit=limit,
+        cost=step_peak,
+        as_dtype=PRECISION_DTYPES[config.precision],
+        kernel_rules=False,
+        host=host,
+    )
     est = kept.get(r.largest) if r.analysis is not None else None
     if r.analysis is not None and est is None:  # the kept value did not count (shapes)
         est = estimate_training_analysis(r.analysis, config)

@@ -19,19 +19,32 @@ import typer
 from graphmem.cli.batch import (
     AsDtypeOption,
     DeviceOption,
-    DeviceSpecOption,
     DevicesFileOption,
+    DeviceSpecOption,
     MemoryOption,
     OverheadOption,
 )
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, PlotOption, SessionOptionOption, ShapeOption, ValueOption, fail,
-    handled, host_of, internal_error, parse_bindings, parse_dims, terminating_signals,
+    DimOption,
+    HostOption,
+    JsonOption,
+    ModelArg,
+    PlotOption,
+    SessionOptionOption,
+    ShapeOption,
+    ValueOption,
+    fail,
+    handled,
+    host_of,
+    internal_error,
+    parse_bindings,
+    parse_dims,
+    terminating_signals,
 )
 from graphmem.cli.gate import (
     FormatOption,
-    MaxFlopsOption,
     MaxArenaOption,
+    MaxFlopsOption,
     MaxParamsOption,
     MaxPeakOption,
     MaxResidentOption,
@@ -126,11 +139,11 @@ def peak(
     """
     from graphmem.analysis.graph_opt import analyze_graph_opt
     from graphmem.analysis.request import AnalysisRequest
-    from graphmem.views.formats import resolve_format
     from graphmem.gate.budgets import parse_budgets
+    from graphmem.units import parse_bytes
+    from graphmem.views.formats import resolve_format
     from graphmem.views.output import finish
     from graphmem.views.report import peak_document
-    from graphmem.units import parse_bytes
 
     if plot is not None:
         from graphmem.views.plot import plot_format, require
@@ -249,7 +262,7 @@ def _main(argv: list[str] | None) -> int:
         return exc.exit_code
     except MemoryError:
         return fail("out of memory (the model or the options need more memory than this machine lets graphmem have)")
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported in one line
+    except Exception as exc:
         if os.environ.get("GRAPHMEM_DEBUG"):
             raise
         return fail(internal_error(exc))
@@ -266,7 +279,10 @@ def _app_for(argv: list[str] | None) -> typer.Typer:
 
     args = sys.argv[1:] if argv is None else argv
     name = next((a for a in args if not a.startswith("-")), None)
-    chosen = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == name]
+    chosen = [
+        c for c in app.registered_commands
+        if (c.name or (get_command_name(c.callback.__name__) if c.callback is not None else None)) == name
+    ]
     if len(chosen) != 1:
         return app
     one = copy.copy(app)

@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of,
+    DimOption,
+    HostOption,
+    JsonOption,
+    ModelArg,
+    SessionOptionOption,
+    ShapeOption,
+    ValueOption,
+    handled,
+    host_of,
     parse_bindings,
 )
 
@@ -22,7 +30,8 @@ def advise_command(
     shape: ShapeOption = None,
     value: ValueOption = None,
     graph_opt: Annotated[
-        str, typer.Option("--graph-opt", help="The current level: none, basic, extended or all (see graphmem peak --help).")
+        str,
+        typer.Option("--graph-opt", help="The current level: none, basic, extended or all (see graphmem peak --help)."),
     ] = "none",
     session_option: SessionOptionOption = None,
     host: HostOption = None,
@@ -39,8 +48,13 @@ def advise_command(
     from graphmem.batch.advice_report import advice_json, advice_table
     from graphmem.batch.advise import advise
 
-    a = advise(model, bindings=parse_bindings(dim, shape, value), graph_opt=graph_opt, session_options=session_option or (),
-               host=host_of(host))
+    a = advise(
+        model,
+        bindings=parse_bindings(dim, shape, value),
+        graph_opt=graph_opt,
+        session_options=session_option or (),
+        host=host_of(host),
+    )
     typer.echo(json.dumps(advice_json(a), indent=2) if as_json else advice_table(a))
 
 

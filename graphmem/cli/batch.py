@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from graphmem.cli.common import (
-    HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of, parse_bindings,
+    HostOption,
+    JsonOption,
+    ModelArg,
+    SessionOptionOption,
+    ShapeOption,
+    ValueOption,
+    handled,
+    host_of,
+    parse_bindings,
 )
 from graphmem.errors import GateFailed
 
@@ -37,7 +45,7 @@ __all__ = [
 ]
 
 SweepDimOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--dim", "-d", show_default=False,
         help="NAME=VALUE, or for the one swept dim NAME=V1,V2,… or LO..HI[:STEP|:xFACTOR] "
@@ -45,34 +53,34 @@ SweepDimOption = Annotated[
     ),
 ]
 FitDimOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--dim", "-d", show_default=False,
                  help="Bind a dim: NAME=VALUE (repeatable). All bound and no --solve: a gate."),
 ]
 AsDtypeOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--as-dtype", show_default=False,
                  help="What-if: size every floating tensor, weights included, as this dtype "
                  "(float16, bfloat16, int8, …)."),
 ]
 DeviceOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--device", show_default=False,
                  help="An accelerator from `graphmem devices` (or --devices-file/--device-spec)."),
 ]
 DeviceSpecOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--device-spec", show_default=False,
                  help='A device of your own: "memory=24GiB,fp16=165T,bandwidth=1T" '
                  "(keys: name memory fp32 tf32 fp16 bf16 fp8 int8 bandwidth)."),
 ]
 DevicesFileOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--devices-file", show_default=False,
                  help="TOML file of more devices, one devices.NAME table each."),
 ]
 MemoryOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--memory", show_default=False,
                  help="Memory budget, e.g. 24GiB (binary) or 24GB (decimal); with --device it "
                  "replaces the device's memory (needed for --device host)."),
@@ -89,22 +97,22 @@ TrainOption = Annotated[
                  "backward, optimizer step; see `graphmem train`) with the budget."),
 ]
 OptimizerOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--optimizer", show_default=False,
                  help="With --train: sgd | momentum | adam | adamw (default adam)."),
 ]
 GradsOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--grads", show_default=False,
                  help="With --train: released (zero_grad(), default) | persistent."),
 ]
 PrecisionOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--precision", show_default=False,
                  help="With --train: fp32 (default) | mixed-fp16 | mixed-bf16."),
 ]
 FrozenOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--frozen", show_default=False,
                  help="With --train: freeze parameters matching this fnmatch pattern "
                  "(repeatable)."),
@@ -114,7 +122,7 @@ ForeachOption = Annotated[
     typer.Option("--foreach", help="With --train: optimizer with foreach=True (CUDA default)."),
 ]
 ByOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--by", show_default=False,
                  help="The figure compared with the memory: resident (default: the process's predicted "
                  "growth, session.resident_bytes), arena (the CPU arena held in steady state) or requested "
@@ -128,7 +136,7 @@ GraphOptOption = Annotated[
                  "are shown beside when onnxruntime is installed."),
 ]
 SolveOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--solve", show_default=False,
                  help="The dim to solve for: the largest value that fits (default: the one "
                  "dim left unbound, if exactly one)."),
@@ -153,8 +161,8 @@ def sweep_command(
 
     --shape/--value apply to every row; the swept dim must not be a dim of an input they fix.
     """
-    from graphmem.batch.search import parse_sweep_dims, sweep
     from graphmem.batch.report import sweep_json, sweep_table
+    from graphmem.batch.search import parse_sweep_dims, sweep
 
     spec = parse_sweep_dims(dim)
     result = sweep(model, spec, bindings=parse_bindings(None, shape, value), as_dtype=as_dtype, host=host_of(host),
@@ -196,6 +204,7 @@ def fit_command(
     """
     from graphmem.analysis.dims import check_dims, open_dims
     from graphmem.analysis.request import Bindings
+    from graphmem.batch.report import fit_json, fit_table
     from graphmem.batch.search import (
         check_fit_training,
         check_held,
@@ -205,11 +214,10 @@ def fit_command(
         search_largest_training,
         training_config,
     )
-    from graphmem.batch.report import fit_json, fit_table
-    from graphmem.views.devices import resolve_device
     from graphmem.errors import UnboundDimError, UsageError
     from graphmem.model.loading import load_model
     from graphmem.units import parse_bytes
+    from graphmem.views.devices import resolve_device
 
     given = [name for name, value in (("--optimizer", optimizer), ("--grads", grads),
                                       ("--precision", precision), ("--frozen", frozen),
@@ -236,7 +244,7 @@ def fit_command(
     level = _level(graph_opt)
     if by == "requested" and session_option:
         raise UsageError("--session-option changes what the session holds: it needs --by resident or arena")
-    session = {"by": by, "session_options": tuple(session_option or ()), "graph_opt": level}
+    session: dict[str, Any] = {"by": by, "session_options": tuple(session_option or ()), "graph_opt": level}
     dev = resolve_device(device, spec=device_spec, devices_file=devices_file, memory=memory)
     if dev is None:
         raise UsageError("fit needs a budget: --device NAME or --memory SIZE (e.g. 24GiB)")
@@ -265,7 +273,7 @@ def fit_command(
             )
         solve = unbound[0] if unbound else None
     bindings = Bindings.of(dims=dims, shapes=inputs.shapes, values=inputs.values)
-    shown = {"device": dev if device or device_spec else None}
+    shown: dict[str, Any] = {"device": dev if device or device_spec else None}  # fit_json's and fit_table's keywords
     if solve is None:
         if config is not None:
             check = check_fit_training(m, bindings=bindings, budget_bytes=dev.memory_bytes,
@@ -334,8 +342,7 @@ def devices_command(
     device_spec: DeviceSpecOption = None,
 ) -> None:
     """The accelerator catalog: memory, peak dense rates per precision, bandwidth, sources."""
-    from graphmem.views.devices import catalog, devices_json, devices_table, load_devices_file
-    from graphmem.views.devices import parse_device_spec
+    from graphmem.views.devices import catalog, devices_json, devices_table, load_devices_file, parse_device_spec
 
     extra = list(load_devices_file(devices_file)) if devices_file is not None else []
     if device_spec is not None:

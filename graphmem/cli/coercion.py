@@ -32,11 +32,12 @@ def light_coercion(command: Any) -> Any:
     if not _same_machinery(RuntimeParam, coerce_cli_path):  # a later typer changed it: typer's own path
         return command
 
-    class Direct(RuntimeParam):  # type: ignore[misc, valid-type]
+    class Direct(RuntimeParam):
         """typer's conversion of the values it returns unchanged or wraps, else typer's own."""
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            kind, info = self.annotation, self.parameter_info
+            kind: Any = self.annotation  # a type or a generic alias (list[str]); typer's stubs say otherwise
+            info = self.parameter_info
             if kind is str and isinstance(value, str):
                 return value  # typer: str(value)
             if get_origin(kind) is list and get_args(kind) == (str,) and isinstance(value, (list, tuple)) \

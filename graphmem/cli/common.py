@@ -16,7 +16,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 
@@ -34,12 +34,13 @@ if TYPE_CHECKING:
     from graphmem.analysis.request import Bindings
     from graphmem.host import HostProfile
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _PYTHON_SHOWWARNING = warnings.showwarning
 
 DimOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--dim",
         "-d",
@@ -50,7 +51,7 @@ DimOption = Annotated[
     ),
 ]
 ShapeOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--shape",
         help="Set an input's whole shape: INPUT=D0xD1x... (repeatable), e.g. --shape x=1x3x48x192; "
@@ -60,7 +61,7 @@ ShapeOption = Annotated[
     ),
 ]
 ValueOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--value",
         help="Values of a small input: INPUT=V[,V...] (repeatable), e.g. --value sr=16000, --value speed=1.0 "
@@ -70,7 +71,7 @@ ValueOption = Annotated[
     ),
 ]
 SessionOptionOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--session-option",
         help="An onnxruntime session option the session figures assume: KEY=VALUE (repeatable, onnxruntime's "
@@ -83,7 +84,7 @@ SessionOptionOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON document (schema_version 1).")]
 ModelArg = Annotated[Path, typer.Argument(help="The ONNX model file.", show_default=False)]
 PlotOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--plot",
         help="Also draw the memory timeline into FILE (.png or .svg, written atomically; needs "
@@ -109,7 +110,7 @@ def parse_bindings(dim: list[str] | None, shape: list[str] | None = None, value:
 
 
 HostOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--host",
         metavar="FILE",
@@ -129,7 +130,7 @@ def host_of(option: Path | None) -> HostProfile:
     return resolve_host(option)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+def _show_warning(message, category, filename, lineno, file=None, line=None):
     """graphmem's own warnings (an onnxruntime version the emulation is not proven against, an
     absent external-data file) as one ``graphmem: warning:`` line on stderr; others as Python
     shows them."""
@@ -141,13 +142,13 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):  #
         _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
 
 
-def handled(fn: F) -> F:
+def handled(fn: Callable[P, R]) -> Callable[P, R]:
     """The one map from outcomes to exit codes: a GraphmemError becomes one line on stderr and
     its exit code (no traceback); a :class:`~graphmem.errors.Reported` outcome (a failed gate:
     1), whose report is written already, its exit code alone."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             with warnings.catch_warnings():
                 warnings.showwarning = _show_warning
@@ -157,7 +158,7 @@ def handled(fn: F) -> F:
         except Reported as exc:
             raise typer.Exit(exc.exit_code) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 @contextlib.contextmanager

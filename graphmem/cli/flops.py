@@ -5,15 +5,23 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graphmem.optable import domain_name, op_key
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_bindings,
+    DimOption,
+    HostOption,
+    JsonOption,
+    ModelArg,
+    ShapeOption,
+    ValueOption,
+    handled,
+    host_of,
+    parse_bindings,
 )
 from graphmem.cli.gate import FormatOption, OutputOption
+from graphmem.optable import domain_name, op_key
 
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
@@ -43,12 +51,12 @@ def layers_command(
         str, typer.Option(help="order (graph order: the order onnxruntime runs the nodes), flops, params or memory.")
     ] = "order",
     top: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(help="Show only the first N rows: in graph order unless --sort ranks them (then the N largest).",
                      show_default=False),
     ] = None,
     group: Annotated[
-        Optional[int], typer.Option(help="Group nodes by name scope to this depth (/layer1/... = 1).")
+        int | None, typer.Option(help="Group nodes by name scope to this depth (/layer1/... = 1).")
     ] = None,
     as_json: JsonOption = False,
     fmt: FormatOption = "table",
@@ -99,9 +107,11 @@ def layers_json(
 @handled
 def ops_command(
     model: Annotated[
-        Optional[Path], typer.Argument(help="A model: list at its opset and count the nodes using each op.")
+        Path | None, typer.Argument(help="A model: list at its opset and count the nodes using each op.")
     ] = None,
-    opset: Annotated[Optional[int], typer.Option(help="Default-domain opset to list (default 21, or the model's).")] = None,
+    opset: Annotated[
+        int | None, typer.Option(help="Default-domain opset to list (default 21, or the model's).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Every op graphmem knows and its FLOP rule: counted, zero (data movement) or unsupported."""

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ShapeOption, ValueOption, handled, host_of, parse_bindings,
+    DimOption,
+    HostOption,
+    JsonOption,
+    ShapeOption,
+    ValueOption,
+    handled,
+    host_of,
+    parse_bindings,
 )
-from graphmem.errors import one_line
-from graphmem.errors import GateFailed, Reported
+from graphmem.errors import GateFailed, Reported, one_line
 
 __all__ = [
     "register",
@@ -39,7 +45,7 @@ FormatOption = Annotated[
     str, typer.Option("--format", "-f", help="Output format: table, json, markdown or csv.")
 ]
 OutputOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--output", "-o", help="Write the report to FILE (atomically) instead of stdout.",
         show_default=False,
@@ -49,7 +55,7 @@ OutputOption = Annotated[
 
 def _budget(option: str, what: str, example: str) -> Any:
     return Annotated[
-        Optional[str],
+        str | None,
         typer.Option(option, help=f"Fail (exit 1) if {what} exceeds this, e.g. {example}.",
                      show_default=False),
     ]
@@ -74,21 +80,17 @@ RequireExactOption = Annotated[
 
 
 def _increase(metric: str) -> Any:
-    return Annotated[
-        Optional[str],
-        typer.Option(f"--max-increase-{metric}", show_default=False,
-                     help=f"Largest allowed increase of {metric}, e.g. 2% "
-                          "(overrides --max-increase)."),
-    ]
+    return typer.Option(f"--max-increase-{metric}", show_default=False,
+                        help=f"Largest allowed increase of {metric}, e.g. 2% (overrides --max-increase).")
 
 
-MaxIncreaseWeights = _increase("weights")
-MaxIncreasePeak = _increase("peak")
-MaxIncreaseTotal = _increase("total")
-MaxIncreaseParams = _increase("params")
-MaxIncreaseFlops = _increase("flops")
-MaxIncreaseResident = _increase("resident")
-MaxIncreaseArena = _increase("arena")
+MaxIncreaseWeights = Annotated[str | None, _increase("weights")]
+MaxIncreasePeak = Annotated[str | None, _increase("peak")]
+MaxIncreaseTotal = Annotated[str | None, _increase("total")]
+MaxIncreaseParams = Annotated[str | None, _increase("params")]
+MaxIncreaseFlops = Annotated[str | None, _increase("flops")]
+MaxIncreaseResident = Annotated[str | None, _increase("resident")]
+MaxIncreaseArena = Annotated[str | None, _increase("arena")]
 
 
 def register(app: typer.Typer) -> None:
@@ -100,13 +102,13 @@ def register(app: typer.Typer) -> None:
 @handled
 def check(
     config: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("--config", "-c", show_default=False,
                      help="graphmem.toml or pyproject.toml ([tool.graphmem]); default: the "
                           "nearest one in this directory or a parent."),
     ] = None,
     jobs: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--jobs", "-j", show_default=False,
                      help="Worker processes (default: the number of CPUs)."),
     ] = None,
@@ -139,7 +141,7 @@ def check(
     doc = check_document(cfg, outcomes, profile)
     errors = [f"{o.spec.name}: {o.error}" for o in outcomes if o.status == "error"]
     failures = [f"{o.spec.name}: {m}" for o in outcomes for m in o.messages]
-    inputs = [cfg.path, *(spec.path for spec in cfg.models)]
+    inputs: list[Path | str] = [cfg.path, *(spec.path for spec in cfg.models)]
     failed = deliver(render_check(doc, fmt), fmt=fmt, output=output, failures=failures, inputs=inputs)
     if errors:
         report_failures(errors, doc_on_stdout=output is None and fmt != "table", kind="error")
@@ -181,9 +183,8 @@ def diff(
         str, typer.Option(help="Execution provider whose session is emulated: cpu or cuda (see graphmem peak --help).")
     ] = "cpu",
     max_increase: Annotated[
-        Optional[str],
-        typer.Option("--max-increase", show_default=False,
-                     help="Largest allowed increase of every figure, e.g. 5%."),
+        str | None,
+        typer.Option("--max-increase", show_default=False, help="Largest allowed increase of every figure, e.g. 5%."),
     ] = None,
     max_increase_weights: MaxIncreaseWeights = None,
     max_increase_peak: MaxIncreasePeak = None,
@@ -197,9 +198,12 @@ def diff(
     as_json: JsonOption = False,
     output: OutputOption = None,
     plot: Annotated[
-        Optional[Path],
-        typer.Option("--plot", show_default=False,
-                     help="Also draw both timelines overlaid into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
+        Path | None,
+        typer.Option(
+            "--plot",
+            show_default=False,
+            help="Also draw both timelines overlaid into FILE (.png or .svg; needs pip install 'graphmem[plot]').",
+        ),
     ] = None,
     require_exact: Annotated[
         bool,
@@ -215,8 +219,8 @@ def diff(
     size is warned about on stderr (its figures are lower estimates).
     """
     from graphmem.analysis.pipeline import analyze
-    from graphmem.views.formats import render_diff, resolve_format
     from graphmem.gate.diff import compare, diff_warnings, parse_thresholds
+    from graphmem.views.formats import render_diff, resolve_format
     from graphmem.views.output import deliver
 
     fmt = resolve_format(fmt, as_json=as_json)

@@ -13,14 +13,14 @@ Two typer habits are undone here, for every command at once:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from typer.core import TyperCommand, TyperGroup
 
 __all__ = ["MARKUP_MODE", "Command", "Group", "blank_flag_types"]
 
 #: typer's ``rich_markup_mode`` for the app (see module doc).
-MARKUP_MODE = "markdown"
+MARKUP_MODE: Final = "markdown"
 
 
 def blank_flag_types(params: Any) -> None:

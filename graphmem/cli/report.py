@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, host_of, parse_bindings,
+    DimOption,
+    HostOption,
+    ModelArg,
+    SessionOptionOption,
+    ShapeOption,
+    ValueOption,
+    handled,
+    host_of,
+    parse_bindings,
 )
 
 __all__ = ["register", "report"]
@@ -28,7 +36,7 @@ def report(
     ] = "none",
     provider: Annotated[str, typer.Option(help="cpu or cuda (see graphmem peak --help).")] = "cpu",
     sweep: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--sweep", show_default=False,
             help="Add memory against one dim: NAME=VALUES (1,2,4,8 or 1..64:x2, as graphmem sweep), "

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, ShapeOption, ValueOption, handled, host_of, parse_bindings,
+    DimOption,
+    HostOption,
+    JsonOption,
+    ModelArg,
+    ShapeOption,
+    ValueOption,
+    handled,
+    host_of,
+    parse_bindings,
 )
 
 __all__ = ["register", "train"]
@@ -38,7 +46,7 @@ def train(
         str, typer.Option(help="fp32 | mixed-fp16 | mixed-bf16 (half copies beside fp32 master weights).")
     ] = "fp32",
     frozen: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             "--frozen",
             help="Freeze parameters whose name matches this fnmatch pattern (repeatable), "
@@ -51,7 +59,7 @@ def train(
     ] = False,
     as_json: JsonOption = False,
     plot: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("--plot", show_default=False,
                      help="Also draw the step's phases into FILE (.png or .svg; needs pip install 'graphmem[plot]')."),
     ] = None,

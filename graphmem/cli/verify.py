@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from graphmem.cli.common import (
-    DimOption, HostOption, JsonOption, ModelArg, SessionOptionOption, ShapeOption, ValueOption, handled, parse_bindings,
+    DimOption,
+    HostOption,
+    JsonOption,
+    ModelArg,
+    SessionOptionOption,
+    ShapeOption,
+    ValueOption,
+    handled,
+    parse_bindings,
 )
 from graphmem.cli.gate import (
-    MaxFlopsOption, MaxParamsOption, MaxPeakOption, MaxTotalOption, MaxWeightsOption, RequireExactOption,
+    MaxFlopsOption,
+    MaxParamsOption,
+    MaxPeakOption,
+    MaxTotalOption,
+    MaxWeightsOption,
+    RequireExactOption,
 )
 from graphmem.errors import GateFailed, UsageError
 
@@ -28,10 +41,11 @@ def verify_command(
     graph_opt: Annotated[str, typer.Option("--graph-opt", help="none, basic, extended or all.")] = "none",
     tolerance: Annotated[str, typer.Option(help="Allowed |predicted/measured - 1|, e.g. 5%.")] = "5%",
     random_weights: Annotated[
-        bool, typer.Option("--random-weights", help="Synthesize missing float weights (memory does not depend on values).")
+        bool,
+        typer.Option("--random-weights", help="Synthesize missing float weights (memory does not depend on values)."),
     ] = False,
     input_range: Annotated[
-        Optional[str], typer.Option("--input-range", help="LOW,HIGH for integer inputs (e.g. token ids).")
+        str | None, typer.Option("--input-range", help="LOW,HIGH for integer inputs (e.g. token ids).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random inputs.")] = 0,
     as_json: JsonOption = False,
@@ -64,9 +78,9 @@ def verify_command(
     errors.
     """
     from graphmem.gate.budgets import evaluate, parse_budgets
-    from graphmem.views.output import report_failures
     from graphmem.verify.compare import parse_tolerance, verify
     from graphmem.verify.report import verify_json, verify_table
+    from graphmem.views.output import report_failures
     from graphmem.views.report import peak_json
 
     int_range = _parse_range(input_range)

@@ -14,13 +14,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import wraps
-from typing import Union
+from typing import TypeGuard
 
 import numpy as np
 import onnx
 
 from graphmem.errors import InvariantError
-from graphmem.model.types import TensorType
+from graphmem.model.types import Shape, TensorType
 
 __all__ = [
     "Cost",
@@ -42,9 +42,7 @@ __all__ = [
 
 SHAPE_UNKNOWN = "shape unknown"
 
-AttrValue = Union[
-    int, float, str, tuple[int, ...], tuple[float, ...], tuple[str, ...], onnx.TensorProto, object
-]
+AttrValue = int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...] | onnx.TensorProto | object
 
 OUTCOMES = ("counted", "zero", "unsupported")
 
@@ -216,12 +214,17 @@ def rule(fn: Rule) -> Rule:
 
 
 def _maybe(t: TensorType | None) -> tuple[int, ...] | None:
-    if t is None or t.shape is None:
-        return None
-    for d in t.shape:
+    return t.shape if t is not None and _sizes_known(t.shape) else None
+
+
+def _sizes_known(shape: Shape | None) -> TypeGuard[tuple[int, ...]]:
+    """Every dim a known size (an int, not negative); one pass (this runs for every operand)."""
+    if shape is None:
+        return False
+    for d in shape:
         if not isinstance(d, int) or d < 0:
-            return None
-    return t.shape  # type: ignore[return-value]
+            return False
+    return True
 
 
 def _concrete(t: TensorType | None) -> tuple[int, ...]:

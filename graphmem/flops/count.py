@@ -17,13 +17,13 @@ import numpy as np
 import onnx
 from onnx import defs, numpy_helper
 
-from graphmem.optable import is_default_domain
+from graphmem.errors import UsageError
 from graphmem.flops.cost import ZERO, Cost, NodeView
 from graphmem.flops.families import always_zero
 from graphmem.flops.registry import REGISTRY, normalize_domain, run
-from graphmem.errors import UsageError
 from graphmem.model.graph import OpGraph
 from graphmem.model.types import TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
+from graphmem.optable import is_default_domain
 
 __all__ = ["FlopReport", "count_flops", "node_view"]
 
@@ -92,7 +92,7 @@ def count_flops(
     unsupported: dict[str, int] = {}
     zero: set[str] = set()
     flops = macs = int_ops = 0
-    memo: dict[tuple, Cost] = {}  # type: ignore[type-arg]  # a node's cost by what it depends on
+    memo: dict[tuple, Cost] = {}  # a node's cost by what it depends on
     for nid in nids:
         node = g.node(nid)
         key = _memo_key(node, types, weight_names, known)
@@ -123,7 +123,7 @@ def count_flops(
     )
 
 
-def _memo_key(node, types, weight_names, values) -> tuple | None:  # type: ignore[no-untyped-def, type-arg]
+def _memo_key(node, types, weight_names, values) -> tuple | None:
     """What a node's cost depends on when it has no subgraph: its op, attributes, the types of its
     inputs and outputs, which inputs are weights and which known values they hold (by identity:
     ``values`` lives as long as the count, and a weight read by many nodes is one array), so the
@@ -261,8 +261,9 @@ def _graph_cost(
         local[init.name] = TensorType(dtype=init.data_type, shape=tuple(int(d) for d in init.dims))
         weights.add(init.name)
         _keep_value(init, local_values)
+    # typeshed types ChainMap's maps as MutableMappings; only maps[0] (local) is ever written
     types: ChainMap[str, TensorType] = ChainMap(local, outer)  # type: ignore[arg-type]
-    values: ChainMap[str, np.ndarray] = ChainMap(local_values, outer_values)  # type: ignore[arg-type]
+    values: ChainMap[str, np.ndarray] = ChainMap(local_values, outer_values)  # type: ignore[arg-type]  # as above
     inner_weights = frozenset(weights)
     flops = macs = int_ops = 0
     any_counted = False
@@ -289,7 +290,7 @@ def _merge_into(types: MutableMapping[str, TensorType], name: str, t: TensorType
         types[name] = t
 
 
-def _keep_value(t: onnx.TensorProto, values: dict[str, np.ndarray]) -> None:
+def _keep_value(t: onnx.TensorProto, values: MutableMapping[str, np.ndarray]) -> None:
     if t.data_type == onnx.TensorProto.STRING or int(np.prod(t.dims)) > _SMALL:
         return
     if t.data_location == onnx.TensorProto.EXTERNAL:  # a body weight onnxruntime wrote to weights.bin
@@ -312,10 +313,10 @@ def _fill_types(
         for a in node.attribute:
             if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                 types.maps[0][outs[0]] = TensorType(dtype=a.t.data_type, shape=tuple(a.t.dims))
-                t = onnx.TensorProto()
-                t.CopyFrom(a.t)
-                t.name = outs[0]
-                _keep_value(t, values.maps[0])
+                proto = onnx.TensorProto()
+                proto.CopyFrom(a.t)
+                proto.name = outs[0]
+                _keep_value(proto, values.maps[0])
         return
     if all(o in types and is_concrete(types[o].shape) for o in outs):
         return

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from onnx import defs
 
-from graphmem.optable import is_default_domain
 from graphmem.errors import UsageError
 from graphmem.flops.registry import REGISTRY
+from graphmem.optable import is_default_domain
 
 __all__ = ["coverage", "default_domain_ops"]
 

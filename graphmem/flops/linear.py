@@ -243,10 +243,10 @@ def einsum_cost(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, int]
                 counts[name] = counts.get(name, 0) + 1
         out = {n for n, c in counts.items() if c == 1 or n.startswith(".")}
     if len(operand_idx) == 1:
-        idx = set(operand_idx[0])
-        if idx <= out:
+        only = set(operand_idx[0])
+        if only <= out:
             return None
-        return 0, math.prod(sizes[n] for n in idx) - math.prod(sizes[n] for n in idx & out)
+        return 0, math.prod(sizes[n] for n in only) - math.prod(sizes[n] for n in only & out)
     macs = 0
     cur = set(operand_idx[0])
     for j in range(1, len(operand_idx)):

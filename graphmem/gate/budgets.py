@@ -333,10 +333,10 @@ def _check_session_exact(doc: Mapping[str, Any], budgets: Budgets) -> list[Failu
 
 def _check_one(metric: Metric, actual: int, limit: int, unknown: list[str]) -> Failure | None:
     """The failure of ``actual`` against ``limit``, or None when it provably fits."""
-    common = dict(metric=metric.key, option=metric.option, limit=limit, actual=actual)
     if actual > limit:
         message = _exceeds_message(metric, actual, limit, lower=bool(unknown))
-        return Failure(**common, excess=actual - limit, reason="exceeds", message=message)
+        return Failure(metric=metric.key, option=metric.option, limit=limit, actual=actual, excess=actual - limit,
+                       reason="exceeds", message=message)
     if not unknown:
         return None
     shown = ", ".join(f"'{n}'" for n in unknown[:3]) + (" …" if len(unknown) > 3 else "")
@@ -346,7 +346,8 @@ def _check_one(metric: Metric, actual: int, limit: int, unknown: list[str]) -> F
         f"{_fmt(metric, limit)}), but {len(unknown)} {what} ({shown}): "
         "it cannot be shown to fit"
     )
-    return Failure(**common, excess=None, reason="unknown", message=message)
+    return Failure(metric=metric.key, option=metric.option, limit=limit, actual=actual, excess=None,
+                   reason="unknown", message=message)
 
 
 def _unknown_sizes(doc: Mapping[str, Any], metric: Metric) -> list[str]:

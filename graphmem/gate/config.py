@@ -48,8 +48,8 @@ from typing import Any, Literal
 
 from graphmem.analysis.dims import MAX_DIM
 from graphmem.errors import ConfigError, UsageError
-from graphmem.host import HostProfile, resolve_host
 from graphmem.gate.budgets import METRICS, Budgets, budgets_from_mapping
+from graphmem.host import HostProfile, resolve_host
 
 __all__ = [
     "ConfigError",
@@ -87,7 +87,8 @@ class ModelSpec:
     provider: str = "cpu"
     budgets: Budgets = field(default_factory=Budgets)
     where: str = ""
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # inputs' whole shapes (--shape)
+    # inputs' whole shapes (--shape): a sequence input's element shapes, None an optional without a value
+    shapes: dict[str, tuple | None] = field(default_factory=dict)
     values: dict[str, tuple[int, ...]] = field(default_factory=dict)  # small integer inputs (--value)
 
 
@@ -150,21 +151,20 @@ def parse_config(data: Any, *, path: Path) -> Config:
             raise ConfigError(f"{prefix}{where}: missing key 'path'")
         pattern = _string(entry["path"], f"{where}.path", prefix)
         name = _string(entry["name"], f"{where}.name", prefix) if "name" in entry else None
-        common = dict(
-            dims=_dims(entry.get("dims", {}), f"{where}.dims", prefix),
-            shapes=_int_lists(entry.get("shapes", {}), f"{where}.shapes", prefix, minimum=0, nested=True),
-            values=_int_lists(entry.get("values", {}), f"{where}.values", prefix, minimum=None),
-            default_dims=default_dims,
-            provider=_string(entry.get("provider", default_provider), f"{where}.provider", prefix),
-            budgets=default_budgets.over(_budgets(entry, f"{where}.", prefix)),
-            where=where,
-        )
+        dims = _dims(entry.get("dims", {}), f"{where}.dims", prefix)
+        shapes = _int_lists(entry.get("shapes", {}), f"{where}.shapes", prefix, minimum=0, nested=True)
+        values = {k: v for k, v in _int_lists(entry.get("values", {}), f"{where}.values", prefix, minimum=None).items()
+                  if v is not None}  # not nested: no None
+        provider = _string(entry.get("provider", default_provider), f"{where}.provider", prefix)
+        budgets = default_budgets.over(_budgets(entry, f"{where}.", prefix))
         files = _expand(base, pattern, where, prefix)
         if name is not None and len(files) > 1:
             raise ConfigError(f"{prefix}{where}.name: a name needs a path that is one file")
         for file in files:
             shown = name or (str(file) if os.path.isabs(pattern) else _relative(file, base))
-            specs.append(ModelSpec(name=shown, path=_relative(file, Path.cwd()), **common))
+            specs.append(ModelSpec(name=shown, path=_relative(file, Path.cwd()), dims=dims, shapes=shapes,
+                                   values=values, default_dims=default_dims, provider=provider, budgets=budgets,
+                                   where=where))
     return Config(path=path, models=tuple(specs))
 
 
@@ -208,12 +208,14 @@ def _dims(value: Any, what: str, prefix: str) -> dict[str, int]:
     return dict(table)
 
 
-def _int_lists(value: Any, what: str, prefix: str, *, minimum: int | None, nested: bool = False) -> dict[str, tuple]:  # type: ignore[type-arg]
+def _int_lists(
+    value: Any, what: str, prefix: str, *, minimum: int | None, nested: bool = False
+) -> dict[str, tuple | None]:
     """``shapes = { x = [1, 3, 48, 192] }`` / ``values = { sr = [16000] }`` (a bare int is one value);
     ``nested``: ``shapes = { s = [[4, 100], [2, 100]] }``, a sequence input's element shapes, and
     ``o = "none"``, an optional input without a value."""
     table = _table(value, what, prefix)
-    out: dict[str, tuple] = {}  # type: ignore[type-arg]
+    out: dict[str, tuple | None] = {}
     for name, items in table.items():
         if nested and isinstance(items, str) and items.strip().lower() == "none":
             out[name] = None  # an optional input without a value
@@ -283,12 +285,12 @@ class Outcome:
 def check_model(spec: ModelSpec, host: HostProfile) -> Outcome:
     """Analyze one configured model for a run on ``host`` and gate it; input errors become an
     ``error`` outcome."""
+    from graphmem.analysis.document import peak_json
     from graphmem.analysis.pipeline import analyze_model
     from graphmem.analysis.request import AnalysisRequest, Bindings
     from graphmem.errors import GraphmemError
     from graphmem.gate.budgets import apply_gate, evaluate
     from graphmem.model.loading import load_model
-    from graphmem.analysis.document import peak_json
 
     start = time.perf_counter()
     try:

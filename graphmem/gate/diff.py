@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from graphmem.optable import is_default_domain
-from graphmem.errors import UsageError
-from graphmem.errors import FlopsUnavailableError
+from graphmem.errors import FlopsUnavailableError, UsageError
 from graphmem.gate.budgets import METRICS, Metric, _fmt, lookup
+from graphmem.optable import is_default_domain
 
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
@@ -64,11 +63,12 @@ class Thresholds:
 
     def to_json(self) -> dict[str, float]:
         """``{"--max-increase-peak": 2.0, …}`` for the thresholds that are set."""
-        out = {}
+        out: dict[str, float] = {}
         for m in METRICS:
-            if self.limit(m) is not None:
-                out[f"--max-increase-{m.key}"] = self.limit(m)
-        return out  # type: ignore[return-value]
+            limit = self.limit(m)
+            if limit is not None:
+                out[f"--max-increase-{m.key}"] = limit
+        return out
 
 
 def parse_percent(option: str, text: str) -> float:
@@ -324,7 +324,7 @@ def _diff_row(
         "limit_percent": limit,
         "status": status,
     }
-    if not exceeded:
+    if not exceeded or old is None or new is None or change is None:  # exceeded: all three are known
         return row, None
     option = f"--max-increase-{metric.key}"
     grew = "appeared" if pct is None else f"grew {pct:.1f}%"
@@ -349,7 +349,7 @@ _LAYER_FIELDS = ("params", "weight_bytes", "output_bytes")
 
 
 def _layer_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in dict.fromkeys([*old, *new]):
         a, b = old.get(name), new.get(name)
         if a is not None and b is not None and a == b:
@@ -360,7 +360,7 @@ def _layer_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list[d
         rows.append(
             {
                 "name": name,
-                "op_type": (b or a).op_type,  # type: ignore[union-attr]
+                "op_type": b.op_type if b is not None else a.op_type if a is not None else "",  # one is set
                 "status": status,
                 "old": a.to_json() if a else None,
                 "new": b.to_json() if b else None,
@@ -388,7 +388,7 @@ def _op_type_changes(old: Mapping[str, Layer], new: Mapping[str, Layer]) -> list
 
     zero = {"count": 0, **dict.fromkeys(_LAYER_FIELDS, 0)}
     a, b = totals(old), totals(new)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for op in sorted({*a, *b}):
         before, after = a.get(op, zero), b.get(op, zero)
         if before == after:

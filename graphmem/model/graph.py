@@ -24,7 +24,7 @@ class OpGraph:
     """The op DAG with the tensor maps every later stage needs."""
 
     model: Model
-    dag: nx.DiGraph
+    dag: nx.DiGraph[int]
     producer: dict[str, int]  # tensor -> node id that writes it
     consumers: dict[str, tuple[int, ...]]  # tensor -> node ids reading it (ascending, unique)
     implicit: dict[int, tuple[str, ...]]  # node id -> outer-scope tensors its subgraphs read
@@ -42,7 +42,7 @@ def node_inputs(g: OpGraph, nid: int) -> tuple[str, ...]:
 
 def build_graph(model: Model) -> OpGraph:
     """Build the DAG; raise :class:`GraphStructureError` on a dangling input or a cycle."""
-    dag = nx.DiGraph()
+    dag: nx.DiGraph[int] = nx.DiGraph()
     producer: dict[str, int] = {}
     indexed = model.indexed_nodes
     dag.add_nodes_from((nid, {"proto": node}) for nid, node in indexed)

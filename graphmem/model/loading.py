@@ -21,17 +21,24 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper
 
-from graphmem.optable import is_default_domain, normalize_opsets
-from graphmem.model.dtypes import dtype_name, element_bits, tensor_bytes
 from graphmem.errors import CorruptProtobufError, ModelLoadError, TensorSizeError
+from graphmem.model.dtypes import dtype_name, element_bits, tensor_bytes
 from graphmem.model.protoscan import read_stripped
 from graphmem.model.types import TensorType, type_from_proto
 from graphmem.model.validate import check_model
 from graphmem.model.walk import node_bodies
+from graphmem.optable import is_default_domain, normalize_opsets
 
 __all__ = [
-    "Weight", "Model", "load_model", "model_from_proto", "model_from_graph", "constant_weight", "KEEP_VALUE_MAX_ELEMENTS",
-    "MAX_TENSOR_BYTES", "check_declared_sizes",
+    "Weight",
+    "Model",
+    "load_model",
+    "model_from_proto",
+    "model_from_graph",
+    "constant_weight",
+    "KEEP_VALUE_MAX_ELEMENTS",
+    "MAX_TENSOR_BYTES",
+    "check_declared_sizes",
 ]
 
 #: Integer initializers up to this many elements keep their values (shape constants).
@@ -300,8 +307,8 @@ def _strip(t: TensorProto) -> None:
     """Drop a large payload; shape inference only needs dims and dtype of a weight."""
     if math.prod(t.dims) <= KEEP_VALUE_MAX_ELEMENTS:
         return
-    for field in _PAYLOAD_FIELDS:
-        t.ClearField(field)
+    for name in _PAYLOAD_FIELDS:
+        t.ClearField(name)
 
 
 def _constant_tensor(node: onnx.NodeProto, path: str) -> TensorProto | None:

@@ -12,16 +12,28 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import onnx
 
 from graphmem.model.dtypes import STRING_OBJECT_BYTES, element_bits, tensor_bytes
 from graphmem.model.graph import OpGraph
-from graphmem.planner.program import Key, Program, Step, Value
 from graphmem.model.types import CONTAINERS, TensorType, is_concrete, numel
 from graphmem.optable import is_default_domain
+from graphmem.planner.program import Key, Program, Step, Value
 
-__all__ = ["build_program", "tensor_size", "value_size", "reuse_key", "Devices", "SequenceElements", "sequence_elements"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "build_program",
+    "tensor_size",
+    "value_size",
+    "reuse_key",
+    "Devices",
+    "SequenceElements",
+    "sequence_elements",
+]
 
 Pairs = tuple[tuple[int, int], ...]
 SharingRule = Callable[[str, str], tuple[Pairs, Pairs]]
@@ -54,11 +66,11 @@ def tensor_size(t: TensorType | None) -> int | None:
 def _tensor_size(t: TensorType) -> int | None:
     if t.kind != "tensor" or not is_concrete(t.shape):
         return None
-    if any(d < 0 for d in t.shape):  # type: ignore[operator]  # inferred from odd values: no size
+    if any(d < 0 for d in t.shape):  # inferred from odd values: no size
         return None
     if t.dtype == onnx.TensorProto.STRING:
-        return STRING_OBJECT_BYTES * numel(t.shape)  # type: ignore[arg-type]
-    return tensor_bytes(t.dtype, numel(t.shape))  # type: ignore[arg-type]
+        return STRING_OBJECT_BYTES * numel(t.shape)
+    return tensor_bytes(t.dtype, numel(t.shape))
 
 
 def value_size(t: TensorType | None) -> int | None:
@@ -90,13 +102,16 @@ class SequenceElements:
     # of a sequence keeps its elements to the end of the run)
     pinned: frozenset[str] = frozenset()
 
-    def read_by(self, names) -> list[str]:  # type: ignore[no-untyped-def]
+    def read_by(self, names) -> list[str]:
         """The element buffers of the sequences among ``names``."""
         return [e for n in names if n in self.holds for e in self.holds[n] if e is not None]
 
 
 def sequence_elements(
-    g: OpGraph, order: tuple[int, ...], runtime: Mapping[str, TensorType], values: Mapping[str, object] | None = None
+    g: OpGraph,
+    order: tuple[int, ...],
+    runtime: Mapping[str, TensorType],
+    values: Mapping[str, np.ndarray] | None = None,
 ) -> SequenceElements:
     """Which element buffers each sequence holds (``core/providers/cpu/sequence/sequence_ops.cc``,
     measured on onnxruntime 1.31): SequenceConstruct and SequenceInsert copy the tensors they add
@@ -114,8 +129,8 @@ def sequence_elements(
         if t is not None and t.kind in CONTAINERS:
             holds[name] = (None,) * len(t.elements or ())
 
-    def new(nid: int, out: str, elements) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
-        names = []
+    def new(nid: int, out: str, elements) -> tuple[str, ...]:
+        names: list[str] = []
         for t in elements:
             name = f"{out}#{len(names)}"
             created[name] = (nid, t)
@@ -125,7 +140,7 @@ def sequence_elements(
     for nid in order:
         node = g.node(nid)
         op = node.op_type if is_default_domain(node.domain) else ""
-        for k, out in enumerate(node.output):
+        for out in node.output:
             t = runtime.get(out)
             if not out or t is None or t.kind not in CONTAINERS:
                 continue
@@ -151,14 +166,14 @@ def sequence_elements(
     return SequenceElements(holds=holds, created=created, pinned=frozenset(pinned))
 
 
-def _position(values: Mapping[str, object], node: onnx.NodeProto, at: int, size: int, *, insert: bool) -> int:
+def _position(values: Mapping[str, np.ndarray], node: onnx.NodeProto, at: int, size: int, *, insert: bool) -> int:
     """The position input ``at`` of SequenceInsert / SequenceErase as an index into a sequence of
     ``size`` elements (default: append, erase the last)."""
     name = node.input[at] if len(node.input) > at else ""
     if not name:
         return size if insert else size - 1
     v = values.get(name)
-    pos = int(v.reshape(-1)[0]) if v is not None else (size if insert else size - 1)  # type: ignore[attr-defined]
+    pos = int(v.reshape(-1)[0]) if v is not None else (size if insert else size - 1)
     return pos + size if pos < 0 else pos
 
 
@@ -176,12 +191,12 @@ def build_program(
     g: OpGraph,
     order: tuple[int, ...],
     *,
-    runtime: dict[str, TensorType],
-    static: dict[str, TensorType],
+    runtime: Mapping[str, TensorType],
+    static: Mapping[str, TensorType],
     sharing: SharingRule,
     unwritten: Callable[[str, str], tuple[int, ...]] = lambda domain, op: (),
     devices: Devices | None = None,
-    values_known: Mapping[str, object] | None = None,
+    values_known: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[Program, tuple[str, ...]]:
     """The planners' input, and the tensor name of each value (same indices).
 
@@ -220,7 +235,7 @@ def build_program(
     for name in (*model.inputs, *model.weights):
         add(name, source=True)
     steps: list[Step] = []
-    rules: dict[tuple[str, str], tuple] = {}  # type: ignore[type-arg]  # (domain, op) -> (never written, sharing)
+    rules: dict[tuple[str, str], tuple] = {}  # (domain, op) -> (never written, sharing)
     for nid in order:
         node = g.node(nid)
         op = (node.domain, node.op_type)
@@ -254,7 +269,7 @@ def build_program(
                 if by_node:
                     outputs.extend(add(e, source=False) for e in by_node.get(nid, ()) if e.rsplit("#", 1)[0] == name)
         on_main = devices is not None and devices.node[nid] == devices.main
-        alias, inplace = devices.main_sharing(node) if on_main else rules[op][1]  # type: ignore[union-attr]
+        alias, inplace = devices.main_sharing(node) if devices is not None and on_main else rules[op][1]
         steps.append(
             Step(
                 label=node.name or f"{node.op_type}_{nid}",
@@ -269,5 +284,5 @@ def build_program(
     return Program(values=tuple(values), steps=tuple(steps), device=device), tuple(names)
 
 
-def _remap(pairs, in_pos, out_pos) -> tuple[tuple[int, int], ...]:  # type: ignore[no-untyped-def]
+def _remap(pairs, in_pos, out_pos) -> tuple[tuple[int, int], ...]:
     return tuple((in_pos[i], out_pos[o]) for i, o in pairs if i in in_pos and o in out_pos)

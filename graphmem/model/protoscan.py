@@ -73,7 +73,7 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
             raise CorruptProtobufError("varint too long")
 
 
-def _fields(buf: memoryview):  # type: ignore[no-untyped-def]
+def _fields(buf: memoryview):
     """Yield (field number, wire type, field start, value start, field end) for each field."""
     pos, n = 0, len(buf)
     while pos < n:

@@ -8,16 +8,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Union
+from typing import TypeGuard
 
 import onnx
 
-__all__ = ["CONTAINERS", "Dim", "Shape", "TensorType", "type_from_proto", "type_to_proto", "is_concrete", "numel", "known_dims"]
+__all__ = [
+    "CONTAINERS",
+    "Dim",
+    "Shape",
+    "TensorType",
+    "type_from_proto",
+    "type_to_proto",
+    "is_concrete",
+    "numel",
+    "known_dims",
+]
 
 #: Kinds whose value holds tensors of its own (``TensorType.elements``): a sequence, an optional.
 CONTAINERS = frozenset({"sequence_type", "optional_type"})
 
-Dim = Union[int, str, None]
+Dim = int | str | None
 Shape = tuple[Dim, ...]
 
 
@@ -104,11 +114,11 @@ def known_dims(t: TensorType) -> TensorType:
     return replace(t, shape=tuple(None if isinstance(d, int) and d < 0 else d for d in t.shape))
 
 
-def is_concrete(shape: Shape | None) -> bool:
+def is_concrete(shape: Shape | None) -> TypeGuard[tuple[int, ...]]:
     """True when the rank and every dim are known integers."""
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
-def numel(shape: Shape) -> int:
+def numel(shape: tuple[int, ...]) -> int:
     """Element count of a concrete shape."""
-    return math.prod(shape)  # type: ignore[arg-type]
+    return math.prod(shape)

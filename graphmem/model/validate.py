@@ -42,7 +42,12 @@ from graphmem.model.walk import all_nodes, node_bodies
 from graphmem.optable import is_default_domain, normalize_domain
 
 __all__ = [
-    "check_model", "checker_proxy", "clear_invalid_dims", "ExternalDataWarning", "missing_data_message", "ORT_ONNX_DOMAIN_OPS",
+    "check_model",
+    "checker_proxy",
+    "clear_invalid_dims",
+    "ExternalDataWarning",
+    "missing_data_message",
+    "ORT_ONNX_DOMAIN_OPS",
 ]
 
 #: (op_type, since_version) of the ops onnxruntime 1.31 registers in the ONNX domain beyond onnx's
@@ -162,15 +167,22 @@ def _check_text(graph: onnx.GraphProto, path: str) -> None:
     for vi in (*graph.input, *graph.output, *graph.value_info):
         dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else ()
         if bad(vi.name) or any(bad(d.dim_param) for d in dims):
-            raise InvalidModelError(f"{path}: not a valid ONNX model: a graph input, output or value_info name is not UTF-8 text ({vi.name!r})")
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: a graph input, output or value_info name is not UTF-8 text "
+                f"({vi.name!r})"
+            )
     for node in graph.node:
         try:  # str.join refuses anything but text, at C speed; the names are looked at one by one only then
             "".join((node.name, node.op_type, node.domain, *node.input, *node.output))
         except TypeError:
-            raise InvalidModelError(f"{path}: not a valid ONNX model: a name of node {node.name!r} is not UTF-8 text") from None
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: a name of node {node.name!r} is not UTF-8 text"
+            ) from None
     for t in graph.initializer:
         if bad(t.name):
-            raise InvalidModelError(f"{path}: not a valid ONNX model: an initializer name is not UTF-8 text ({t.name!r})")
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: an initializer name is not UTF-8 text ({t.name!r})"
+            )
 
 
 def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -205,7 +217,12 @@ def checker_proxy(proto: onnx.ModelProto) -> onnx.ModelProto:
     # Constant nodes become initializers when onnxruntime builds the graph (graph.cc): their type
     # is their tensor's, whatever value_info declares (onnxruntime-genai declares [1] constants as
     # scalars, and onnxruntime loads them).
-    constants = {out for node in graph.node if node.op_type == "Constant" and is_default_domain(node.domain) for out in node.output}
+    constants = {
+        out
+        for node in graph.node
+        if node.op_type == "Constant" and is_default_domain(node.domain)
+        for out in node.output
+    }
     if constants & {vi.name for vi in graph.value_info}:
         kept_info = [vi for vi in graph.value_info if vi.name not in constants]
         del graph.value_info[:]
@@ -268,7 +285,7 @@ def _referenced_defaults(proxy: onnx.ModelProto) -> None:
                 have.add(ref)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _body_defaults(op_type: str, version: int, domain: str) -> tuple[tuple[str, onnx.AttributeProto], ...]:
     """(name, default) of the attributes with a default that the op's function body refers to, in
     the body's order; () for an op without a function body (one schema lookup per op and opset,
@@ -279,7 +296,7 @@ def _body_defaults(op_type: str, version: int, domain: str) -> tuple[tuple[str, 
         schema = defs.get_schema(op_type, version, domain)
     except (defs.SchemaError, TypeError, OverflowError):  # TypeError: a version beyond int32
         return ()
-    if not schema.has_function:
+    if not schema.has_function:  # type: ignore[attr-defined]  # not in onnx's defs.pyi
         return ()
     out: dict[str, onnx.AttributeProto] = {}
     for body_node in schema.function_body.node:
@@ -365,7 +382,9 @@ def _sort_nodes(graph: onnx.GraphProto) -> None:
                 produced.setdefault(out, i)
     if all(produced.get(x, -1) <= i for i, node in enumerate(graph.node) for x in node.input):
         return  # every input written by an earlier node (or by the node itself), or by none
-    deps = [{produced[x] for x in node.input if x in produced and produced[x] != i} for i, node in enumerate(graph.node)]
+    deps = [
+        {produced[x] for x in node.input if x in produced and produced[x] != i} for i, node in enumerate(graph.node)
+    ]
     users: dict[int, list[int]] = {}
     for i, ds in enumerate(deps):
         for d in ds:
@@ -434,7 +453,9 @@ def _check_weights(proto: onnx.ModelProto, path: str, skipped: Mapping[str, tupl
     absent: dict[str, int] = {}  # external-data file -> bytes of weights it should hold
     for t in proto.graph.initializer:
         if any(d < 0 for d in t.dims):
-            raise InvalidModelError(f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}")
+            raise InvalidModelError(
+                f"{path}: not a valid ONNX model: initializer '{t.name}' has a negative dim {list(t.dims)}"
+            )
         if t.data_location == TensorProto.EXTERNAL:
             location = _check_external(t, path, base, sizes)
             if location is not None:
@@ -458,13 +479,13 @@ def missing_data_message(path: str, absent: Mapping[str, int]) -> str:
 #: TensorProto payload fields: number -> (name, bytes per stored value; 0 = varint, uncountable).
 _FIELDS = {4: ("float_data", 4), 5: ("int32_data", 0), 6: ("string_data", 0), 7: ("int64_data", 0),
            9: ("raw_data", 1), 10: ("double_data", 8), 11: ("uint64_data", 0)}
-_VALUES_PER_ELEMENT = {TensorProto.COMPLEX64: 2, TensorProto.COMPLEX128: 2}
+_VALUES_PER_ELEMENT: dict[int, int] = {TensorProto.COMPLEX64: 2, TensorProto.COMPLEX128: 2}
 
 
 #: The field onnxruntime reads a tensor's values from when it has no raw_data, by data type
 #: (``core/framework/tensorprotoutils.cc`` UnpackTensor: float_data for float, int32_data for the
 #: types of 16 bits and fewer, ...); values stored in another field count as none.
-_TYPED_FIELD = {TensorProto.FLOAT: "float_data", TensorProto.COMPLEX64: "float_data",
+_TYPED_FIELD: dict[int, str] = {TensorProto.FLOAT: "float_data", TensorProto.COMPLEX64: "float_data",
                 TensorProto.DOUBLE: "double_data", TensorProto.COMPLEX128: "double_data",
                 TensorProto.INT64: "int64_data", TensorProto.UINT32: "uint64_data", TensorProto.UINT64: "uint64_data",
                 TensorProto.STRING: "string_data"}
@@ -483,7 +504,11 @@ def _check_payload(t: onnx.TensorProto, path: str, field: int | None, length: in
         stored = _FIELDS.get(field, ("", 0))[0]
     else:
         stored = next((name for name, _ in _FIELDS.values() if name != "raw_data" and len(getattr(t, name))), "")
-    own = _TYPED_FIELD.get(t.data_type, "int32_data") if element_bits(t.data_type) is not None or t.data_type == TensorProto.STRING else ""
+    own = (
+        _TYPED_FIELD.get(t.data_type, "int32_data")
+        if element_bits(t.data_type) is not None or t.data_type == TensorProto.STRING
+        else ""
+    )
     if stored and own and stored not in ("raw_data", own):
         raise InvalidModelError(
             f"{where} stores its values in {stored}, but a tensor of data type {t.data_type} is read from {own} "
@@ -526,7 +551,9 @@ def _payload_bytes(t: onnx.TensorProto) -> int | None:
     return (math.prod(t.dims) * bits + 7) // 8
 
 
-def _check_external(t: onnx.TensorProto, path: str, base: Path, sizes: dict[str, int | None] | None = None) -> str | None:
+def _check_external(
+    t: onnx.TensorProto, path: str, base: Path, sizes: dict[str, int | None] | None = None
+) -> str | None:
     """Well-formed external-data entries (``tensorprotoutils.cc``, ``tensor_external_data_info.cc``);
     an absent file is accepted (see module doc): its location is returned, else None. ``sizes``:
     each location's file size (None: no file) as already looked up, filled in here (the weights of

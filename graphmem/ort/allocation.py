@@ -64,8 +64,8 @@ def plan_ort(p: Program) -> OrtPlan:
     buffer_of, recycled = _plan_buffers(p)
     release = _release_steps(p, buffer_of)
     released_after: dict[int, list[int]] = {}
-    for origin, end in release.items():
-        released_after.setdefault(end, []).append(origin)
+    for origin, last in release.items():
+        released_after.setdefault(last, []).append(origin)
     allocated: dict[int, int] = {}  # origin buffer -> bytes currently held in its slot
     fresh: list[int] = []
     alloc_step: list[int] = []
@@ -128,8 +128,8 @@ def _plan_buffers(p: Program) -> tuple[list[int], set[int]]:
     buffer_of = list(range(n))
     recycled: set[int] = set()  # values planned into a buffer taken from the free list
     initial = [0] * n
-    for i, v in enumerate(p.values):
-        if v.source or v.output:
+    for i, value in enumerate(p.values):
+        if value.source or value.output:
             initial[i] += 1
     for step in p.steps:
         for v in (*step.inputs, *step.outputs):
@@ -139,7 +139,7 @@ def _plan_buffers(p: Program) -> tuple[list[int], set[int]]:
         # Free list, kept per (device, key): the front of a list is its most recently freed
         # buffer, which is what a front-to-back scan of one list with same_key finds first
         # (keys with an unknown dim never match, so they are not kept).
-        freelist: dict[tuple, list[int]] = {}  # type: ignore[type-arg]
+        freelist: dict[tuple, list[int]] = {}
         for step in p.steps:
             if step.stream != stream:
                 continue
@@ -172,7 +172,7 @@ def _release_steps(p: Program, buffer_of: list[int]) -> dict[int, int]:
     return release
 
 
-def _choose(p, step, pos, out, use, buffer_of, freelist) -> tuple[int | None, bool]:  # type: ignore[no-untyped-def]
+def _choose(p, step, pos, out, use, buffer_of, freelist) -> tuple[int | None, bool]:
     """The value whose buffer ``out`` joins (None for a fresh buffer), and whether it came from
     the free list."""
     value = p.values[out]
@@ -191,13 +191,13 @@ def _choose(p, step, pos, out, use, buffer_of, freelist) -> tuple[int | None, bo
             ):
                 return src, False
     key = value.key
-    if not _matchable(key) or len(key[1]) == 0:  # type: ignore[index]
+    if not _matchable(key) or len(key[1]) == 0:
         return None, False
     candidates = freelist.get((value.device, key))
     return (candidates.pop(), True) if candidates else (None, False)
 
 
-def _matchable(key) -> bool:  # type: ignore[no-untyped-def]
+def _matchable(key) -> bool:
     """A key that can equal another under same_key (no unknown dim), so equality is ==."""
     return key is not None and all(d is not None and d != "" for d in key[1])
 

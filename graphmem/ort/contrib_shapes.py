@@ -52,7 +52,15 @@ from onnx import defs, helper
 from graphmem.model.types import Dim, Shape, TensorType, type_from_proto, type_to_proto
 from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpTable
 
-__all__ = ["RULES", "NCHWC_DOMAIN", "MS_DOMAIN", "MLAS_NCHWC_BLOCKS", "infer_contrib", "nchwc_block_sizes", "reorder_input_channels"]
+__all__ = [
+    "RULES",
+    "NCHWC_DOMAIN",
+    "MS_DOMAIN",
+    "MLAS_NCHWC_BLOCKS",
+    "infer_contrib",
+    "nchwc_block_sizes",
+    "reorder_input_channels",
+]
 
 #: ``rule(node, input types, known values, NCHWc block sizes)`` → output types (None where a
 #: shape is unknown), or None when it cannot tell.
@@ -137,13 +145,16 @@ def reorder_input_channels(nodes: Sequence[onnx.NodeProto], weight_dims: Mapping
     return out
 
 
-def _padded_by_reader(node, x, out, block_sizes, padded_channels):  # type: ignore[no-untyped-def]
+def _padded_by_reader(node, x, out, block_sizes, padded_channels):
     """ReorderInput's output with its channel dim from the Conv reading it, when the file's
     blocks leave it open and the Conv's count is one of theirs (else ``out`` unchanged)."""
     shape = _shape(out)
     if shape is None or shape[1] is not None or node.output[0] not in padded_channels:
         return out
-    c = _shape(x)[-1] if _attr(node, "channels_last", 0) else _shape(x)[1]
+    xs = _shape(x)
+    if xs is None:  # the output's shape is inferred from x's: not reached
+        return out
+    c = xs[-1] if _attr(node, "channels_last", 0) else xs[1]
     count = padded_channels[node.output[0]]
     if not isinstance(c, int) or count not in {_round_up(c, b) for b in block_sizes}:
         return out
@@ -157,7 +168,7 @@ def _inputs(node: onnx.NodeProto, types: Mapping[str, TensorType]) -> list[Tenso
     return [types.get(x) if x else None for x in node.input]
 
 
-def _attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
+def _attr(node: onnx.NodeProto, name: str, default):
     for a in node.attribute:
         if a.name == name:
             return helper.get_attribute_value(a)
@@ -184,7 +195,7 @@ def _like_input(i: int = 0, outputs: Sequence[int] = (0,), n_outputs: int | None
     """Outputs in ``outputs`` take input ``i``'s type and shape (``propagateShapeAndTypeFromFirstInput``);
     other outputs (up to ``n_outputs``) get the type only."""
 
-    def rule(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    def rule(node, ins, values, block_sizes):
         if i >= len(ins) or ins[i] is None:
             return None
         src = ins[i]
@@ -216,7 +227,7 @@ def _onnx_op(
     attribute set) transposes input 0 from channels-last and the output back
     (``convPoolShapeInferenceNhwc``, nhwc_schema_defs.cc)."""
 
-    def rule(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+    def rule(node, ins, values, block_sizes):
         schema = _standard_schema(op_type, version)  # looked up when a node needs it, not at import
         if pick is not None:
             names = [node.input[i] if i < len(node.input) else "" for i in pick]
@@ -227,17 +238,21 @@ def _onnx_op(
         quantized = pick is not None or nhwc  # 8-bit operands: infer the shape as float, type after
         dtype0 = in_types[0].dtype if in_types and in_types[0] is not None else 0
         if quantized:
-            in_types = [TensorType(dtype=onnx.TensorProto.FLOAT, shape=t.shape) if t is not None else None for t in in_types]
+            in_types = [
+                TensorType(dtype=onnx.TensorProto.FLOAT, shape=t.shape) if t is not None else None for t in in_types
+            ]
         last = nhwc and _attr(node, "channels_last", 1 if op_type == "MaxPool" else 0) != 0
         if last:
-            x = _shape(in_types[0])
-            if x is None or len(x) < 2:
+            t0 = in_types[0]
+            x = _shape(t0)
+            if t0 is None or x is None or len(x) < 2:
                 return None
-            in_types[0] = TensorType(dtype=in_types[0].dtype, shape=(x[0], x[-1], *x[1:-1]))
+            in_types[0] = TensorType(dtype=t0.dtype, shape=(x[0], x[-1], *x[1:-1]))
         if reshape is not None:
-            in_types = reshape(node, in_types)
-            if in_types is None:
+            reshaped = reshape(node, in_types)
+            if reshaped is None:
                 return None
+            in_types = reshaped
         attrs = [a for a in node.attribute if keep_attrs is None or a.name in keep_attrs]
         # Positional names: one tensor may feed two inputs that ``reshape`` sees differently.
         slots = [f"in{k}" if n else "" for k, n in enumerate(names)]
@@ -247,7 +262,7 @@ def _onnx_op(
             n: type_to_proto(t).SerializeToString() for n, t in zip(slots, in_types) if n and t is not None
         }
         try:
-            out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
+            out = schema._infer_node_outputs(  # type: ignore[call-arg]  # opsets, IR: not in onnx's .pyi; the wrapper re-serializes
                 std.SerializeToString(), type_bytes, {}, {}, {"": version}, 8
             )
         except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
@@ -275,7 +290,7 @@ def _standard_schema(op_type: str, version: int) -> defs.OpSchema:
 # --- com.microsoft.nchwc ---------------------------------------------------------------------
 
 
-def _reorder_input(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _reorder_input(node, ins, values, block_sizes):
     """[N, roundup(C, block), spatial…] from NCHW (or NHWC with ``channels_last``); the channel
     dim is unknown when the file's possible blocks round C differently."""
     shape = _shape(ins[0]) if ins else None
@@ -291,7 +306,7 @@ def _reorder_input(node, ins, values, block_sizes):  # type: ignore[no-untyped-d
     return [TensorType(dtype=ins[0].dtype, shape=(shape[0], channels, *spatial))]
 
 
-def _reorder_output(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _reorder_output(node, ins, values, block_sizes):
     """[N, channels, spatial…] (or channels last) with ``channels`` the logical count."""
     shape = _shape(ins[0]) if ins else None
     channels = _attr(node, "channels", 0)
@@ -302,7 +317,7 @@ def _reorder_output(node, ins, values, block_sizes):  # type: ignore[no-untyped-
     return [TensorType(dtype=ins[0].dtype, shape=dims)]
 
 
-def _nchwc_upsample(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _nchwc_upsample(node, ins, values, block_sizes):
     """Each dim times its integer scale; a dim without a value stays unknown."""
     shape = _shape(ins[0]) if ins else None
     scales = _attr(node, "scales", None)
@@ -319,7 +334,7 @@ _POOL_ATTRS = frozenset({"auto_pad", "kernel_shape", "dilations", "strides", "pa
 # --- com.microsoft ---------------------------------------------------------------------------
 
 
-def _fused_gemm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _fused_gemm(node, ins, values, block_sizes):
     """[A.dim(transA ? 1 : 0), B.dim(transB ? 0 : 1)]; both inputs must be rank 2."""
     a, b = (_shape(ins[0]), _shape(ins[1])) if len(ins) > 1 else (None, None)
     if a is None or b is None or len(a) != 2 or len(b) != 2:
@@ -339,7 +354,7 @@ def _matmul_operand(shape: Shape, trans: bool, trans_batch: bool) -> Shape:
     return (*batch, cols, rows) if trans else (*batch, rows, cols)
 
 
-def _fused_matmul_operands(node, ins):  # type: ignore[no-untyped-def]
+def _fused_matmul_operands(node, ins):
     out: list[TensorType | None] = []
     for k, (trans, batch) in enumerate((("transA", "transBatchA"), ("transB", "transBatchB"))):
         t = ins[k] if k < len(ins) else None
@@ -350,7 +365,7 @@ def _fused_matmul_operands(node, ins):  # type: ignore[no-untyped-def]
     return out
 
 
-def _attention(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _attention(node, ins, values, block_sizes):
     """AttentionTypeAndShapeInference: output [B, S, v_hidden]; ``present`` only from a known
     ``past`` whose sequence dim and S are numbers."""
     x, bias = (_shape(ins[0]), _shape(ins[2])) if len(ins) > 2 else (None, None)
@@ -376,17 +391,19 @@ def _attention(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
 # --- quantization (core/graph/contrib_ops/quantization_defs.cc, nhwc_schema_defs.cc) ----------
 
 
-def _qlinear_global_pool(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _qlinear_global_pool(node, ins, values, block_sizes):
     """QLinearGlobalAveragePool: X's shape with every spatial dim 1 ((N, C, 1…) or, with
     ``channels_last``, (N, 1…, C))."""
     x = _shape(ins[0]) if ins else None
     if x is None or len(x) < 2:
         return None
-    dims = (x[0], *(1,) * (len(x) - 2), x[-1]) if _attr(node, "channels_last", 0) else (x[0], x[1], *(1,) * (len(x) - 2))
+    dims = (
+        (x[0], *(1,) * (len(x) - 2), x[-1]) if _attr(node, "channels_last", 0) else (x[0], x[1], *(1,) * (len(x) - 2))
+    )
     return [TensorType(dtype=ins[0].dtype, shape=dims)]
 
 
-def _qgemm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _qgemm(node, ins, values, block_sizes):
     """QGemm: [A.dim(transA), B.dim(!transB)] of A (0) and B (3); the element type of
     y_zero_point (8) when given, else float (the output is not quantized)."""
     a, b = (_shape(ins[0]), _shape(ins[3])) if len(ins) > 3 else (None, None)
@@ -397,22 +414,23 @@ def _qgemm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     return [TensorType(dtype=dtype, shape=(a[1 if trans_a else 0], b[0 if trans_b else 1]))]
 
 
-def _qlinear_concat(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _qlinear_concat(node, ins, values, block_sizes):
     """QLinearConcat: (tensor, scale, zero point) triples from input 2, joined on ``axis``; the
     element type is the output zero point's (input 1)."""
-    tensors = [_shape(ins[i]) for i in range(2, len(ins), 3)]
-    if not tensors or any(t is None for t in tensors) or len({len(t) for t in tensors}) != 1:  # type: ignore[arg-type]
+    shapes = [_shape(ins[i]) for i in range(2, len(ins), 3)]
+    tensors = [t for t in shapes if t is not None]
+    if not tensors or len(tensors) < len(shapes) or len({len(t) for t in tensors}) != 1:
         return None
-    rank = len(tensors[0])  # type: ignore[arg-type]
+    rank = len(tensors[0])
     axis = _attr(node, "axis", 0)
     axis = axis + rank if axis < 0 else axis
-    dims: list[Dim] = list(tensors[0])  # type: ignore[arg-type]
-    lengths = [t[axis] for t in tensors]  # type: ignore[index]
-    dims[axis] = sum(lengths) if all(isinstance(d, int) for d in lengths) else None  # type: ignore[arg-type]
+    dims: list[Dim] = list(tensors[0])
+    lengths = [t[axis] for t in tensors]
+    dims[axis] = sum(lengths) if all(isinstance(d, int) for d in lengths) else None
     return [TensorType(dtype=_dtype(ins, 1), shape=tuple(dims))]
 
 
-def _qlinear_reduce_mean(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _qlinear_reduce_mean(node, ins, values, block_sizes):
     """QLinearReduceMean: ``axes`` (all when absent) reduced, kept as 1 with ``keepdims``."""
     x = _shape(ins[0]) if ins else None
     if x is None:
@@ -423,13 +441,13 @@ def _qlinear_reduce_mean(node, ins, values, block_sizes):  # type: ignore[no-unt
     return [TensorType(dtype=ins[0].dtype, shape=tuple(dims))]
 
 
-def _qattention(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _qattention(node, ins, values, block_sizes):
     """QAttention: AttentionTypeAndShapeInference with ``past`` at input 8."""
     view = list(ins[:4]) + [ins[8] if len(ins) > 8 else None]
     return _attention(node, view, values, block_sizes)
 
 
-def _dynamic_quantize_lstm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _dynamic_quantize_lstm(node, ins, values, block_sizes):
     """DynamicQuantizeLSTM: RNNShapeInference — Y [seq, directions, batch, hidden], Y_h and Y_c
     [directions, batch, hidden], float."""
     x = _shape(ins[0]) if ins else None
@@ -442,14 +460,14 @@ def _dynamic_quantize_lstm(node, ins, values, block_sizes):  # type: ignore[no-u
     return [TensorType(dtype=f, shape=(x[0], directions, x[1], hidden)), state, state][: len(node.output)]
 
 
-def _quantize_ms(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _quantize_ms(node, ins, values, block_sizes):
     """com.microsoft QuantizeLinear: x's shape, the zero point's element type (uint8 without one)."""
     x = ins[0] if ins else None
     dtype = _dtype(ins, 2) if len(node.input) > 2 and node.input[2] else onnx.TensorProto.UINT8
     return [TensorType(dtype=dtype, shape=_shape(x))] if x is not None else None
 
 
-def _dequantize_ms(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _dequantize_ms(node, ins, values, block_sizes):
     """com.microsoft DequantizeLinear: x's shape, float."""
     x = ins[0] if ins else None
     return [TensorType(dtype=onnx.TensorProto.FLOAT, shape=_shape(x))] if x is not None else None
@@ -491,7 +509,7 @@ QUANT_RULES: OpTable[Rule] = OpTable({
 # --- onnxruntime-only ops of the ONNX domain -------------------------------------------------
 
 
-def _layer_norm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _layer_norm(node, ins, values, block_sizes):
     """LayerNormalization (before opset 17) and SimplifiedLayerNormalization: Y like X; the
     optional statistics keep X's dims before ``axis`` and 1 from it on (float, or X's type)."""
     x = _shape(ins[0]) if ins else None
@@ -507,7 +525,7 @@ def _layer_norm(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
     return outs
 
 
-def _group_query_attention(node, ins, values, block_sizes):  # type: ignore[no-untyped-def]
+def _group_query_attention(node, ins, values, block_sizes):
     """GroupQueryAttention. Output 0: the query's shape ([B, S, num_heads·head] when QKV are
     packed). ``present`` k/v: [B, kv_num_heads, max(total, past length), head] as the kernel
     allocates them (``group_query_attention_helper.h`` CheckInputs: present_sequence_length =

@@ -37,12 +37,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from graphmem.errors import InvariantError
 from graphmem.ort.allocation import OrtPlan
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.planner.program import Program
 
 __all__ = [
-    "ALIGNMENT", "Frame", "Kernel", "Life", "PatternCache", "Replay", "Sample", "Scratch", "Temp", "Upfront", "align", "replay",
+    "ALIGNMENT",
+    "Frame",
+    "Kernel",
+    "Life",
+    "PatternCache",
+    "Replay",
+    "Sample",
+    "Scratch",
+    "Temp",
+    "Upfront",
+    "align",
+    "replay",
 ]
 
 #: ``kAllocAlignment`` (``core/framework/allocator.h``): memory-pattern block sizes are rounded up to it.
@@ -170,7 +182,9 @@ class Replay:
     lives: tuple[Life, ...] = ()
 
     @classmethod
-    def of(cls, samples: list[Sample], in_use_peak: int = 0, order: Sequence[int] = (), lives: Sequence[Life] = ()) -> Replay:
+    def of(
+        cls, samples: list[Sample], in_use_peak: int = 0, order: Sequence[int] = (), lives: Sequence[Life] = ()
+    ) -> Replay:
         best = max(samples, key=lambda s: s.bytes, default=None)
         return cls(
             samples=tuple(samples),
@@ -212,8 +226,11 @@ def replay(
     memory.arena.high = memory.base
     run = _Run(program, plan, kernels, ops, tuple(scratch), label=label, depth=0)
     run.execute(memory, PatternCache())
-    lives = [Life(name=n, bytes=b, first=f, last=l) for n, b, f, l in memory.lives]
-    return Replay.of(memory.samples, memory.arena.high - memory.base, memory.order, lives)  # type: ignore[arg-type]
+    lives = [Life(name=n, bytes=b, first=f, last=last) for n, b, f, last in memory.lives]
+    samples = [s for s in memory.samples if s is not None]
+    if len(samples) < len(memory.samples):  # a control-flow node fills its placeholder when it completes
+        raise InvariantError(f"{label or 'the graph'}: a control-flow node's sample was never completed")
+    return Replay.of(samples, memory.arena.high - memory.base, memory.order, lives)
 
 
 class _Held:
@@ -240,7 +257,7 @@ class _Memory:
         self.samples: list[Sample | None] = []
         self.step_high = 0  # arena in-use at its highest since the current step began
         self.order: list[int] = []  # sample indices in completion order
-        self.lives: list[list] = []  # type: ignore[type-arg]  # [name, bytes, first, last] per named request
+        self.lives: list[list] = []  # [name, bytes, first, last] per named request
 
     def take(self, size: int, name: str | None = None) -> _Held:
         """Request ``size`` bytes; ``name``: what it holds (kernel scratch has none: not a buffer)."""
@@ -274,7 +291,9 @@ class _Run:
     ``placed``: in the frame's pattern block or provided by the enclosing kernel), releases it
     after its release step, runs the kernels of control-flow steps."""
 
-    def __init__(self, program, plan, kernels, ops, scratch, *, label, depth, placed=frozenset(), delayed=None, outer=None):  # type: ignore[no-untyped-def]
+    def __init__(
+        self, program, plan, kernels, ops, scratch, *, label, depth, placed=frozenset(), delayed=None, outer=None
+    ):
         # ``outer``: the enclosing frame (whose step outputs ``delayed`` values are allocated as)
         self.program, self.plan, self.kernels, self.ops, self.scratch = program, plan, kernels, ops, scratch
         self.label, self.depth, self.placed = label, depth, placed
@@ -320,10 +339,16 @@ class _Run:
                 for t in reversed(temps):
                     memory.give(t)
                 memory.complete(len(memory.samples))
-                memory.samples.append(Sample(
-                    label=self.label + step.label, bytes=memory.requested, depth=self.depth, op=op, in_use=high - memory.base,
-                    scratch=sum(before) + sum(after),
-                ))
+                memory.samples.append(
+                    Sample(
+                        label=self.label + step.label,
+                        bytes=memory.requested,
+                        depth=self.depth,
+                        op=op,
+                        in_use=high - memory.base,
+                        scratch=sum(before) + sum(after),
+                    )
+                )
             else:
                 at = len(memory.samples)
                 memory.samples.append(None)  # the node's event starts before its bodies' events
@@ -368,7 +393,9 @@ def _run_kernel(kernel: Kernel, parent: _Run, step: int, memory: _Memory, cache:
     return [t for t in temps if t is not None] + [h for h, _ in kept]
 
 
-def _run_frame(frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache, *, depth: int) -> list[tuple[Held, int | None]]:
+def _run_frame(
+    frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache, *, depth: int
+) -> list[tuple[Held, int | None]]:
     """One body execution; returns the buffers the kernel keeps after it, each with the number of
     frames after which it is released (None: when the kernel ends)."""
     program, plan = frame.program, frame.plan
@@ -385,7 +412,9 @@ def _run_frame(frame: Frame, parent: _Run, memory: _Memory, cache: PatternCache,
     else:  # ExecutionFrame with a cached pattern: one block for the planned values of matching size
         block_size, blocks = cached
         placed = frozenset(b for b in plan.fresh if b not in outputs and blocks.get(b) == align(sizes[b])) | into
-    copies = [(memory.take(size, f"{frame.label}(returned initializer, copied)"), after) for size, after in frame.copies]
+    copies = [
+        (memory.take(size, f"{frame.label}(returned initializer, copied)"), after) for size, after in frame.copies
+    ]
     block = memory.take(block_size, f"{frame.label}(memory-pattern block)") if block_size else None
     run = _Run(
         program, plan, frame.nested, frame.ops, frame.scratch, label=frame.label, depth=depth,

@@ -85,15 +85,15 @@ def function_body(
         schema = defs.get_schema(node.op_type, opset, node.domain)
     except defs.SchemaError:
         return None
-    if schema.has_context_dependent_function:
+    if schema.has_context_dependent_function:  # type: ignore[attr-defined]  # not in onnx's defs.pyi
         if any(t is not None and not isinstance(t, onnx.TypeProto) and t.kind != "tensor" for t in input_types):
             return None  # sequence/map/optional values: graphmem keeps no element type to build from
         types = [_type_proto(t).SerializeToString() for t in input_types]
-        data = schema.get_context_dependent_function_with_opset_version(
+        data = schema.get_context_dependent_function_with_opset_version(  # type: ignore[attr-defined]  # not in onnx's defs.pyi
             schema.since_version, with_defaults(node, schema).SerializeToString(), types
         )
-    elif schema.has_function:
-        data = schema.get_function_with_opset_version(schema.since_version)
+    elif schema.has_function:  # type: ignore[attr-defined]  # not in onnx's defs.pyi
+        data = schema.get_function_with_opset_version(schema.since_version)  # type: ignore[attr-defined]  # not in onnx's defs.pyi
     else:
         return None
     if not data:
@@ -128,7 +128,7 @@ def specialize(body: onnx.FunctionProto, call: onnx.NodeProto, prefix: str) -> o
                 return scope[name]
         return unique(name)
 
-    def bind(formals, actuals, is_output: bool) -> None:  # type: ignore[no-untyped-def]
+    def bind(formals, actuals, is_output: bool) -> None:
         for i, formal in enumerate(formals):
             actual = actuals[i] if i < len(actuals) else ""
             if is_output and not actual:
@@ -249,4 +249,4 @@ def _context_dependent(node: onnx.NodeProto, model: Model) -> bool:
         schema = defs.get_schema(node.op_type, model.opsets.get(normalize_domain(node.domain), 0), node.domain)
     except defs.SchemaError:
         return False
-    return bool(schema.has_context_dependent_function)
+    return bool(schema.has_context_dependent_function)  # type: ignore[attr-defined]  # not in onnx's defs.pyi

@@ -6,14 +6,15 @@ every caller that wants onnxruntime's view (every analysis) calls this one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model
-from graphmem.model.types import Shape, TensorType
+from graphmem.model.types import TensorType
 from graphmem.ort.contrib_shapes import infer_contrib, nchwc_block_sizes, reorder_input_channels
 from graphmem.ort.order import ort_order
 from graphmem.shapes.infer import ContribRule, ShapeResult, View
@@ -29,7 +30,9 @@ def contrib_rules(model: Model) -> ContribRule:
     blocks = nchwc_block_sizes(model.nodes, weight_dims)
     padded = reorder_input_channels(model.nodes, weight_dims)
 
-    def rule(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray]) -> dict[str, TensorType] | None:
+    def rule(
+        node: onnx.NodeProto, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray]
+    ) -> dict[str, TensorType] | None:
         return infer_contrib(node, types, values, block_sizes=blocks, padded_channels=padded)
 
     return rule
@@ -41,7 +44,7 @@ def infer_types(
     *,
     view: View,
     dims: Mapping[str, int] | None = None,
-    shapes: Mapping[str, Shape] | None = None,
+    shapes: Mapping[str, Sequence[Any] | None] | None = None,  # as graphmem.shapes.infer.infer_types
     input_values: Mapping[str, np.ndarray] | None = None,
     body_order: Callable[[OpGraph], tuple[int, ...]] = ort_order,
 ) -> ShapeResult:

@@ -107,7 +107,7 @@ def kernel_problems(model: Model, types: Mapping[str, TensorType]) -> list[tuple
     """Nodes of the known domains with no CPU kernel for their types, and why (the phrase of
     :func:`graphmem.ort.kernels.kernel_type_problem`). Nodes with a subgraph are not judged."""
     out = []
-    answers: dict[tuple, str | None] = {}  # type: ignore[type-arg]  # one lookup per op and types
+    answers: dict[tuple, str | None] = {}  # one lookup per op and types
     for node in model.nodes:
         domain = normalize_domain(node.domain)
         if domain not in _KNOWN or (node.attribute and _has_subgraph(node)):
@@ -121,8 +121,9 @@ def kernel_problems(model: Model, types: Mapping[str, TensorType]) -> list[tuple
                 f"the CPU provider has no {node.op_type} kernel" if since is None
                 else kernels.kernel_type_problem(domain, node.op_type, since, list(ins), list(outs))
             )
-        if answers[key] is not None:
-            out.append((node, answers[key]))
+        answer = answers[key]
+        if answer is not None:
+            out.append((node, answer))
     return out
 
 
@@ -162,7 +163,11 @@ def insert_fp16_casts(
         return not assigned[nid] and any(_dtype(static, x) == FP16 for x in nodes[nid].input)
 
     for nid, node in sorted(entries):  # ForceSingleNodeCPUFloat16ToFloat32: graph.Nodes() order
-        if assigned[nid] and nid not in on_cuda and _isolated(model, node, static, producer, readers, graph_outputs, needs_cast):
+        if (
+            assigned[nid]
+            and nid not in on_cuda
+            and _isolated(model, node, static, producer, readers, graph_outputs, needs_cast)
+        ):
             assigned[nid] = False
 
     taken = {n.name for n in model.nodes} | set(static) | set(model.weights)
@@ -243,7 +248,7 @@ def insert_fp16_casts(
     )
 
 
-def _isolated(model, node, static, producer, readers, graph_outputs, needs_cast) -> bool:  # type: ignore[no-untyped-def]
+def _isolated(model, node, static, producer, readers, graph_outputs, needs_cast) -> bool:
     """``IsIsolatedFp16NodeOnCpu`` (module doc, step 2)."""
     if not any(x in producer for x in node.input) or _has_subgraph(node):
         return False
@@ -251,7 +256,9 @@ def _isolated(model, node, static, producer, readers, graph_outputs, needs_cast)
         return False
     domain = normalize_domain(node.domain)
     since = node_since_version(model, node)
-    f = kernels.formals(domain, node.op_type, since) if since is not None else None
+    if since is None:
+        return False
+    f = kernels.formals(domain, node.op_type, since)
     if f is None:
         return False
     constraint_types: dict[str, int] = {}
@@ -347,4 +354,4 @@ def _has_function_body(model: Model, node: onnx.NodeProto) -> bool:
         schema = defs.get_schema(node.op_type, opset, domain)
     except defs.SchemaError:
         return any(f.name == node.op_type and f.domain == node.domain for f in model.functions)
-    return bool(schema.has_function or schema.has_context_dependent_function)
+    return bool(schema.has_function or schema.has_context_dependent_function)  # type: ignore[attr-defined]  # not in onnx's defs.pyi

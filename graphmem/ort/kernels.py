@@ -285,7 +285,8 @@ def kernel_type_problem(domain: str, op: str, since_version: int, input_types: S
         return f"the CPU provider has no {op} kernel for opset version {since_version}"
     f = formals(domain, op, since_version)
     misses = [_mismatch(r, f, input_types, output_types) for r in serving]
-    if any(m is None for m in misses):
+    found = [m for m in misses if m is not None]
+    if len(found) < len(misses):  # a kernel serves these types
         return None
-    constraint, actual = misses[0]  # type: ignore[misc]
+    constraint, actual = found[0]
     return f"the CPU provider has no {op} kernel for {constraint}={type_name(actual)}"

@@ -15,7 +15,8 @@ although the model is valid ONNX; RNN sizes and layouts, Resize, Upsample and Pa
 
 :func:`check_nodes` refuses what depends on the machine the session is made on (measured on
 onnx's node test cases, ``accuracy_nodes.py``): StringNormalizer whose locale (``en_US.UTF-8``
-unless its ``locale`` attribute says otherwise) this machine does not have, when it changes case or compares stop words case-insensitively
+unless its ``locale`` attribute says otherwise) this machine does not have, when it changes case or compares stop words
+case-insensitively
 (``text/string_normalizer.cc`` builds it in the constructor then: "Failed to construct locale";
 measured).
 """
@@ -157,7 +158,8 @@ _FLOAT8 = (onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E4M3FNUZ, onnx.
 def _cast_saturate(values: Mapping[str, object]) -> str | None:
     """tensor/cast_op.cc Cast: "Attribute saturate is only used for cast to float 8 types" (saturate 0)."""
     if values.get("saturate", 1) == 0 and values.get("to") not in _FLOAT8:
-        return f"saturate 0 with to {values.get('to')!r} (its CPU kernel takes saturate 0 only for a cast to a float 8 type)"
+        return (f"saturate 0 with to {values.get('to')!r} "
+                "(its CPU kernel takes saturate 0 only for a cast to a float 8 type)")
     return None
 
 

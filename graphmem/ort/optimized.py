@@ -61,13 +61,15 @@ def _drop_written_twice(path: Path) -> None:
     import onnx
 
     proto = onnx.load(str(path), load_external_data=False)
-    if not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in proto.graph.node for a in n.attribute):
+    if not any(
+        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in proto.graph.node for a in n.attribute
+    ):
         return
     if _drop_in(proto.graph):
         onnx.save(proto, str(path))
 
 
-def _drop_in(graph) -> bool:  # type: ignore[no-untyped-def]
+def _drop_in(graph) -> bool:
     """Drop them from ``graph`` and its bodies; whether any was dropped."""
     inits = {t.name for t in graph.initializer}
     kept = [n for n in graph.node

@@ -45,7 +45,9 @@ def session_options(
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
     }
     if graph_opt not in levels:
-        raise UsageError(f"unknown graph optimization level {graph_opt!r}; expected one of {', '.join(GRAPH_OPT_LEVELS)}")
+        raise UsageError(
+            f"unknown graph optimization level {graph_opt!r}; expected one of {', '.join(GRAPH_OPT_LEVELS)}"
+        )
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
         raise UsageError(f"threads must be an int >= 0 (0 = onnxruntime default), got {threads!r}")
     options = ort.SessionOptions()

@@ -30,7 +30,7 @@ _ROOT = -1  # a virtual node above the leaves, so one DFS covers every leaf in o
 def ort_order(g: OpGraph) -> tuple[int, ...]:
     """Node ids in onnxruntime's default execution order (see module doc)."""
     dag = g.dag
-    rev = nx.DiGraph()
+    rev: nx.DiGraph[int] = nx.DiGraph()
     rev.add_node(_ROOT)
     rev.add_nodes_from(dag)
     rev.add_edges_from((v, u) for u, v in dag.edges())

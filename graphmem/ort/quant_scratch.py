@@ -91,7 +91,8 @@ def _qconv_plan(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: Sc
         x_zp, w_zp = site.value(2), site.value(5)
         if site.is_constant(2) and site.is_constant(5) and (x_zp is None or w_zp is None):
             return None  # constant zero points too large to be kept: the path is unknown
-        if site.is_constant(2) and site.is_constant(5) and x_zp is not None and x_zp.size == 1 and not w_zp.any():
+        if site.is_constant(2) and site.is_constant(5) and x_zp is not None and x_zp.size == 1 \
+                and w_zp is not None and not w_zp.any():
             size = _conv_sym_pack_size(group, gi, go, ks, act_signed, site.host.cpu_flags)
             if size:
                 return _QConvPlan(packed="sym", prepack=((size, True),))
@@ -115,7 +116,7 @@ def _conv_sym_pack_size(group: int, gi: int, go: int, ks: int, act_signed: bool,
     return -(-go // CONV_SYM_OUTPUT_PACK) * CONV_SYM_OUTPUT_PACK * gi * ks
 
 
-def qlinear_conv(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def qlinear_conv(node, ins, outs, site):
     """``QLinearConv<ActType>::Compute`` (``core/providers/cpu/quantization/qlinearconv.cc``;
     com.microsoft's channels-last variant is the same kernel), after Y: the filter reordered
     when it was not prepacked; the int32 GEMM output of one image (``M·out_image``) unless the
@@ -161,10 +162,14 @@ def qlinear_conv(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def conv_integer(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def conv_integer(node, ins, outs, site):
     """``ConvInteger::Compute`` (``core/providers/cpu/quantization/conv_integer.cc``): unless
     pointwise, an im2col buffer of ``C/group·prod(kernel)·out_image`` bytes, after Y."""
-    x, w, y = concrete_shape(ins[0]), concrete_shape(ins[1]) if len(ins) > 1 else None, concrete_shape(outs[0]) if outs else None
+    x, w, y = (
+        concrete_shape(ins[0]),
+        concrete_shape(ins[1]) if len(ins) > 1 else None,
+        concrete_shape(outs[0]) if outs else None,
+    )
     group = attr(node, "group", 1)
     if x is None or w is None or y is None or len(x) < 3 or not isinstance(group, int) or group < 1:
         return None
@@ -174,14 +179,14 @@ def conv_integer(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(x[1] // group * math.prod(kernel) * math.prod(y[2:]),))
 
 
-def qlinear_matmul(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def qlinear_matmul(node, ins, outs, site):
     """``QLinearMatMul::Compute`` (``core/providers/cpu/quantization/quantize_linear_matmul.cc``):
     the int32 GEMM outputs of every batch (``M·N·num_gemms``, as many as Y's elements), after Y."""
     y = concrete_shape(outs[0]) if outs else None
     return None if y is None else KernelScratch(after=(4 * math.prod(y),))
 
 
-def qgemm(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def qgemm(node, ins, outs, site):
     """``QGemm::Compute`` (``contrib_ops/cpu/quantization/quant_gemm.cc``), after Y: A transposed
     (transA), B transposed when it was not prepacked (transB), the int32 GEMM output when Y is
     requantized (a y_scale is given)."""
@@ -201,14 +206,14 @@ def qgemm(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def dynamic_quantize_matmul(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def dynamic_quantize_matmul(node, ins, outs, site):
     """``DynamicQuantizeMatMul::Compute`` (``contrib_ops/cpu/quantization/
     dynamic_quantize_matmul.cc``): A quantized to uint8, before Y."""
     a = concrete_shape(ins[0]) if ins else None
     return None if a is None else KernelScratch(before=(math.prod(a),))
 
 
-def nhwc_max_pool(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def nhwc_max_pool(node, ins, outs, site):
     """``NhwcMaxPool<T8Bits>::Compute`` (``contrib_ops/cpu/quantization/nhwc_max_pool.cc``): an
     indirection buffer of a pointer per kernel tap for up to 512 output pixels, after Y."""
     y = concrete_shape(outs[0]) if outs else None
@@ -246,7 +251,9 @@ PREPACK_RULES: OpTable[PrepackRule] = OpTable(
 )
 
 
-def prepack_requests(node: onnx.NodeProto, ins: Sequence[TensorType | None], site: ScratchSite) -> tuple[tuple[int, bool], ...]:
+def prepack_requests(
+    node: onnx.NodeProto, ins: Sequence[TensorType | None], site: ScratchSite
+) -> tuple[tuple[int, bool], ...]:
     """Arena requests ``node``'s kernel makes in ``PrePack`` when the session is created, as
     (bytes, kept) in order (:data:`PREPACK_RULES`; none for another kernel); a buffer not kept is
     freed before the next request of another kernel."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import onnx
@@ -67,12 +68,12 @@ class Check:
     ranged: bool
 
 
-def _attrs(node: onnx.NodeProto) -> dict[str, object]:
+def _attrs(node: onnx.NodeProto) -> dict[str, Any]:  # onnx.helper.get_attribute_value gives Any
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
 def _axis(node: onnx.NodeProto, rank: int, default: int = 0) -> int:
-    axis = int(_attrs(node).get("axis", default))  # type: ignore[call-overload]
+    axis = int(_attrs(node).get("axis", default))
     return axis + rank if axis < 0 else axis
 
 
@@ -124,7 +125,7 @@ def _nd(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     data, idx = x.shape(0), x.shape(1)
     if data is None or idx is None or not idx:
         return None
-    batch = int(_attrs(node).get("batch_dims", 0)) if node.op_type == "GatherND" else 0  # type: ignore[call-overload]
+    batch = int(_attrs(node).get("batch_dims", 0)) if node.op_type == "GatherND" else 0
     k = idx[-1]
     if batch + k > len(data):
         return None  # a rank error onnx's inference reports
@@ -139,7 +140,9 @@ def _nd(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     if values is not None and values.size:
         columns = np.asarray(values).reshape(-1, k)
         for j, n in enumerate(dims):
-            found = _outside((int(columns[:, j].min()), int(columns[:, j].max())), n, f"axis {batch + j} of its data {list(data)}")
+            found = _outside(
+                (int(columns[:, j].min()), int(columns[:, j].max())), n, f"axis {batch + j} of its data {list(data)}"
+            )
             if found:
                 return found
         return None
@@ -171,9 +174,14 @@ def _window(node: onnx.NodeProto, kernel: Sequence[int]) -> _Window:
     a, rank = _attrs(node), len(kernel)
     mode = a.get("auto_pad", "NOTSET")
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
-    pads = list(a.get("pads") or [0] * (2 * rank)) if mode == "NOTSET" else [0] * (2 * rank)  # type: ignore[call-overload]
-    return _Window(mode=mode, kernel=list(kernel), strides=list(a.get("strides") or [1] * rank),  # type: ignore[call-overload]
-                   dilations=list(a.get("dilations") or [1] * rank), pads=pads)  # type: ignore[call-overload]
+    pads = list(a.get("pads") or [0] * (2 * rank)) if mode == "NOTSET" else [0] * (2 * rank)
+    return _Window(
+        mode=mode,
+        kernel=list(kernel),
+        strides=list(a.get("strides") or [1] * rank),
+        dilations=list(a.get("dilations") or [1] * rank),
+        pads=pads,
+    )
 
 
 def _too_small(w: _Window, d: int, size: int, out: int) -> str:
@@ -188,10 +196,10 @@ def _conv(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     xs, ws = x.shape(0), x.shape(3 if node.op_type == "QLinearConv" else 1)
     if xs is None or ws is None or len(xs) != len(ws) or len(xs) < 3:
         return None
-    group = int(_attrs(node).get("group", 1))  # type: ignore[call-overload]
+    group = int(_attrs(node).get("group", 1))
     if node.domain != NCHWC_DOMAIN and xs[1] != ws[1] * group:  # NCHWc pads both to its block size
         return f"its input has {xs[1]} channels, its weight {list(ws)} takes {ws[1] * group} (group {group})"
-    w = _window(node, _attrs(node).get("kernel_shape") or ws[2:])  # type: ignore[arg-type]
+    w = _window(node, _attrs(node).get("kernel_shape") or ws[2:])
     rank = len(w.kernel)
     for d, size in enumerate(xs[2:]):
         if w.mode.startswith("SAME"):
@@ -216,9 +224,9 @@ def _conv_transpose(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     a = _attrs(node)
     if a.get("output_shape"):
         return None
-    w = _window(node, a.get("kernel_shape") or ws[2:])  # type: ignore[arg-type]
+    w = _window(node, a.get("kernel_shape") or ws[2:])
     rank = len(w.kernel)
-    adj = list(a.get("output_padding") or [0] * rank)  # type: ignore[call-overload]
+    adj = list(a.get("output_padding") or [0] * rank)
     for d, size in enumerate(xs[2:]):
         if w.mode.startswith("SAME"):
             out = size * w.strides[d]
@@ -240,11 +248,11 @@ def _pool(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     if math.prod(xs) == 0 and xs[0] != 0:
         return f"its input {list(xs)} is empty (only N may be 0)"
     kernel = _attrs(node).get("kernel_shape") or []
-    if len(kernel) != len(xs) - 2:  # type: ignore[arg-type]
+    if len(kernel) != len(xs) - 2:
         return None  # a global pool, or a kernel onnx's checker refuses
-    w = _window(node, kernel)  # type: ignore[arg-type]
+    w = _window(node, kernel)
     rank = len(w.kernel)
-    ceil_mode = int(_attrs(node).get("ceil_mode", 0))  # type: ignore[call-overload]
+    ceil_mode = int(_attrs(node).get("ceil_mode", 0))
     for d, size in enumerate(xs[2:]):
         pads = w.pads[d] + w.pads[d + rank]
         if w.mode.startswith("SAME"):
@@ -267,8 +275,12 @@ def _reshape(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     if xs is None or target is None:
         return None
     dims = [int(v) for v in np.asarray(target).reshape(-1)]
-    allowzero = int(_attrs(node).get("allowzero", 0))  # type: ignore[call-overload]
-    if -1 in dims or any(d < -1 for d in dims) or (not allowzero and any(d == 0 and i >= len(xs) for i, d in enumerate(dims))):
+    allowzero = int(_attrs(node).get("allowzero", 0))
+    if (
+        -1 in dims
+        or any(d < -1 for d in dims)
+        or (not allowzero and any(d == 0 and i >= len(xs) for i, d in enumerate(dims)))
+    ):
         return None  # inferred, or refused by onnx's inference (an unresolved cause)
     ys = [xs[i] if d == 0 and not allowzero else d for i, d in enumerate(dims)]
     if math.prod(xs) == math.prod(ys):
@@ -284,7 +296,7 @@ def _split(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     if xs is None or not xs or k is None or (len(node.input) > 1 and node.input[1]):
         return None
     n = xs[_axis(node, len(xs))]
-    k = int(k)  # type: ignore[call-overload]
+    k = int(k)
     if n < k or n <= (k - 1) * -(-n // k):
         return f"its axis of {n} cannot be split in {k} chunks of ceil({n}/{k}) with a last one not empty"
     return None
@@ -301,7 +313,7 @@ def _pad(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     if xs is None:
         return None
     if "pads" in a:
-        pads = [int(p) for p in a["pads"]]  # type: ignore[attr-defined]
+        pads = [int(p) for p in a["pads"]]
     elif len(node.input) > 1 and x.value(1) is not None:
         pads = [int(p) for p in np.asarray(x.value(1)).reshape(-1)]
     else:
@@ -329,7 +341,8 @@ def _pad(node: onnx.NodeProto, x: NodeInputs) -> str | None:
         if kept <= 0:
             return f"{mode} padding cannot take its axis {axis} sliced to {kept} by pads {pre}+{post}"
         if mode == "reflect" and max(pre, post) > 0 and (kept < 2 or max(pre, post) > kept - 1):
-            return f"reflect padding of {max(pre, post)} needs at least {max(pre, post) + 1} entries on axis {axis}, it has {kept}"
+            return (f"reflect padding of {max(pre, post)} needs at least {max(pre, post) + 1} entries on axis {axis}, "
+                    f"it has {kept}")
     return None
 
 
@@ -353,7 +366,8 @@ def _layer_norm(node: onnx.NodeProto, x: NodeInputs) -> str | None:
 
 
 def _instance_norm(node: onnx.NodeProto, x: NodeInputs) -> str | None:
-    # instance_norm_helper.h ValidateInputs: "Mismatch between input data and scale: size of scale != input channel count"
+    # instance_norm_helper.h ValidateInputs: "Mismatch between input data and scale: size of scale != input channel
+    # count"
     xs = x.shape(0)
     if xs is None or len(xs) < 2:
         return None
@@ -368,7 +382,7 @@ def _depth_to_space(node: onnx.NodeProto, x: NodeInputs) -> str | None:
     # space_depth_ops.cc: "DepthToSpace requires input depth to be a multiple of (block_size * block_size)",
     # "SpaceToDepth requires input height (width) to be a multiple of block_size"
     xs = x.shape(0)
-    b = int(_attrs(node).get("blocksize", 1))  # type: ignore[call-overload]
+    b = int(_attrs(node).get("blocksize", 1))
     if xs is None or len(xs) != 4 or b < 1:
         return None
     if node.op_type == "DepthToSpace" and xs[1] % (b * b):
@@ -477,12 +491,14 @@ def node_inputs(g: OpGraph, nid: int, types: Mapping[str, TensorType], values: M
 
     def concrete(name: str) -> Shape | None:
         t = types.get(name) if name else None
-        return tuple(t.shape) if t is not None and t.kind == "tensor" and is_concrete(t.shape) else None  # type: ignore[arg-type]
+        return tuple(t.shape) if t is not None and t.kind == "tensor" and is_concrete(t.shape) else None
 
     return NodeInputs(
         shapes=tuple(concrete(n) for n in node.input),
         values=tuple(values.get(n) if n else None for n in node.input),
-        span=lambda i: index_span(g, types, values, node.input[i], memo) if i < len(node.input) and node.input[i] else None,
+        span=lambda i: (
+            index_span(g, types, values, node.input[i], memo) if i < len(node.input) and node.input[i] else None
+        ),
     )
 
 
@@ -516,7 +532,7 @@ def index_span(g: OpGraph, types: Mapping[str, TensorType], values: Mapping[str,
         pass
     elif v is not None:
         span = (int(v.min()), int(v.max())) if v.size else None
-    elif is_concrete(t.shape) and math.prod(t.shape) > 0 and name in g.producer:  # type: ignore[arg-type]
+    elif is_concrete(t.shape) and math.prod(t.shape) > 0 and name in g.producer:
         node = g.node(g.producer[name])
         if is_default_domain(node.domain):
             span = _span_of(g, node, types, values, memo)
@@ -524,13 +540,13 @@ def index_span(g: OpGraph, types: Mapping[str, TensorType], values: Mapping[str,
     return span
 
 
-def _span_of(g, node, types, values, memo) -> Span | None:  # type: ignore[no-untyped-def]
+def _span_of(g, node, types, values, memo) -> Span | None:
     op, ins = node.op_type, [x for x in node.input]
     if op == "Range" and len(ins) == 3:
         known = [values.get(x) for x in ins]
         if any(k is None or k.size != 1 or not np.issubdtype(k.dtype, np.integer) for k in known):
             return None
-        start, limit, delta = (int(np.asarray(k).reshape(-1)[0]) for k in known)  # type: ignore[union-attr]
+        start, limit, delta = (int(np.asarray(k).reshape(-1)[0]) for k in known)
         count = max(-(-(limit - start) // delta), 0) if delta else 0
         if count <= 0:
             return None

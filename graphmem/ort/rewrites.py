@@ -1,7 +1,8 @@
 """Graph rewrites onnxruntime 1.31 applies even with optimizations disabled (ORT_DISABLE_ALL).
 
 EnsureUniqueDQForNodeUnit (:func:`ensure_unique_dq`) gives each further reader of a
-DequantizeLinear its own copy. The other one that changes a float32 graph is the duplicate-Cast remover that ``InsertCastTransformer`` runs
+DequantizeLinear its own copy. The other one that changes a float32 graph is the duplicate-Cast remover that
+``InsertCastTransformer`` runs
 on the main graph (``core/optimizer/insert_cast_transformer.cc``,
 ``RemoveDuplicateCastTransformer``). For each Cast, in node-index order, whose consumers include
 Casts: a child Cast that casts back to the first Cast's input type (and is not a graph output)
@@ -17,17 +18,17 @@ from dataclasses import replace
 import onnx
 from onnx import TensorProto
 
-from graphmem.optable import MS_DOMAIN, is_default_domain
 from graphmem.model.graph import build_graph
 from graphmem.model.loading import Model
 from graphmem.model.types import TensorType
+from graphmem.optable import MS_DOMAIN, is_default_domain
 
 __all__ = ["ensure_unique_dq", "remove_duplicate_casts"]
 
 _INT = {TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64}
 _UINT = {TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64}
 _FLOAT = {TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE}
-_BITS = {
+_BITS: dict[int, int] = {
     TensorProto.BOOL: 1,
     TensorProto.UINT8: 8,
     TensorProto.INT8: 8,

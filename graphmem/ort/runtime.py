@@ -72,7 +72,9 @@ def onnxruntime() -> ModuleType:
     try:
         ort = importlib.import_module("onnxruntime")
     except ImportError as exc:
-        raise RuntimeUnavailableError(f"this command runs onnxruntime, which is not installed ({exc}): {INSTALL_HINT}") from None
+        raise RuntimeUnavailableError(
+            f"this command runs onnxruntime, which is not installed ({exc}): {INSTALL_HINT}"
+        ) from None
     ort.set_default_logger_severity(ERROR_SEVERITY)
     problem = version_problem(getattr(ort, "__version__", ""))
     if problem:

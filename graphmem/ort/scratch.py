@@ -42,11 +42,11 @@ import onnx
 
 from graphmem.host import HostProfile
 from graphmem.model.dtypes import element_bits, tensor_bytes
+from graphmem.model.types import TensorType
 from graphmem.optable import MS_DOMAIN, NCHWC_DOMAIN, OpRule, OpTable, is_default_domain, op_key, with_outcome
+from graphmem.ort import quant_scratch as quant
 from graphmem.ort.arena import BfcArena, Chunk
 from graphmem.ort.order import node_key
-from graphmem.model.types import TensorType
-from graphmem.ort import quant_scratch as quant
 from graphmem.ort.scratch_common import KernelScratch, ScratchSite, attr, concrete_shape, conv_pads, nbytes
 
 if TYPE_CHECKING:
@@ -113,13 +113,15 @@ class ScratchProfile:
 #: or constant is unknown; :class:`ScratchSite`: the default-domain opset, the input values shape
 #: inference computed (GroupQueryAttention's total length, zero points), which inputs are
 #: initializers.
-ScratchRule = Callable[[onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], ScratchSite], KernelScratch | None]
+ScratchRule = Callable[
+    [onnx.NodeProto, Sequence[TensorType | None], Sequence[TensorType | None], ScratchSite], KernelScratch | None
+]
 
 
 _attr, _shape, _nbytes, _conv_pads = attr, concrete_shape, nbytes, conv_pads
 
 
-def _mlas_conv(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _mlas_conv(node, ins, outs, site):
     """Conv / FusedConv, float: the working buffer ``MlasConvPrepare`` asks for
     (``core/providers/cpu/nn/conv.cc``, ``core/mlas/lib/convolve.cpp``): none for a pointwise
     (1x1, stride 1, no padding) conv or a one-channel conv whose kernel spans the input row or
@@ -157,7 +159,7 @@ def _mlas_conv(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(4 * floats,))
 
 
-def _im2col(node, x, w, y, dtype, *, pointwise_free: bool):  # type: ignore[no-untyped-def]
+def _im2col(node, x, w, y, dtype, *, pointwise_free: bool):
     """The column buffer of ``nn/conv.cc``: ``(Cin/group)·prod(kernel) × prod(output spatial)``
     elements — ``Conv<T>`` (non-float) skips it for a pointwise conv, ``Conv<float>`` beyond three
     spatial dims never does."""
@@ -168,22 +170,22 @@ def _im2col(node, x, w, y, dtype, *, pointwise_free: bool):  # type: ignore[no-u
     pointwise = pointwise and all(p == 0 for p in _conv_pads(node, x[2:], kernel, y[2:]))
     if pointwise and pointwise_free:
         return KernelScratch()
-    col = x[1] // group * math.prod(kernel) * math.prod(y[2:])
-    return KernelScratch(after=(tensor_bytes(dtype, col),))
+    col = tensor_bytes(dtype, x[1] // group * math.prod(kernel) * math.prod(y[2:]))
+    return KernelScratch(after=(col,)) if col is not None else None  # None: a dtype of no known size
 
 
-def _conv_transpose(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _conv_transpose(node, ins, outs, site):
     """``ConvTranspose<float>::DoConvTranspose`` (``nn/conv_transpose.cc``): a column buffer of
     ``(M/group)·prod(kernel) × prod(input spatial)`` elements, after the output."""
     x, w = _shape(ins[0]), _shape(ins[1]) if len(ins) > 1 else None
     if x is None or w is None:
         return None
     kernel = list(_attr(node, "kernel_shape", w[2:]))
-    col = w[1] * math.prod(kernel) * math.prod(x[2:])
-    return KernelScratch(after=(tensor_bytes(ins[0].dtype, col),))
+    col = tensor_bytes(ins[0].dtype, w[1] * math.prod(kernel) * math.prod(x[2:]))
+    return KernelScratch(after=(col,)) if col is not None else None  # None: a dtype of no known size
 
 
-def _lrn(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _lrn(node, ins, outs, site):
     """``LRN<float>`` (``nn/lrn.cc``): a scale buffer like X and a padded square of
     ``(C + size - 1)·H·W`` floats."""
     x = _shape(ins[0])
@@ -193,7 +195,7 @@ def _lrn(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch(after=(4 * math.prod(x), 4 * (x[1] + size - 1) * x[2] * x[3]))
 
 
-def _lstm(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _lstm(node, ins, outs, site):
     """``DeepCpuLstmOp`` (``rnn/lstm_base.cc``, ``rnn/uni_directional_lstm.cc``), float: hidden and
     cell buffers when Y_h / Y_c are not outputs, then per direction the UniDirectionalLstm
     buffers (hidden0, internal_memory_prev, three batch×hidden states, the 4·hidden×batch×seq
@@ -236,7 +238,7 @@ def _lstm(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def _gru(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _gru(node, ins, outs, site):
     """``DeepCpuGruOp`` (``rnn/deep_cpu_gru.cc``, buffers from ``rnn_helpers.h`` Allocate), float:
     a hidden buffer when Y_h is not an output, then per direction (a bidirectional node keeps
     the forward direction's buffers while the reverse one runs) UniDirectionalGru's
@@ -275,7 +277,7 @@ def _gru(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return KernelScratch(after=tuple(req))
 
 
-def _where(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _where(node, ins, outs, site):
     """``Where<T>`` (``tensor/where_op.cc``): the X and Y selections, each broadcast with the
     condition, are built before the output."""
     c, a, b = (_shape(t) for t in ins[:3])
@@ -284,9 +286,10 @@ def _where(node, ins, outs, site):  # type: ignore[no-untyped-def]
     sizes = []
     for v, t in ((a, ins[1]), (b, ins[2])):
         sel = _broadcast(c, v)
-        if sel is None:
+        size = tensor_bytes(t.dtype, math.prod(sel)) if sel is not None else None
+        if size is None:
             return None
-        sizes.append(tensor_bytes(t.dtype, math.prod(sel)))  # type: ignore[union-attr]
+        sizes.append(size)
     return KernelScratch(before=tuple(sizes))
 
 
@@ -301,7 +304,7 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None
     return tuple(out)
 
 
-def _bias_gelu(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _bias_gelu(node, ins, outs, site):
     """``BiasGelu<T, approx>`` (``contrib_ops/cpu/bert/bias_gelu.cc``; FastGelu runs the same
     kernel): with a bias, a temporary like the input, after the output; without, none."""
     if len(node.input) < 2 or not node.input[1]:
@@ -310,7 +313,7 @@ def _bias_gelu(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return None if size is None else KernelScratch(after=(size,))
 
 
-def _softmax(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _softmax(node, ins, outs, site):
     """``Softmax<T>::ComputeImplOpset13`` (``math/softmax.cc``): along the last axis none; along
     another, a transposed input and an intermediate output, each like X. Before opset 13
     ``Softmax<T>::ComputeImpl`` works on a 2-D view: no buffer."""
@@ -328,7 +331,7 @@ def _softmax(node, ins, outs, site):  # type: ignore[no-untyped-def]
     return None if size is None else KernelScratch(after=(size, size))
 
 
-def _batch_norm(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _batch_norm(node, ins, outs, site):
     """``BatchNorm<T>`` (``nn/batch_norm.h``): in training mode (more than one output) without the
     saved-mean/inv-std outputs, it computes them in two temporaries shaped like the mean, after Y."""
     train = len(node.output) > 1  # is_train_: OutputDefs().size() > 1
@@ -345,7 +348,7 @@ def _gqa_value(v: np.ndarray | None) -> int | None:
     return int(v.reshape(-1)[0])
 
 
-def _group_query_attention(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _group_query_attention(node, ins, outs, site):
     """``GroupQueryAttention<float>`` (``contrib_ops/cpu/bert/group_query_attention.cc`` Compute;
     ``gqa_attention_base.h`` ApplyAttentionFlash and ApplyAttention; ``attention_utils.cc``
     MaybeTransposeToBNSH). After the outputs, held to the end: Q — with K and V unless QKV come
@@ -361,7 +364,7 @@ def _group_query_attention(node, ins, outs, site):  # type: ignore[no-untyped-de
     windowed KV cache."""
     q = _shape(ins[0])
     total = _gqa_value(site.value(6))
-    if q is None or len(q) != 3 or total is None or ins[0].dtype != onnx.TensorProto.FLOAT:  # type: ignore[union-attr]
+    if q is None or len(q) != 3 or total is None or ins[0].dtype != onnx.TensorProto.FLOAT:
         return None
     quantized = _attr(node, "k_quant_type", b"NONE") not in (b"NONE", "NONE") or _attr(node, "kv_cache_bit_width", 0)
     if quantized or _attr(node, "sliding_window_cache", 0) == 1:
@@ -402,7 +405,7 @@ def _group_query_attention(node, ins, outs, site):  # type: ignore[no-untyped-de
     return KernelScratch(after=tuple(r for r in req if r > 0))
 
 
-def _none(node, ins, outs, site):  # type: ignore[no-untyped-def]
+def _none(node, ins, outs, site):
     return KernelScratch()
 
 
@@ -584,7 +587,7 @@ def step_scratch(
     weights = graph.model.weights
     # a kernel's scratch by what it depends on (op, attributes, types, which inputs are weights),
     # when no input has a known value: the nodes a deep graph repeats are looked at once
-    memo: dict[tuple, KernelScratch | None] = {}  # type: ignore[type-arg]
+    memo: dict[tuple, KernelScratch | None] = {}
     for nid in order:
         node = graph.node(nid)
         names = tuple(node.input)

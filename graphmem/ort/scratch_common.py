@@ -39,7 +39,8 @@ class KernelScratch:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScratchSite:
     """What a rule may read about a node besides its runtime types: the machine it runs on
-    (``host``: the L2 size, the CPU flags MLAS dispatches on); the model's default-domain opset; ``values[i]``, the value of input ``i`` when shape inference computed it (small
+    (``host``: the L2 size, the CPU flags MLAS dispatches on); the model's default-domain opset; ``values[i]``, the
+    value of input ``i`` when shape inference computed it (small
     tensors: zero points, GroupQueryAttention's total length), else None; ``constant[i]``, whether
     input ``i`` is an initializer (kernels prepack those when the session is created, and a
     prepacked weight needs no scratch copy: ``OpKernelInfo::TryGetConstantInput``)."""
@@ -58,7 +59,7 @@ class ScratchSite:
         return i < len(self.constant) and self.constant[i]
 
 
-def attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
+def attr(node: onnx.NodeProto, name: str, default):
     """The value of ``node``'s attribute ``name``, or ``default``."""
     for a in node.attribute:
         if a.name == name:
@@ -70,7 +71,7 @@ def concrete_shape(t: TensorType | None) -> tuple[int, ...] | None:
     """The shape of a tensor whose every dim is known, else None."""
     if t is None or t.kind != "tensor" or not is_concrete(t.shape):
         return None
-    return tuple(t.shape)  # type: ignore[arg-type]
+    return tuple(t.shape)
 
 
 def nbytes(t: TensorType | None) -> int | None:

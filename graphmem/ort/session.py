@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-
 from typing import TYPE_CHECKING
 
 from graphmem.model.graph import OpGraph, build_graph
 from graphmem.model.loading import Model
 from graphmem.model.program import Devices, tensor_size
+from graphmem.model.types import TensorType
 from graphmem.ort.allocation import OrtPlan
 from graphmem.planner.program import Program
-from graphmem.model.types import TensorType
 
 if TYPE_CHECKING:  # the CUDA modules load only for --provider cuda (peak starts faster)
     from graphmem.ort.cuda.placement import CudaPlacement

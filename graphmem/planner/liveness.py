@@ -124,7 +124,7 @@ def analyze_liveness(p: Program) -> Liveness:
     )
 
 
-def _storage_last(p: Program, find, producer, last_read, end) -> dict[int, int]:  # type: ignore[no-untyped-def]
+def _storage_last(p: Program, find, producer, last_read, end) -> dict[int, int]:
     last: dict[int, int] = {}
     for v, value in enumerate(p.values):
         if producer[v] < 0 and not value.source:

@@ -16,11 +16,10 @@ one device, and a program's ``device`` is the one whose arena its headline figur
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 __all__ = ["Key", "Value", "Step", "Program", "same_key"]
 
-Key = Union[tuple[int, tuple[Union[int, str, None], ...]], None]
+Key = tuple[int, tuple[int | str | None, ...]] | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 import onnx
@@ -42,6 +43,20 @@ _INT64 = onnx.TensorProto.INT64
 _BOOL = onnx.TensorProto.BOOL
 
 
+class BodyShapes(Protocol):
+    """A body's inferred types, as :class:`graphmem.shapes.infer.ShapeResult` holds them (that
+    module imports this one: a protocol, not an import, names its fields here)."""
+
+    @property
+    def types(self) -> Mapping[str, TensorType]: ...
+
+    @property
+    def values(self) -> Mapping[str, np.ndarray]: ...
+
+    @property
+    def bodies(self) -> Mapping[int, ControlFlowShapes]: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BodyRun:
     """One body as one execution sees it: the body model, its graph, order and inferred types."""
@@ -50,7 +65,7 @@ class BodyRun:
     model: Model
     graph: OpGraph
     order: tuple[int, ...]
-    shapes: object  # graphmem.shapes.infer.ShapeResult of the body (nested bodies inside it)
+    shapes: BodyShapes  # graphmem.shapes.infer.ShapeResult of the body (nested bodies inside it)
     feeds: tuple[str, ...]  # the body's graph inputs, in order
 
 
@@ -67,10 +82,12 @@ class ControlFlowShapes:
     runs: tuple[BodyRun, ...]
     branches: Mapping[str, BodyRun]
     problem: str | None = None
-    lengths: tuple[int, ...] | None = None  # Scan 8's sequence_lens, per batch entry (None: every entry the whole sequence)
+    lengths: tuple[int, ...] | None = (
+        None  # Scan 8's sequence_lens, per batch entry (None: every entry the whole sequence)
+    )
 
 
-InferFn = Callable[..., object]  # graphmem.shapes.infer.infer_types
+InferFn = Callable[..., BodyShapes]  # graphmem.shapes.infer.infer_types
 
 
 def infer_control_flow(
@@ -107,7 +124,9 @@ class _Context:
     infer: InferFn
     label: str
 
-    def run(self, attr: str, graph: onnx.GraphProto, feeds: Mapping[str, TensorType], feed_values: Mapping[str, np.ndarray]) -> BodyRun:
+    def run(
+        self, attr: str, graph: onnx.GraphProto, feeds: Mapping[str, TensorType], feed_values: Mapping[str, np.ndarray]
+    ) -> BodyRun:
         """Infer ``graph`` with its inputs typed by ``feeds`` (declared types merged in)."""
         inputs: dict[str, TensorType] = {}
         for vi in graph.input:
@@ -120,7 +139,13 @@ class _Context:
         known = {n: v for n, v in self.values.items() if n in body.inputs and n not in inputs}
         known.update(feed_values)
         shapes = self.infer(
-            g, order, view=self.view, dims=self.dims, input_values=known, body_order=self.order_of, label=f"{self.label}/{attr}/"
+            g,
+            order,
+            view=self.view,
+            dims=self.dims,
+            input_values=known,
+            body_order=self.order_of,
+            label=f"{self.label}/{attr}/",
         )
         return BodyRun(attr=attr, model=body, graph=g, order=order, shapes=shapes, feeds=tuple(inputs))
 
@@ -152,8 +177,8 @@ def _outputs(run: BodyRun) -> list[tuple[str, TensorType | None, np.ndarray | No
     shapes = run.shapes
     out = []
     for vi in run.model.graph.output:
-        t = shapes.types.get(vi.name)  # type: ignore[attr-defined]
-        out.append((vi.name, t, shapes.values.get(vi.name)))  # type: ignore[attr-defined]
+        t = shapes.types.get(vi.name)
+        out.append((vi.name, t, shapes.values.get(vi.name)))
     return out
 
 
@@ -164,7 +189,7 @@ def _value(values: Mapping[str, np.ndarray], name: str) -> np.ndarray | None:
 # ---------------------------------------------------------------------------- If
 
 
-def _if(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
+def _if(ctx: _Context, node: onnx.NodeProto):
     graphs = dict(body_graphs(node))
     cond = _value(ctx.values, node.input[0]) if node.input else None
     chosen = None
@@ -205,13 +230,14 @@ def _larger(a: TensorType, b: TensorType | None) -> TensorType:
     """Of two branch outputs, the one with more elements (``a`` when equal or unknown)."""
     if b is None or a == b or not (is_concrete(a.shape) and is_concrete(b.shape)):
         return a
-    return b if math.prod(b.shape) > math.prod(a.shape) else a  # type: ignore[arg-type]
+    return b if math.prod(b.shape) > math.prod(a.shape) else a
 
 
 def _union(a: TensorType | None, b: TensorType | None) -> TensorType:
     """onnx's UnionTypeInfo: dims kept where both branches agree, else unknown."""
     if a is None or b is None:
-        return TensorType(dtype=(a or b).dtype if (a or b) else 0, shape=None)
+        known = a or b
+        return TensorType(dtype=known.dtype if known else 0, shape=None)
     if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
         return TensorType(dtype=a.dtype or b.dtype, shape=None)
     dims: list[Dim] = [x if x == y else None for x, y in zip(a.shape, b.shape)]
@@ -221,7 +247,7 @@ def _union(a: TensorType | None, b: TensorType | None) -> TensorType:
 # ---------------------------------------------------------------------------- Loop
 
 
-def _loop(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
+def _loop(ctx: _Context, node: onnx.NodeProto):
     body = dict(body_graphs(node))["body"]
     names = [i.name for i in body.input]
     carried_in = list(node.input[2:])
@@ -274,16 +300,16 @@ def _loop(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
             if v is not None:
                 feed_values[name] = v
         key = _memo_key(feeds, feed_values, names[0] if not reads_iter else None)
-        run = memo.get(key) if key is not None else None
-        if run is None:
-            run = ctx.run("body", body, feeds, feed_values)
+        body_run = memo.get(key) if key is not None else None
+        if body_run is None:
+            body_run = ctx.run("body", body, feeds, feed_values)
             if key is not None:
-                memo[key] = run
-        runs.append(run)
-        outs = _outputs(run)
+                memo[key] = body_run
+        runs.append(body_run)
+        outs = _outputs(body_run)
         cond_value = outs[0][2]
         if cond_value is None:
-            return {}, {}, ControlFlowShapes(op="Loop", runs=(), branches={"body": run}, problem=(
+            return {}, {}, ControlFlowShapes(op="Loop", runs=(), branches={"body": body_run}, problem=(
                 f"the condition output '{outs[0][0]}' of Loop '{label}' is not known statically "
                 f"at iteration {k}"))
         cond = bool(np.asarray(cond_value).reshape(-1)[0])
@@ -292,11 +318,11 @@ def _loop(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
         k += 1
     types = {}
     values = {}
-    for i, out in enumerate(out_names[:n_carried]):
-        if out and carried_t[i] is not None:
-            types[out] = carried_t[i]  # type: ignore[assignment]
-            if carried_v[i] is not None:
-                values[out] = carried_v[i]
+    for out, t, v in zip(out_names[:n_carried], carried_t, carried_v):
+        if out and t is not None:
+            types[out] = t
+            if v is not None:
+                values[out] = v
     for j, out in enumerate(out_names[n_carried:]):
         if not out:
             continue
@@ -304,9 +330,9 @@ def _loop(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
             t = _outputs(runs[-1])[1 + n_carried + j][1]
             types[out] = _prepend(t, len(runs)) if t is not None else TensorType(dtype=0, shape=None)
         else:  # loop.cc, no iterations: empty, [0, *the body output's dims with 0 for a symbolic one]
-            declared = _declared(body.output[1 + n_carried + j]) if 1 + n_carried + j < len(body.output) else None
-            dims = tuple(d if isinstance(d, int) and d >= 0 else 0 for d in (declared.shape or ())) if declared else ()
-            types[out] = TensorType(dtype=declared.dtype if declared else 0, shape=(0, *dims))
+            out_t = _declared(body.output[1 + n_carried + j]) if 1 + n_carried + j < len(body.output) else None
+            dims = tuple(d if isinstance(d, int) and d >= 0 else 0 for d in (out_t.shape or ())) if out_t else ()
+            types[out] = TensorType(dtype=out_t.dtype if out_t else 0, shape=(0, *dims))
     return types, values, ControlFlowShapes(op="Loop", runs=tuple(runs), branches={"body": runs[0]} if runs else {})
 
 
@@ -323,7 +349,7 @@ def _reads(graph: onnx.GraphProto, name: str) -> bool:
     return any(o.name == name for o in graph.output)
 
 
-def _memo_key(feeds, values, skip):  # type: ignore[no-untyped-def]
+def _memo_key(feeds, values, skip):
     """A hashable key of an iteration's feeds (types and small values), or None."""
     parts = []
     for name in sorted(feeds):
@@ -344,7 +370,7 @@ def _prepend(t: TensorType, dim: Dim) -> TensorType:
 # ---------------------------------------------------------------------------- Scan
 
 
-def _scan(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
+def _scan(ctx: _Context, node: onnx.NodeProto):
     body = dict(body_graphs(node))["body"]
     opset = ctx.model.opsets.get("", 0)
     attrs = {a.name: a for a in node.attribute}
@@ -378,9 +404,9 @@ def _scan(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
     outs = _outputs(run)
     types: dict[str, TensorType] = {}
     for k, out in enumerate(node.output):
-        if not out or k >= len(outs) or outs[k][1] is None:
+        t = outs[k][1] if out and k < len(outs) else None
+        if t is None:
             continue
-        t = outs[k][1]
         if t.shape is None:
             types[out] = t
         elif k < n_state:
@@ -394,9 +420,11 @@ def _scan(ctx: _Context, node: onnx.NodeProto):  # type: ignore[no-untyped-def]
             shape = list(t.shape)
             shape.insert(axis, seq)
             types[out] = TensorType(dtype=t.dtype, shape=tuple(shape))
-    steps = None
-    if isinstance(seq, int) and (not v8 or isinstance(batch, int)):
-        steps = seq * (batch if v8 else 1)  # type: ignore[operator]
+    steps: int | None = None
+    if isinstance(seq, int) and not v8:
+        steps = seq
+    elif isinstance(seq, int) and isinstance(batch, int):
+        steps = seq * batch
     if not ctx.runtime:
         return types, {}, ControlFlowShapes(op="Scan", runs=(), branches={"body": run})
     if steps is None:

@@ -52,7 +52,7 @@ def evaluate_node(
 
 
 @lru_cache(maxsize=4096)
-def _op_instance(key: tuple) -> Any:  # type: ignore[type-arg]
+def _op_instance(key: tuple) -> Any:
     """The reference op instance the evaluator of a one-node function runs (``rt_nodes_``)."""
     from onnx.reference import ReferenceEvaluator
 

@@ -16,35 +16,45 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 from onnx import defs
 from onnx.numpy_helper import from_array
 
-from graphmem.optable import OpTable, default_domain_ops, is_default_domain, op_key
 from graphmem.model.dtypes import is_integer
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model
-from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
-from graphmem.model.types import Dim, Shape, TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
 from graphmem.model.subgraphs import is_control_flow
+from graphmem.model.types import Dim, Shape, TensorType, is_concrete, known_dims, type_from_proto, type_to_proto
+from graphmem.optable import OpTable, default_domain_ops, is_default_domain, op_key
+from graphmem.shapes.evaluate import MAX_VALUE_ELEMENTS, evaluate_node
 from graphmem.shapes.sequences import bound_optional, infer_sequence, sequence_of
 
 if TYPE_CHECKING:  # control flow's module loads only for a graph that has it
     from graphmem.shapes.controlflow import ControlFlowShapes
 
 __all__ = [
-    "View", "RUNTIME", "ORT_STATIC", "ShapeResult", "ContribRule", "ContribRules", "infer_types", "bind_shape", "op_schema",
+    "View",
+    "RUNTIME",
+    "ORT_STATIC",
+    "ShapeResult",
+    "ContribRule",
+    "ContribRules",
+    "infer_types",
+    "bind_shape",
+    "op_schema",
 ]
 
 #: Output types of a node of no ONNX schema (a runtime's contrib op) from its input types and
 #: known values; None when there is no rule or it cannot tell.
-ContribRule = Callable[[onnx.NodeProto, Mapping[str, TensorType], Mapping[str, np.ndarray]], "dict[str, TensorType] | None"]
+ContribRule = Callable[
+    [onnx.NodeProto, Mapping[str, TensorType], Mapping[str, np.ndarray]], "dict[str, TensorType] | None"
+]
 #: The contrib rules for one model (they may read its weights): given by the caller, so that this
 #: stage knows no runtime (onnxruntime's are :func:`graphmem.ort.inference.contrib_rules`).
 ContribRules = Callable[[Model], ContribRule]
@@ -107,7 +117,7 @@ def infer_types(
     *,
     view: View,
     dims: Mapping[str, int] | None = None,
-    shapes: Mapping[str, Shape] | None = None,
+    shapes: Mapping[str, Sequence[Any] | None] | None = None,  # a shape, a sequence's element shapes, none
     input_values: Mapping[str, np.ndarray] | None = None,
     body_order: Callable[[OpGraph], tuple[int, ...]],
     contrib: ContribRules | None = None,
@@ -129,13 +139,14 @@ def infer_types(
     types: dict[str, TensorType] = {}
     values: dict[str, np.ndarray] = {}
     for name, t in model.inputs.items():
-        if t.kind == "sequence_type" and name in shapes:  # --shape s=[2x3,4x3]: its elements
-            types[name] = sequence_of(t.dtype, tuple(TensorType(dtype=t.dtype, shape=tuple(e)) for e in shapes[name]), t)
+        given = shapes.get(name)  # None: not given, or an optional input bound to none
+        if t.kind == "sequence_type" and given is not None:  # --shape s=[2x3,4x3]: its elements
+            types[name] = sequence_of(t.dtype, tuple(TensorType(dtype=t.dtype, shape=tuple(e)) for e in given), t)
             continue
         if t.kind == "optional_type" and name in shapes:  # --shape o=4x100, o=[2x3], o=none
-            types[name] = bound_optional(t, shapes[name])
+            types[name] = bound_optional(t, given)
             continue
-        shape = tuple(shapes[name]) if name in shapes else bind_shape(t.shape, dims)
+        shape = tuple(given) if given is not None else bind_shape(t.shape, dims)
         types[name] = replace(t, shape=shape)  # a sequence keeps its elements
     for name, w in model.weights.items():
         types[name] = TensorType(dtype=w.dtype, shape=w.dims)
@@ -149,7 +160,7 @@ def infer_types(
     bodies: dict[int, ControlFlowShapes] = {}
     serialized: dict[str, bytes] = {}
     data_bytes: dict[str, bytes] = {}
-    memo: dict[tuple, tuple] = {}  # type: ignore[type-arg]  # _infer_node's answers
+    memo: dict[tuple, tuple] = {}  # _infer_node's answers
     bound: dict[TensorType, TensorType] = {}  # a declared type with the dims bound
     merged: dict[tuple[TensorType | None, TensorType | None], TensorType] = {}  # _merge's answers
     # static view: does any node read a float twin (_as_first_resolved)? most graphs have none
@@ -194,7 +205,13 @@ def infer_types(
                 if have not in bound:  # declared types repeat: each bound once
                     bound[have] = TensorType(dtype=have.dtype, shape=bind_shape(have.shape, dims), kind=have.kind)
                 have = bound[have]
-                if new is not None and new.dtype and have.dtype and new.dtype != have.dtype and is_default_domain(node.domain):
+                if (
+                    new is not None
+                    and new.dtype
+                    and have.dtype
+                    and new.dtype != have.dtype
+                    and is_default_domain(node.domain)
+                ):
                     conflicts.append((node.name or node.op_type, out, new.dtype, have.dtype))
             if (new, have) not in merged:  # so do the pairs merged
                 merged[new, have] = _merge(new, have, prefer_inferred_rank=run)
@@ -218,7 +235,9 @@ def infer_types(
 _CAST_TWIN = "InsertedPrecisionFreeCast_"
 
 
-def _as_first_resolved(node: onnx.NodeProto, types: dict[str, TensorType], declared: Mapping[str, TensorType]) -> dict[str, TensorType]:
+def _as_first_resolved(
+    node: onnx.NodeProto, types: dict[str, TensorType], declared: Mapping[str, TensorType]
+) -> dict[str, TensorType]:
     """The input types onnxruntime inferred ``node``'s outputs from (static view), when it reads
     the float twin ``InsertedPrecisionFreeCast_X`` of a float16 tensor ``X`` the file declares:
     InsertCastTransformer gives each converted node's float16 input a Cast to float and resolves
@@ -231,13 +250,14 @@ def _as_first_resolved(node: onnx.NodeProto, types: dict[str, TensorType], decla
     for name in node.input:
         if name.startswith(_CAST_TWIN) and name in types:
             source = declared.get(name.removeprefix(_CAST_TWIN))
-            if source is not None and source.shape is not None and types[name].shape is not None \
-                    and len(source.shape) == len(types[name].shape):
+            have = types[name].shape
+            if source is not None and source.shape is not None and have is not None \
+                    and len(source.shape) == len(have):
                 subs[name] = replace(types[name], shape=source.shape)
     return {**types, **subs} if subs else types
 
 
-def _typed_as_sequence(node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]
+def _typed_as_sequence(node, types, values, declared) -> bool:
     """Runtime view: a sequence op typed with its elements (:mod:`graphmem.shapes.sequences`)."""
     if not is_default_domain(node.domain):
         return False
@@ -252,7 +272,7 @@ def _typed_as_sequence(node, types, values, declared) -> bool:  # type: ignore[n
     return all(not out or out in out_types for out in node.output)
 
 
-def _typed_range(node, types, values) -> bool:  # type: ignore[no-untyped-def]
+def _typed_range(node, types, values) -> bool:
     """Runtime view: Range whose start, limit and delta are known one-element values. onnx infers
     (and its evaluator runs) Range on scalars only; onnxruntime's kernel also takes one-element
     1-D tensors (``providers/cpu/generator/range.cc``: "must be a scalar or 1-D with one element";
@@ -261,9 +281,9 @@ def _typed_range(node, types, values) -> bool:  # type: ignore[no-untyped-def]
     if node.op_type != "Range" or not is_default_domain(node.domain) or len(node.input) != 3:
         return False
     known = [values.get(x) for x in node.input]
-    if any(v is None or v.size != 1 for v in known) or all(v.ndim == 0 for v in known):  # type: ignore[union-attr]
+    if any(v is None or v.size != 1 for v in known) or all(v.ndim == 0 for v in known):
         return False  # scalars: onnx's own inference and evaluation do it
-    start, limit, delta = (v.reshape(()) for v in known)  # type: ignore[union-attr]
+    start, limit, delta = (v.reshape(()) for v in known)
     if delta == 0:
         return False
     count = max(int(math.ceil((float(limit) - float(start)) / float(delta))), 0)
@@ -274,7 +294,7 @@ def _typed_range(node, types, values) -> bool:  # type: ignore[no-untyped-def]
     return True
 
 
-def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ignore[no-untyped-def]
+def _typed_by_value(opsets, node, types, values, declared) -> bool:
     """Runtime view: a node whose inputs are all known small values is evaluated first, and its
     outputs typed by the values it computed (what the run produces), skipping ONNX inference.
     False, with nothing set, when that is not possible."""
@@ -303,7 +323,7 @@ def _typed_by_value(opsets, node, types, values, declared) -> bool:  # type: ign
     return True
 
 
-def _fill_runtime_gaps(node, types) -> None:  # type: ignore[no-untyped-def]
+def _fill_runtime_gaps(node, types) -> None:
     """Shapes ONNX inference leaves unknown but the op's definition fixes at run time.
 
     Dropout's ``mask`` has its input's shape (opset 7-9 declares no shape for it).
@@ -320,7 +340,7 @@ def _keep_value(view: View, v: np.ndarray) -> bool:
     return not view.int_values_only or np.issubdtype(v.dtype, np.integer)
 
 
-def _infer_node(model, node, types, values, serialized, data_bytes, rule, memo):  # type: ignore[no-untyped-def]
+def _infer_node(model, node, types, values, serialized, data_bytes, rule, memo):
     """ONNX per-node inference (``rule`` for a node of no schema); None when there is no rule
     or inference raised.
 
@@ -356,7 +376,7 @@ def _infer_node(model, node, types, values, serialized, data_bytes, rule, memo):
         in_types = {n: g[0] for n, g in zip(names, given) if g is not None}
         in_data = {n: g[1] for n, g in zip(names, given) if g is not None and g[1] is not None}
         try:
-            out = schema._infer_node_outputs(  # the public wrapper re-serializes every call
+            out = schema._infer_node_outputs(  # type: ignore[call-arg]  # opsets, IR: not in onnx's .pyi; the wrapper re-serializes
                 with_defaults(node, schema).SerializeToString(), in_types, in_data, {}, model.opsets, model.ir_version
             )
         except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
@@ -383,7 +403,7 @@ def with_defaults(node: onnx.NodeProto, schema: defs.OpSchema) -> onnx.NodeProto
     return full
 
 
-@lru_cache(maxsize=None)
+@functools.cache
 def _defaults(domain: str, op_type: str, since_version: int) -> tuple[tuple[str, onnx.AttributeProto], ...]:
     """The optional attributes with a default of one schema, by name (read once: the schema's
     ``attributes`` map is built anew on every access)."""
@@ -392,13 +412,13 @@ def _defaults(domain: str, op_type: str, since_version: int) -> tuple[tuple[str,
                  if not a.required and a.default_value.name)
 
 
-@lru_cache(maxsize=None)
+@functools.cache
 def _inferable(op_type: str, version: int, domain: str) -> bool:
     schema = op_schema(op_type, version, domain)
     return schema is not None and schema.has_type_and_shape_inference_function
 
 
-@lru_cache(maxsize=None)
+@functools.cache
 def op_schema(op_type: str, version: int, domain: str) -> defs.OpSchema | None:
     """The op's schema at the model's opset; None for an op onnx does not define."""
     try:
@@ -436,7 +456,9 @@ def _np_to_onnx(dtype: np.dtype) -> int | None:
         return None
 
 
-def _merge(inferred: TensorType | None, declared: TensorType | None, *, prefer_inferred_rank: bool = False) -> TensorType:
+def _merge(
+    inferred: TensorType | None, declared: TensorType | None, *, prefer_inferred_rank: bool = False
+) -> TensorType:
     """Merge an inferred type into the file's declared one, as onnx's ``mergeInShapeInfo``.
 
     Per dim: an inferred value wins; else a declared value stays; else the declared name is
@@ -472,7 +494,7 @@ def _merge(inferred: TensorType | None, declared: TensorType | None, *, prefer_i
     return TensorType(dtype=dtype, shape=tuple(dims))
 
 
-def _compute_values(opsets, node, types, values, view: View) -> None:  # type: ignore[no-untyped-def]
+def _compute_values(opsets, node, types, values, view: View) -> None:
     """Compute a node's output values when all its inputs are known and outputs are small."""
     if node.op_type == "Shape" or node.op_type == "Size":
         _shape_value(node, types, values)
@@ -505,7 +527,7 @@ def _compute_values(opsets, node, types, values, view: View) -> None:  # type: i
             types[o] = TensorType(dtype=_onnx_dtype(v, declared), shape=tuple(int(d) for d in v.shape))
 
 
-def _known_inputs(node, values) -> list[np.ndarray | None] | None:  # type: ignore[no-untyped-def]
+def _known_inputs(node, values) -> list[np.ndarray | None] | None:
     """The node's input values (None for an omitted optional input) when it has inputs and every
     present one is a known value of at most MAX_VALUE_ELEMENTS elements; else None."""
     ins = node.input
@@ -514,7 +536,7 @@ def _known_inputs(node, values) -> list[np.ndarray | None] | None:  # type: igno
     return [values[x] if x else None for x in ins]
 
 
-def _shape_value(node, types, values) -> None:  # type: ignore[no-untyped-def]
+def _shape_value(node, types, values) -> None:
     """Shape/Size of a tensor whose shape is fully known (start/end honoured for Shape-15)."""
     t = types.get(node.input[0])
     if t is None or not is_concrete(t.shape):

@@ -7,7 +7,8 @@ SequenceEmpty has none; SequenceConstruct has its inputs; SequenceInsert its inp
 and the tensor, at ``position`` (default: appended); SequenceErase drops the one at ``position``
 (default: the last); SplitToSequence the pieces of its input; Identity passes a sequence on.
 SequenceAt, SequenceLength and ConcatFromSequence read them. An optional holds a tensor or a
-sequence's elements (Optional, OptionalGetElement, an optional graph input bound with ``--shape``). A position or split that is not a
+sequence's elements (Optional, OptionalGetElement, an optional graph input bound with ``--shape``). A position or split
+that is not a
 known value leaves the elements unknown (the sequence is then unresolved, never guessed).
 
 How the elements' buffers are shared between sequences is the program's business
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import onnx
@@ -43,17 +45,20 @@ def sequence_of(dtype: int, elements: tuple[TensorType, ...] | None, declared: T
         shape = _common(tuple(e.shape for e in elements))
     elif elements is not None and declared is None:
         shape = None
-    return TensorType(dtype=dtype or (declared.dtype if declared is not None else 0), shape=shape, kind=_SEQ, elements=elements)
+    return TensorType(
+        dtype=dtype or (declared.dtype if declared is not None else 0), shape=shape, kind=_SEQ, elements=elements
+    )
 
 
 def _common(shapes: tuple[tuple[Dim, ...] | None, ...]) -> tuple[Dim, ...] | None:
     """onnx's union of element shapes: dims kept where every element agrees."""
-    if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:  # type: ignore[arg-type]
+    known = [s for s in shapes if s is not None]
+    if len(known) != len(shapes) or len({len(s) for s in known}) != 1:
         return None
-    return tuple(d[0] if all(x == d[0] for x in d) else None for d in zip(*shapes))  # type: ignore[misc]
+    return tuple(d[0] if all(x == d[0] for x in d) else None for d in zip(*known))
 
 
-def _attr(node: onnx.NodeProto, name: str, default):  # type: ignore[no-untyped-def]
+def _attr(node: onnx.NodeProto, name: str, default):
     for a in node.attribute:
         if a.name == name:
             return helper.get_attribute_value(a)
@@ -87,17 +92,17 @@ def infer_sequence(
     return rule(node, ins, out, values)
 
 
-def _identity(node, ins, out, values):  # type: ignore[no-untyped-def]
+def _identity(node, ins, out, values):
     """Identity passes a sequence on (a tensor is typed as any op)."""
     return ({out: ins[0]}, {}) if ins and is_sequence(ins[0]) else None
 
 
-def _optional_rule(node, ins, out, values):  # type: ignore[no-untyped-def]
+def _optional_rule(node, ins, out, values):
     """optional.cc: copies its input (a tensor, or a sequence's elements) in."""
     return {out: _optional(node, ins[0] if ins else None)}, {}
 
 
-def _optional_has_element(node, ins, out, values):  # type: ignore[no-untyped-def]
+def _optional_has_element(node, ins, out, values):
     x = ins[0] if ins else None
     if x is not None and x.kind == "optional_type" and x.elements is not None:
         # empty only as Optional() without an input makes it (or `--shape o=none`: holding nothing):
@@ -112,22 +117,22 @@ def _optional_has_element(node, ins, out, values):  # type: ignore[no-untyped-de
     return None
 
 
-def _optional_get_element(node, ins, out, values):  # type: ignore[no-untyped-def]
+def _optional_get_element(node, ins, out, values):
     held = _held(ins[0]) if ins and ins[0] is not None else None
     return ({out: held}, {}) if held is not None else None
 
 
-def _sequence_empty(node, ins, out, values):  # type: ignore[no-untyped-def]
+def _sequence_empty(node, ins, out, values):
     return {out: sequence_of(_attr(node, "dtype", onnx.TensorProto.FLOAT), ())}, {}
 
 
-def _sequence_construct(node, ins, out, values):  # type: ignore[no-untyped-def]
+def _sequence_construct(node, ins, out, values):
     elements = tuple(t for t in ins if t is not None)
     known = len(elements) == len(ins) and all(t.kind == "tensor" for t in elements)
     return {out: sequence_of(elements[0].dtype if elements else 0, elements if known else None)}, {}
 
 
-def _split_to_sequence(node, ins, out, values):  # type: ignore[no-untyped-def]
+def _split_to_sequence(node, ins, out, values):
     return {out: _split(node, ins[0] if ins else None, values)}, {}
 
 
@@ -135,7 +140,7 @@ def _on_sequence(rule: Callable[..., Typed]) -> SequenceRule:
     """A rule reading the sequence of input 0 (``rule(node, seq, ins, out, values)``); None when
     input 0 is not a known sequence."""
 
-    def on_sequence(node, ins, out, values):  # type: ignore[no-untyped-def]
+    def on_sequence(node, ins, out, values):
         seq = ins[0] if ins else None
         if seq is None or not is_sequence(seq):
             return None
@@ -144,7 +149,7 @@ def _on_sequence(rule: Callable[..., Typed]) -> SequenceRule:
     return on_sequence
 
 
-def _sequence_insert(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+def _sequence_insert(node, seq, ins, out, values):
     elements = seq.elements
     x = ins[1] if len(ins) > 1 else None
     pos = _int(values, node.input[2]) if len(node.input) > 2 and node.input[2] else len(elements or ())
@@ -154,7 +159,7 @@ def _sequence_insert(node, seq, ins, out, values):  # type: ignore[no-untyped-de
     return {out: sequence_of(seq.dtype, elements[:pos] + (x,) + elements[pos:])}, {}
 
 
-def _sequence_erase(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+def _sequence_erase(node, seq, ins, out, values):
     elements = seq.elements
     pos = _int(values, node.input[1]) if len(node.input) > 1 and node.input[1] else -1
     if elements is None or pos is None or not elements:
@@ -163,13 +168,13 @@ def _sequence_erase(node, seq, ins, out, values):  # type: ignore[no-untyped-def
     return {out: sequence_of(seq.dtype, elements[:pos] + elements[pos + 1 :])}, {}
 
 
-def _sequence_length(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+def _sequence_length(node, seq, ins, out, values):
     if seq.elements is None:
         return None
     return {out: TensorType(dtype=onnx.TensorProto.INT64, shape=())}, {out: np.array(len(seq.elements), np.int64)}
 
 
-def _sequence_at(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+def _sequence_at(node, seq, ins, out, values):
     elements = seq.elements
     pos = _int(values, node.input[1]) if len(node.input) > 1 else None
     if elements is None or pos is None or not -len(elements) <= pos < len(elements):
@@ -177,7 +182,7 @@ def _sequence_at(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
     return {out: elements[pos]}, {}
 
 
-def _concat_from_sequence(node, seq, ins, out, values):  # type: ignore[no-untyped-def]
+def _concat_from_sequence(node, seq, ins, out, values):
     concat = _concat(node, seq.elements)
     return ({out: concat}, {}) if concat is not None else None
 
@@ -201,15 +206,15 @@ def optional_of(x: TensorType) -> TensorType:
                       holds="tensor" if tensor else "")
 
 
-def bound_optional(declared: TensorType, binding: Sequence[object] | None) -> TensorType:
+def bound_optional(declared: TensorType, binding: Sequence[Any] | None) -> TensorType:
     """An optional graph input as ``--shape`` binds it: ``None`` (``o=none``) an optional without
     a value; otherwise the shape of the tensor it holds, or its sequence's element shapes."""
     if binding is None:
         return TensorType(dtype=0, shape=None, kind="optional_type", elements=())
     if declared.holds == _SEQ:
-        elements = tuple(TensorType(dtype=declared.dtype, shape=tuple(e)) for e in binding)  # type: ignore[arg-type]
+        elements = tuple(TensorType(dtype=declared.dtype, shape=tuple(e)) for e in binding)
         return optional_of(sequence_of(declared.dtype, elements, replace(declared, kind=_SEQ)))
-    return optional_of(TensorType(dtype=declared.dtype, shape=tuple(binding)))  # type: ignore[arg-type]
+    return optional_of(TensorType(dtype=declared.dtype, shape=tuple(binding)))
 
 
 def _held(x: TensorType) -> TensorType | None:
@@ -229,18 +234,19 @@ def _held(x: TensorType) -> TensorType | None:
 def _concat(node: onnx.NodeProto, elements: tuple[TensorType, ...] | None) -> TensorType | None:
     """``ConcatFromSequence`` (``sequence/concat_from_sequence.cc``): the elements concatenated
     on ``axis``, or stacked on a new one with ``new_axis``."""
-    if not elements or not all(is_concrete(e.shape) for e in elements):
+    shapes = [e.shape for e in elements or () if is_concrete(e.shape)]
+    if not elements or len(shapes) != len(elements):
         return None
     new_axis = _attr(node, "new_axis", 0)
-    rank = len(elements[0].shape) + (1 if new_axis else 0)  # type: ignore[arg-type]
+    rank = len(shapes[0]) + (1 if new_axis else 0)
     axis = _attr(node, "axis", 0)
     axis = axis + rank if axis < 0 else axis
     if new_axis:
-        first = list(elements[0].shape)  # type: ignore[arg-type]
+        first = list(shapes[0])
         first.insert(axis, len(elements))
         return TensorType(dtype=elements[0].dtype, shape=tuple(first))
-    shape = list(elements[0].shape)  # type: ignore[arg-type]
-    shape[axis] = sum(int(e.shape[axis]) for e in elements)  # type: ignore[index]
+    shape = list(shapes[0])
+    shape[axis] = sum(int(s[axis]) for s in shapes)
     return TensorType(dtype=elements[0].dtype, shape=tuple(shape))
 
 
@@ -257,11 +263,12 @@ def _split(node: onnx.NodeProto, x: TensorType | None, values: Mapping[str, np.n
     of length 1 without one, the axis dropped when ``keepdims`` is 0 (without ``split``, or with a
     scalar one: onnxruntime's kernel keeps the dims only for a list, sequence_ops.cc ComputeImpl).
     What the kernel refuses at run time (axis out of range, a scalar split not > 0, lengths that do not
-    add up, a negative length, keepdims 0 on pieces longer than 1) is an error naming the node; more than :data:`MAX_PIECES` pieces leave the sequence's
+    add up, a negative length, keepdims 0 on pieces longer than 1) is an error naming the node; more than
+    :data:`MAX_PIECES` pieces leave the sequence's
     elements unknown (bounded before the list is built)."""
     if x is None or not is_concrete(x.shape):
         return sequence_of(x.dtype if x is not None else 0, None)
-    shape = list(x.shape)  # type: ignore[arg-type]
+    shape = list(x.shape)
     rank = len(shape)
     axis = _attr(node, "axis", 0)
     if not -rank <= axis < rank:  # HandleNegativeAxis in PrepareForCompute (sequence_ops.cc)

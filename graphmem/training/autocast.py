@@ -54,7 +54,16 @@ from graphmem.model.types import TensorType
 from graphmem.optable import OpTable
 from graphmem.training.patterns import Op
 
-__all__ = ["Autocast", "autocast_ops", "is_cast", "LINEAR_WEIGHT_INPUTS", "LOWER_PRECISION_OPS", "FP32_OPS", "PROMOTE_OPS", "HALF"]
+__all__ = [
+    "Autocast",
+    "autocast_ops",
+    "is_cast",
+    "LINEAR_WEIGHT_INPUTS",
+    "LOWER_PRECISION_OPS",
+    "FP32_OPS",
+    "PROMOTE_OPS",
+    "HALF",
+]
 
 #: What names a cast autocast makes: ``<tensor>/autocast_<dtype>[#<op>]``.
 CAST_MARK = "/autocast_"
@@ -91,7 +100,7 @@ PROMOTE_OPS = frozenset({"Concat"})
 LINEAR_WEIGHT_INPUTS: OpTable[tuple[int, ...]] = OpTable({("", "GRU"): (1, 2, 3)})
 #: Elementwise ops whose result dtype is the promotion of their floating operands.
 _PROMOTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Where"})
-_WIDTH = {TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2, TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8}
+_WIDTH: dict[int, int] = {TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2, TensorProto.FLOAT: 4, TensorProto.DOUBLE: 8}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -101,7 +101,9 @@ def cast_warnings(g: OpGraph, nodes: list[onnx.NodeProto], types: dict[str, Tens
     how many were taken as float32."""
     noop = [n for n in nodes if float32_noop_cast(n, types)]
     follow = [n for n in noop if follows_dtype(g, n, types) is not None]
-    soft = [n for n in noop if n.input[0] in g.producer and softmax_in_float32(g, g.node(g.producer[n.input[0]]), types)]
+    soft = [
+        n for n in noop if n.input[0] in g.producer and softmax_in_float32(g, g.node(g.producer[n.input[0]]), types)
+    ]
     fixed = [n for n in noop if n not in follow and n not in soft]
 
     def name(n: onnx.NodeProto) -> str:
@@ -111,7 +113,9 @@ def cast_warnings(g: OpGraph, nodes: list[onnx.NodeProto], types: dict[str, Tens
     if follow or soft:
         read = []
         if follow:
-            read.append(f"{len(follow)} before a matmul as x.to(v.dtype), v its other operand (e.g. '{name(follow[0])}')")
+            read.append(
+                f"{len(follow)} before a matmul as x.to(v.dtype), v its other operand (e.g. '{name(follow[0])}')"
+            )
         if soft:
             read.append(f"{len(soft)} after a Softmax as softmax(x, dtype=float32), computed and saved in float32 "
                         f"(e.g. '{name(soft[0])}')")

@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from graphmem.analysis.result import Analysis
 from graphmem.analysis.pipeline import analyze_model
 from graphmem.analysis.request import AnalysisRequest, Bindings, request_of
+from graphmem.analysis.result import Analysis
 from graphmem.errors import UnsupportedOpError, UsageError
 from graphmem.host import HostProfile
 from graphmem.model.dtypes import is_float
@@ -188,19 +188,27 @@ def _trained_as_pytorch_runs_it(model: Model, config: TrainingConfig, bindings: 
             raise UnsupportedOpError(
                 f"{unknown}; graphmem train estimates at most {MAX_UNKNOWN_BRANCHES} Ifs of unknown condition both ways"
             ) from None
-        then = _trained_as_pytorch_runs_it(model, config, bindings, {**branches, unknown.node: "then_branch"}, host=host)
-        other = _trained_as_pytorch_runs_it(model, config, bindings, {**branches, unknown.node: "else_branch"}, host=host)
+        then = _trained_as_pytorch_runs_it(
+            model, config, bindings, {**branches, unknown.node: "then_branch"}, host=host
+        )
+        other = _trained_as_pytorch_runs_it(
+            model, config, bindings, {**branches, unknown.node: "else_branch"}, host=host
+        )
         larger, side = (then, "then") if then.step_peak_bytes >= other.step_peak_bytes else (other, "else")
-        note = (f"control flow: If '{unknown.node}': its condition '{unknown.condition}' is not known (--value binds it): "
-                f"the figures are its larger branch, {side} (step peak: then {then.step_peak_bytes:,} B, "
-                f"else {other.step_peak_bytes:,} B); not exact")
+        note = (
+            f"control flow: If '{unknown.node}': its condition '{unknown.condition}' is not known (--value binds it): "
+            f"the figures are its larger branch, {side} (step peak: then {then.step_peak_bytes:,} B, "
+            f"else {other.step_peak_bytes:,} B); not exact"
+        )
         return replace(larger, warnings=(*larger.warnings, note))
     request = AnalysisRequest(bindings=bindings, as_dtype=_AS_DTYPE[config.precision], kernel_rules=False, host=host)
     analysis = analyze_model(flat, request)
     return _with_notes(estimate_training_analysis(analysis, config), inlined)
 
 
-def _as_pytorch_runs_it(model: Model, bindings: Bindings, branches: Mapping[str, str] | None = None) -> tuple[Model, tuple[str, ...]]:
+def _as_pytorch_runs_it(
+    model: Model, bindings: Bindings, branches: Mapping[str, str] | None = None
+) -> tuple[Model, tuple[str, ...]]:
     """The model with its If, Loop and Scan nodes replaced by the ops eager PyTorch runs
     (:func:`graphmem.training.unroll.inline_control_flow`; ``branches``: the branch assumed for
     an If of unknown condition), and what each became."""
@@ -397,7 +405,7 @@ def estimate_training_analysis(a: Analysis, config: TrainingConfig) -> TrainingE
     )
 
 
-def _view(g, op, types, needs_grad, weightish, roots, orders, kept) -> OpView:  # type: ignore[no-untyped-def]
+def _view(g, op, types, needs_grad, weightish, roots, orders, kept) -> OpView:
     return OpView(
         op_type=op.op_type,
         node=op.node,
@@ -469,11 +477,11 @@ def _linear_bias(g: OpGraph, op: patterns.Op, weight_only: frozenset[int]) -> in
     return None if mm is None else 1 - mm
 
 
-def _phase(name: str, total: int, at: str) -> "PhasePeak":
+def _phase(name: str, total: int, at: str) -> PhasePeak:
     return PhasePeak(phase=name, total_bytes=total, at=at)
 
 
-def _storage_infos(saved, ops) -> tuple[SavedStorageInfo, ...]:  # type: ignore[no-untyped-def]
+def _storage_infos(saved, ops) -> tuple[SavedStorageInfo, ...]:
     infos = []
     for s in saved:
         first = ops[min(s.savers)]

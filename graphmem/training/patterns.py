@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 import onnx
 
-from graphmem.optable import VIEW_OPS as ONNX_VIEW_OPS, OpTable, domain_table, normalize_domain
 from graphmem.model.graph import OpGraph
-from graphmem.model.types import TensorType
+from graphmem.model.types import Shape, TensorType
+from graphmem.optable import VIEW_OPS as ONNX_VIEW_OPS
+from graphmem.optable import OpTable, domain_table, normalize_domain
 
 __all__ = [
     "Op", "torch_ops", "view_input", "dropout_active", "dropout_training", "batch_norm_training",
@@ -190,7 +191,7 @@ def view_input(
     return None
 
 
-def storage_roots(ops: Iterable[Op], view_of: "Callable[[Op], int | None]") -> dict[str, str]:
+def storage_roots(ops: Iterable[Op], view_of: Callable[[Op], int | None]) -> dict[str, str]:
     """Tensor → the tensor whose storage it shares (itself when it owns one)."""
     roots: dict[str, str] = {}
     for op in ops:
@@ -231,9 +232,9 @@ def memory_orders(ops: Iterable[Op], types: dict[str, TensorType]) -> dict[str, 
     """
     orders: dict[str, tuple[int, ...]] = {}
 
-    def shape(name: str) -> tuple[int, ...] | None:
+    def shape(name: str) -> Shape | None:
         t = types.get(name)
-        return None if t is None or t.shape is None else tuple(t.shape)  # type: ignore[arg-type]
+        return None if t is None else t.shape
 
     for op in ops:
         if op.domain or not op.outputs or not op.outputs[0]:
@@ -257,7 +258,7 @@ def memory_orders(ops: Iterable[Op], types: dict[str, TensorType]) -> dict[str, 
     return orders
 
 
-def _trivial(order: tuple[int, ...], shape: tuple[int, ...] | None) -> bool:
+def _trivial(order: tuple[int, ...], shape: Shape | None) -> bool:
     """True when the dims out of place all have size 1 (the layout is then contiguous)."""
     if shape is None or len(shape) != len(order):
         return False
@@ -330,7 +331,7 @@ def _find_fused(g: OpGraph, weight_only: frozenset[int]) -> dict[int, Op]:
     return found
 
 
-def _gated(g, gate, const):  # type: ignore[no-untyped-def]
+def _gated(g, gate, const):
     """``Mul(x, gate(x))`` with the gate read by that Mul alone: returns (x, mul) or None."""
     x = gate.input[0] if gate.input else ""
     mul = _only_consumer(g, gate.output[0])
@@ -339,14 +340,14 @@ def _gated(g, gate, const):  # type: ignore[no-untyped-def]
     return x, mul
 
 
-def _silu(g, sigmoid, const):  # type: ignore[no-untyped-def]
+def _silu(g, sigmoid, const):
     """``F.silu`` → ``Mul(x, Sigmoid(x))`` (symbolic_opset9.py ``silu``); one kernel that saves
     x (derivatives.yaml ``silu: self: silu_backward(grad, self)``)."""
     found = _gated(g, sigmoid, const)
     return None if found is None else ("Silu", found[0], (sigmoid, found[1]))
 
 
-def _hardswish(g, hsig, const):  # type: ignore[no-untyped-def]
+def _hardswish(g, hsig, const):
     """``F.hardswish`` before opset 14: ``Mul(x, HardSigmoid(x, alpha=1/6))``; one kernel that
     saves x (derivatives.yaml ``hardswish: self: hardswish_backward(grad, self)``)."""
     alpha = next((a.f for a in hsig.attribute if a.name == "alpha"), 0.2)
@@ -356,7 +357,7 @@ def _hardswish(g, hsig, const):  # type: ignore[no-untyped-def]
     return "HardSwish", found[0], (hsig, found[1])
 
 
-def _mish(g, softplus, const):  # type: ignore[no-untyped-def]
+def _mish(g, softplus, const):
     """``F.mish`` before opset 18: ``Mul(x, Tanh(Softplus(x)))``; one kernel that saves x
     (derivatives.yaml ``mish: self: mish_backward(grad, self)``)."""
     tanh = _only_consumer(g, softplus.output[0])
@@ -369,17 +370,17 @@ def _mish(g, softplus, const):  # type: ignore[no-untyped-def]
     return "Mish", x, (softplus, tanh, mul)
 
 
-def _gelu_erf(g, erf, const):  # type: ignore[no-untyped-def]
+def _gelu_erf(g, erf, const):
     chain = _exact_gelu(g, erf, const)
     return None if chain is None else ("Gelu", *chain)
 
 
-def _gelu_tanh(g, tanh, const):  # type: ignore[no-untyped-def]
+def _gelu_tanh(g, tanh, const):
     chain = _tanh_gelu(g, tanh, const)
     return None if chain is None else ("Gelu", *chain)
 
 
-def _exact_gelu(g, erf, const):  # type: ignore[no-untyped-def]
+def _exact_gelu(g: OpGraph, erf: onnx.NodeProto, const: Callable[[str | None], bool]):
     """x → Div(x, √2) → Erf → Add(·, 1) → Mul(x, ·) → Mul(·, 0.5); returns (x, nodes)."""
     div = g.node(g.producer[erf.input[0]]) if erf.input[0] in g.producer else None
     if div is None or div.op_type not in ("Div", "Mul") or len(div.input) != 2 or not const(div.input[1]):
@@ -388,18 +389,18 @@ def _exact_gelu(g, erf, const):  # type: ignore[no-untyped-def]
     if _only_consumer(g, div.output[0]) is not erf:
         return None
     add = _only_consumer(g, erf.output[0])
-    if not const(_binary(add, "Add", erf.output[0])):
+    if add is None or not const(_binary(add, "Add", erf.output[0])):
         return None
     mul = _only_consumer(g, add.output[0])
-    if _binary(mul, "Mul", add.output[0]) != x:
+    if mul is None or _binary(mul, "Mul", add.output[0]) != x:
         return None
     half = _only_consumer(g, mul.output[0])
-    if not const(_binary(half, "Mul", mul.output[0])):
+    if half is None or not const(_binary(half, "Mul", mul.output[0])):
         return None
     return x, (div, erf, add, mul, half)
 
 
-def _tanh_gelu(g, tanh, const):  # type: ignore[no-untyped-def]
+def _tanh_gelu(g, tanh, const):
     """The exporter's approximate="tanh" GELU: x·x·x·κ + x, ·β, Tanh, +1, ·x, ·0.5."""
     beta = g.node(g.producer[tanh.input[0]]) if tanh.input[0] in g.producer else None
     if beta is None or beta.op_type != "Mul":
@@ -423,13 +424,13 @@ def _tanh_gelu(g, tanh, const):  # type: ignore[no-untyped-def]
         if sq is None or sq.op_type != "Mul" or list(sq.input) != [x, x]:
             continue
         one = _only_consumer(g, tanh.output[0])
-        if not const(_binary(one, "Add", tanh.output[0])):
+        if one is None or not const(_binary(one, "Add", tanh.output[0])):
             return None
         mul = _only_consumer(g, one.output[0])
-        if _binary(mul, "Mul", one.output[0]) != x:
+        if mul is None or _binary(mul, "Mul", one.output[0]) != x:
             return None
         half = _only_consumer(g, mul.output[0])
-        if not const(_binary(half, "Mul", mul.output[0])):
+        if half is None or not const(_binary(half, "Mul", mul.output[0])):
             return None
         chain = (sq, cube, kappa, add, beta, tanh, one, mul, half)
         if all(_only_consumer(g, n.output[0]) is not None for n in chain[:-1]):

@@ -32,10 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from graphmem.model.program import tensor_size
-from graphmem.planner.liveness import Liveness, analyze_liveness
-from graphmem.planner.program import Program, Step, Value
 from graphmem.model.types import TensorType
 from graphmem.optable import OpTable, domain_table
+from graphmem.planner.liveness import Liveness, analyze_liveness
+from graphmem.planner.program import Program, Step, Value
 from graphmem.training.classify import differentiable_input
 from graphmem.training.patterns import Op
 from graphmem.training.saved import Saved
@@ -148,7 +148,7 @@ def run_forward(
         ins = [index[x] for x in op.inputs if x and x in index]
         hidden = set(op.hidden)
         skip = _NOT_ALLOCATED.of(op, frozenset())
-        outs = []
+        outs: list[int] = []
         out_pos: list[int] = []  # positions (in ``outs``) of the op's own outputs
         for k, name in enumerate(op.outputs):
             if name and name not in index:
@@ -201,17 +201,17 @@ def run_forward(
         )
         for root, e in storages.items()
     )
-    held = []
+    held_outputs: list[str] = []  # not ``held`` (the tensors held from outside): the outputs the pass holds
     for n in outputs:
         if n in index:
             root = live.storage_of[index[n]]
-            if root not in storages and not values[root].source and values[root].name not in held:
-                held.append(values[root].name)
+            if root not in storages and not values[root].source and values[root].name not in held_outputs:
+                held_outputs.append(values[root].name)
     return ForwardPass(
         trace=_trace(program, live, lambda name: _forward_band(name, saved_names)),
         saved=saved_storages,
-        held_outputs=tuple(held),
-        held_sizes=tuple(values[index[n]].size or 0 for n in held),
+        held_outputs=tuple(held_outputs),
+        held_sizes=tuple(values[index[n]].size or 0 for n in held_outputs),
         unknown=tuple(unknown),
     )
 
@@ -290,7 +290,7 @@ def run_backward(
         _accumulate(values, steps, w, found, keep_weight_grads)
     program = Program(
         values=tuple(values),
-        steps=tuple(Step(label=l, inputs=tuple(a), outputs=tuple(b), alias=tuple(c)) for l, a, b, c in steps),
+        steps=tuple(Step(label=s, inputs=tuple(a), outputs=tuple(b), alias=tuple(c)) for s, a, b, c in steps),
     )
     return _trace(program, analyze_liveness(program), _backward_band)
 

@@ -81,7 +81,8 @@ def training_table(e: TrainingEstimate, *, top: int = 10) -> str:
     ]
     lines = [
         f"graphmem train: {a.model.path}",
-        f"  dims: {dims}{inputs_text(a.model.shapes, a.model.values)}; optimizer {c.optimizer}, grads {c.grads}, precision {c.precision}{frozen}",
+        f"  dims: {dims}{inputs_text(a.model.shapes, a.model.values)}; optimizer {c.optimizer}, grads {c.grads}, "
+        f"precision {c.precision}{frozen}",
         f"  host: {host_line(a.host)}, PyTorch threads {a.host.torch_threads}",
         "",
         *byte_table(rows, width=20),
@@ -91,7 +92,10 @@ def training_table(e: TrainingEstimate, *, top: int = 10) -> str:
         mark = "  <- step peak" if p.phase == e.peak_phase else ""
         lines.append(f"  {p.phase:<20} {format_bytes(p.total_bytes):>12} {p.total_bytes:>16,}  at '{p.at}'{mark}")
     if e.saved_by_layer:
-        lines += ["", f"  saved for backward by layer (top {min(top, len(e.saved_by_layer))} of {len(e.saved_by_layer)})"]
+        lines += [
+            "",
+            f"  saved for backward by layer (top {min(top, len(e.saved_by_layer))} of {len(e.saved_by_layer)})",
+        ]
         for r in e.saved_by_layer[:top]:
             share = r.bytes / e.saved_bytes if e.saved_bytes else 0.0
             lines.append(f"  {format_bytes(r.bytes):>12} {share:6.1%}  {r.layer}")

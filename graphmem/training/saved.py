@@ -27,9 +27,9 @@ import onnx
 from onnx import TensorProto
 
 from graphmem.model.dtypes import is_float, tensor_bytes
-from graphmem.optable import OpRule, OpTable
 from graphmem.model.program import tensor_size
 from graphmem.model.types import TensorType, is_concrete
+from graphmem.optable import OpRule, OpTable
 from graphmem.training.autocast import is_cast
 
 __all__ = ["OpView", "SavedItem", "Saved", "Rule", "RULES", "saved_by", "lstm_workspace_bytes", "good_ld", "gru"]
@@ -201,7 +201,7 @@ def max_pool(op: OpView) -> Saved:
     out = op.type(op.outputs[0])
     idx = None
     if out is not None and is_concrete(out.shape):
-        idx = tensor_bytes(TensorProto.INT64, math.prod(out.shape))  # type: ignore[arg-type]
+        idx = tensor_bytes(TensorProto.INT64, math.prod(out.shape))
     if len(op.outputs) > 1 and op.outputs[1]:
         return _done(_inp(op, 0) + [SavedItem(label="indices", tensor=op.outputs[1])])
     return _done(_inp(op, 0) + [_made("indices", idx)])
@@ -214,7 +214,7 @@ def _stats(op: OpView, count: int | None, labels: tuple[str, ...]) -> list[Saved
 
 def _dims(op: OpView, name: str) -> tuple[int, ...] | None:
     t = op.type(name)
-    return tuple(t.shape) if t is not None and is_concrete(t.shape) else None  # type: ignore[arg-type]
+    return tuple(t.shape) if t is not None and is_concrete(t.shape) else None
 
 
 def batch_norm(op: OpView) -> Saved:
@@ -304,7 +304,7 @@ def lstm(op: OpView) -> Saved:
     if x is None or hidden is None:
         return Saved(outcome="unsupported", reason="LSTM with an unknown input shape")
     steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
-    elem = tensor_bytes(op.type(op.input(0)).dtype, 1) or 4  # type: ignore[union-attr]
+    elem = _elem_bytes(op, op.input(0))
     # mkldnn_rnn_layer (derivatives.yaml) also saves its weights: parameters are weights (not
     # listed), autocast's half copies of them are held
     items = _inp(op, 0) + _inp(op, 1) + _inp(op, 2) + _inp(op, 3)
@@ -341,8 +341,13 @@ def _rnn_dims(op: OpView) -> tuple[int, int, int, int, int, int] | None:
         return None
     dirs = 2 if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional") else 1
     steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
-    elem = tensor_bytes(op.type(op.input(0)).dtype, 1) or 4  # type: ignore[union-attr]
-    return steps, batch, size, hidden, dirs, elem
+    return steps, batch, size, hidden, dirs, _elem_bytes(op, op.input(0))
+
+
+def _elem_bytes(op: OpView, name: str) -> int:
+    """Bytes of one element of ``name`` (4 when its type is unknown)."""
+    t = op.type(name)
+    return (tensor_bytes(t.dtype, 1) if t is not None else None) or 4
 
 
 def gru(op: OpView) -> Saved:
@@ -372,7 +377,7 @@ def gru(op: OpView) -> Saved:
     w = op.type(op.input(1))
     gate = (tensor_bytes(w.dtype, 1) or elem) if w is not None else elem
     if gate != elem:
-        return _gru_autocast(op, gate)
+        return _gru_autocast(op, gate, d)
     x = op.input(0)
     items = []
     if op.act(0):
@@ -388,7 +393,7 @@ def gru(op: OpView) -> Saved:
     return _done(items)
 
 
-def _gru_autocast(op: OpView, gate: int) -> Saved:
+def _gru_autocast(op: OpView, gate: int, dims: tuple[int, int, int, int, int, int]) -> Saved:
     """A GRU under autocast: ``GRUCell``'s ``linear_ih``/``linear_hh`` are ``at::linear`` calls,
     which autocast runs in the half type (``aten/src/ATen/autocast_mode.cpp``, ``linear``
     lower_precision_fp), so ``gate`` (half) bytes for the gates and the input's dtype for the
@@ -407,7 +412,7 @@ def _gru_autocast(op: OpView, gate: int) -> Saved:
     Per direction: ``T·B·I·g`` + ``T·B·(5H·g + H·s)`` + ``T·B·H·g`` (``g`` half, ``s`` the
     state's bytes), beside the weight casts.
     """
-    steps, batch, size, hidden, dirs, elem = _rnn_dims(op)  # type: ignore[misc]
+    steps, batch, size, hidden, dirs, elem = dims  # _rnn_dims(op), known
     items = _inp(op, 1) if op.grad(0) else []
     items += _inp(op, 2)
     for k in range(dirs):

@@ -70,13 +70,19 @@ def training_timeline(e: TrainingEstimate) -> TrainingTimeline:
     totals = tuple(sum(bands[name][s] for name in BAND_ORDER) for s in range(steps))
     labels = (*fwd.labels, *bwd.labels, "(optimizer step)")
     spans = []
-    for name, first, last in (("forward", 0, n_f - 1), ("backward", n_f, n_f + n_b - 1), ("optimizer", steps - 1, steps - 1)):
+    for name, first, last in (
+        ("forward", 0, n_f - 1),
+        ("backward", n_f, n_f + n_b - 1),
+        ("optimizer", steps - 1, steps - 1),
+    ):
         window = totals[first : last + 1]
         top = max(window, default=0)
         peak_at = first + window.index(top) if window else first
         expected = next(p.total_bytes for p in e.phases if p.phase == name)
         if top != expected:
-            raise InvariantError(f"the {name} bands sum to {top:,} B at their highest, the estimate says {expected:,} B")
+            raise InvariantError(
+                f"the {name} bands sum to {top:,} B at their highest, the estimate says {expected:,} B"
+            )
         spans.append(PhaseSpan(name=name, first=first, last=last, peak_at=peak_at, total_bytes=top, at=labels[peak_at]))
     return TrainingTimeline(
         labels=labels,

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import onnx
@@ -45,10 +46,10 @@ from graphmem.model.graph import build_graph
 from graphmem.model.loading import Model, Weight
 from graphmem.model.subgraphs import body_graphs, body_model, is_control_flow
 from graphmem.model.types import type_from_proto
+from graphmem.ort.inference import infer_types
 from graphmem.ort.order import file_order
 from graphmem.shapes.controlflow import BodyRun
 from graphmem.shapes.infer import RUNTIME
-from graphmem.ort.inference import infer_types
 
 __all__ = ["MAX_ROUNDS", "UnknownBranch", "inline_control_flow"]
 
@@ -73,7 +74,7 @@ def inline_control_flow(
     model: Model,
     *,
     dims: Mapping[str, int] | None = None,
-    shapes: Mapping[str, Sequence[int]] | None = None,
+    shapes: Mapping[str, Sequence[Any] | None] | None = None,
     values: Mapping[str, np.ndarray] | None = None,
     branches: Mapping[str, str] | None = None,
 ) -> tuple[Model, tuple[str, ...]]:
@@ -107,15 +108,23 @@ def inline_control_flow(
                 notes.append(flat.inline_if(node, name, runs, assumed=assumed))
             elif node.op_type == "Loop":
                 if cfs.problem is not None:
-                    raise UnsupportedOpError(f"{model.path}: graphmem train cannot unroll Loop '{name}': {cfs.problem} (bind it with --value)")
+                    raise UnsupportedOpError(
+                        f"{model.path}: graphmem train cannot unroll Loop '{name}': {cfs.problem} (bind it with "
+                        "--value)"
+                    )
                 notes.append(flat.unroll_loop(node, name, cfs.runs))
             else:
                 if cfs.problem is not None:
-                    raise UnsupportedOpError(f"{model.path}: graphmem train cannot unroll Scan '{name}': {cfs.problem} (bind it with --shape or --value)")
+                    raise UnsupportedOpError(
+                        f"{model.path}: graphmem train cannot unroll Scan '{name}': {cfs.problem} (bind it with "
+                        "--shape or --value)"
+                    )
                 v8 = model.opsets.get("", 0) < 9
                 first = shaped.types.get(node.input[-1]) if v8 else None  # Scan 8: [batch, sequence, ...]
                 batch = first.shape[0] if first is not None and first.shape else None
-                if cfs.lengths is not None and (first is None or first.shape is None or set(cfs.lengths) != {first.shape[1]}):
+                if cfs.lengths is not None and (
+                    first is None or first.shape is None or set(cfs.lengths) != {first.shape[1]}
+                ):
                     batch = None  # entries scanning fewer slices than the sequence: refused
                 notes.append(flat.unroll_scan(node, name, cfs.runs, batch if isinstance(batch, int) else None, v8=v8))
         model = flat.model()
@@ -147,7 +156,9 @@ class _Flat:
             self.values[name] = value
         return name
 
-    def emit(self, run: BodyRun, prefix: str, weights_prefix: str, feeds: Mapping[str, str], outputs: Mapping[str, str]) -> dict[str, str]:
+    def emit(
+        self, run: BodyRun, prefix: str, weights_prefix: str, feeds: Mapping[str, str], outputs: Mapping[str, str]
+    ) -> dict[str, str]:
         """The nodes of one body execution, renamed; returns body name -> flat name."""
         body = run.model
         names: dict[str, str] = dict(feeds)
@@ -211,7 +222,11 @@ class _Flat:
             if not out:
                 continue
             if not pieces:  # no iteration: an empty output, [0, *the body output's dims] (loop.cc)
-                t = type_from_proto(body_outputs[1 + n_carried + j].type) if 1 + n_carried + j < len(body_outputs) else None
+                t = (
+                    type_from_proto(body_outputs[1 + n_carried + j].type)
+                    if 1 + n_carried + j < len(body_outputs)
+                    else None
+                )
                 dims = [d if isinstance(d, int) and d >= 0 else 0 for d in ((t.shape or ()) if t is not None else ())]
                 dtype = helper.tensor_dtype_to_np_dtype(t.dtype) if t is not None and t.dtype else np.float32
                 empty = self.constant(f"{name}/{out}/empty", np.zeros([0, *dims], dtype))
@@ -240,7 +255,9 @@ class _Flat:
         self.nodes.append(helper.make_node("Gather", [x, i], [out], name=f"{out}/select", axis=axis))
         return out
 
-    def unroll_scan(self, node: onnx.NodeProto, name: str, runs: Sequence[BodyRun], batch: int | None, *, v8: bool) -> str:
+    def unroll_scan(
+        self, node: onnx.NodeProto, name: str, runs: Sequence[BodyRun], batch: int | None, *, v8: bool
+    ) -> str:
         """A Scan as the Python loop ``for t in range(T)``: the state chained through the body's
         copies, scan input j's slice ``x_j.select(axis_j, t)`` (``T-1-t`` reversed), scan output j
         the iterations' ``torch.stack`` on its axis (reversed: in the opposite order). Scan 8 runs
@@ -256,12 +273,16 @@ class _Flat:
             return list(attrs[key].ints) if key in attrs else [0] * n
 
         if not runs:
-            raise UnsupportedOpError(f"{self.source.path}: graphmem train cannot unroll Scan '{name}': it scans no slices")
+            raise UnsupportedOpError(
+                f"{self.source.path}: graphmem train cannot unroll Scan '{name}': it scans no slices"
+            )
         run = runs[0]
         if not v8:
             in_rev, in_axes = ints("scan_input_directions", n_scan), ints("scan_input_axes", n_scan)
             out_rev, out_axes = ints("scan_output_directions", n_scan_out), ints("scan_output_axes", n_scan_out)
-            final, pieces = self._scan_steps(name, run, f"{name}/", inputs[:n_state], inputs[n_state:], in_axes, in_rev, len(runs))
+            final, pieces = self._scan_steps(
+                name, run, f"{name}/", inputs[:n_state], inputs[n_state:], in_axes, in_rev, len(runs)
+            )
             for out, value in zip(outs[:n_state], final):
                 if out:
                     self.nodes.append(helper.make_node("Identity", [value], [out], name=f"{name}/{out}"))

@@ -23,10 +23,10 @@ import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from graphmem.errors import MeasureError
 from graphmem.verify.compare import RESIDENT_TOLERANCE
 from graphmem.verify.measure import split_runs
 from graphmem.verify.resident import RUNS, ArenaHeld, measure_resident
+
+if TYPE_CHECKING:
+    from graphmem.verify.feeds import Feed
 
 __all__ = ["ARENA_TOLERANCE", "OptionsMeasurement", "check_advice", "measure_arena", "FIGURES"]
 
@@ -120,7 +123,8 @@ def check_advice(advice: Any, *, processes: int = 3, seed: int = 0) -> tuple[Opt
     with tempfile.TemporaryDirectory(prefix="graphmem-advice-") as tmp:
         work = Path(tmp)
         data = work / "feeds.npz"
-        np.savez(data, **feeds)
+        stored: dict[str, Any] = dict(feeds)  # a sequence's list or an optional's None too (savez pickles them)
+        np.savez(data, **stored)
         base: OptionsMeasurement | None = None
         for change, level, pairs, command, figures in rows:
             row = _measure_row(advice.path, data, feeds, change, level, pairs, command, figures, work, processes, base)
@@ -129,8 +133,8 @@ def check_advice(advice: Any, *, processes: int = 3, seed: int = 0) -> tuple[Opt
     return tuple(out)
 
 
-def _measure_row(  # noqa: PLR0913 - one row's inputs, named
-    path: str, data: Path, feeds: dict[str, np.ndarray], change: str, level: str, pairs: Sequence[str], command: str,
+def _measure_row(
+    path: str, data: Path, feeds: Mapping[str, Feed], change: str, level: str, pairs: Sequence[str], command: str,
     figures: Any, work: Path, processes: int, base: OptionsMeasurement | None,
 ) -> OptionsMeasurement:
     o = figures.options
@@ -146,9 +150,17 @@ def _measure_row(  # noqa: PLR0913 - one row's inputs, named
         notes.append("no arena: its figures are not measurable")
     grown: tuple[int, ...] = ()
     if processes > 0:
-        r = measure_resident(path, feeds, graph_opt=level, threads=o.intra_op_num_threads, mem_pattern=o.enable_mem_pattern,
-                             cpu_arena=o.enable_cpu_mem_arena, config=o.session_config(), arena_cfg=o.arena_cfg(),
-                             processes=processes)
+        r = measure_resident(
+            path,
+            feeds,
+            graph_opt=level,
+            threads=o.intra_op_num_threads,
+            mem_pattern=o.enable_mem_pattern,
+            cpu_arena=o.enable_cpu_mem_arena,
+            config=o.session_config(),
+            arena_cfg=o.arena_cfg(),
+            processes=processes,
+        )
         measured["resident_bytes"] = r.bytes
         grown = r.grown
     predicted = {name: getattr(figures, name) for name in FIGURES}
@@ -161,9 +173,9 @@ def _measure_row(  # noqa: PLR0913 - one row's inputs, named
             got, was = measured[name], base.measured[name]
             if got is None or was is None:
                 continue
-            saving_p[name] = base.predicted[name] - predicted[name]
-            saving_m[name] = was - got
-            holds[name] = abs(saving_p[name] - saving_m[name]) <= tol * max(was, 1)
+            sp, sm = base.predicted[name] - predicted[name], was - got
+            saving_p[name], saving_m[name] = sp, sm
+            holds[name] = abs(sp - sm) <= tol * max(was, 1)
     return OptionsMeasurement(
         change=change, graph_opt=level, pairs=tuple(pairs), command=command, predicted=predicted, measured=measured,
         within=within, exact={name: figures.exact_figure(name) for name in FIGURES}, saving_predicted=saving_p,

@@ -15,14 +15,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import MeasureError, UsageError
-from graphmem.tempdirs import private_dir
 from graphmem.host import HostProfile, host_differences, resolve_host, this_host
+from graphmem.tempdirs import private_dir
 from graphmem.verify.resident import RUNS
 
 if TYPE_CHECKING:
     from graphmem.analysis.request import Bindings
 
-__all__ = ["Verification", "Divergence", "SessionCheck", "verify", "parse_tolerance", "matching_order", "RESIDENT_TOLERANCE"]
+__all__ = [
+    "Verification",
+    "Divergence",
+    "SessionCheck",
+    "verify",
+    "parse_tolerance",
+    "matching_order",
+    "RESIDENT_TOLERANCE",
+]
 
 #: ``resident_bytes`` against the median growth of fresh processes (issue 26: within 10%).
 RESIDENT_TOLERANCE = 0.10
@@ -72,7 +80,7 @@ class Verification:
     # in-use peak, kernel scratch included (arena chunk sizes); None when not comparable: the
     # arena's high-water mark was set at session creation (prepacking), see scratch_note
     measured_scratch_bytes: int | None
-    predicted_scratch_bytes: int  # the same, predicted (graphmem.ort.scratch)
+    predicted_scratch_bytes: int | None  # the same, predicted (graphmem.ort.scratch); None: unknown
     # what the session's arena held before run 1: the initializers onnxruntime places there. It
     # keeps others outside its arena (ResNet-50: 7.9 of 97 MiB in the arena), which the profiler
     # does not see: this is not the whole of the weights the session holds.
@@ -143,7 +151,6 @@ def verify(
     figures (the session stage, :func:`graphmem.analysis.hold.held_figures`) compared; unset options are onnxruntime's
     defaults except one intra-op thread (``intra_op_num_threads=0`` is this machine's cores).
     ``resident_processes``: fresh processes whose median is the resident growth (0: not measured)."""
-    import tempfile
 
     import onnx
 
@@ -215,9 +222,11 @@ def verify(
     if set_at_creation:
         from graphmem.units import format_bytes
 
-        note = (f"not comparable: the arena's high-water mark ({format_bytes(run1.in_use_peak_bytes)} over the baseline) "
-                f"was set at session creation (prepacking), before the first node; with prepacking off "
-                f"the run's is {format_bytes(bare.in_use_peak_bytes)}")
+        note = (
+            f"not comparable: the arena's high-water mark ({format_bytes(run1.in_use_peak_bytes)} over the baseline) "
+            f"was set at session creation (prepacking), before the first node; with prepacking off "
+            f"the run's is {format_bytes(bare.in_use_peak_bytes)}"
+        )
     return Verification(
         provider=m.providers[0] if m.providers else provider,
         provider_reason=m.provider_reason,
@@ -233,7 +242,9 @@ def verify(
         scratch_note=note,
         ratio=ratio,
         tolerance=tolerance,
-        passed=(abs(ratio - 1) <= tolerance or matched is not None) and not mismatches and (check is None or check.passed),
+        passed=(abs(ratio - 1) <= tolerance or matched is not None)
+        and not mismatches
+        and (check is None or check.passed),
         order_peaks=alternatives,
         order_matched=matched,
         # the timeline predicted is the largest order's: beside another order's run it says nothing
@@ -247,7 +258,7 @@ def verify(
     )
 
 
-def _session_plan(predicted, pairs, here, provider):  # type: ignore[no-untyped-def]
+def _session_plan(predicted, pairs, here, provider):
     """The predicted session figures under ``pairs`` (None until the session shows where it ran,
     for a CUDA request) and how to measure a session with those options: intra-op threads, memory
     pattern, config entries, environment arena, CUDA provider options."""
@@ -271,7 +282,7 @@ def _session_plan(predicted, pairs, here, provider):  # type: ignore[no-untyped-
                      "cpu_arena": options.enable_cpu_mem_arena}
 
 
-def _check_session(figures, plan, m, runnable, feeds, graph_opt, tolerance, processes) -> SessionCheck:  # type: ignore[no-untyped-def]
+def _check_session(figures, plan, m, runnable, feeds, graph_opt, tolerance, processes) -> SessionCheck:
     """Measure what ``figures`` predict (see :class:`SessionCheck`)."""
     from graphmem.analysis.session import ARENA_FIGURES, SESSION_FIGURES
     from graphmem.verify.resident import arena_held, measure_resident
@@ -293,9 +304,17 @@ def _check_session(figures, plan, m, runnable, feeds, graph_opt, tolerance, proc
             notes.append(f"device memory not read: {m.cuda_footprint_problem or 'no reading'}")
     elif processes > 0:
         try:
-            r = measure_resident(runnable, feeds, graph_opt=graph_opt, threads=plan["threads"], mem_pattern=plan["mem_pattern"],
-                                 cpu_arena=plan["cpu_arena"], config=plan["config"], arena_cfg=plan["arena_cfg"],
-                                 processes=processes)
+            r = measure_resident(
+                runnable,
+                feeds,
+                graph_opt=graph_opt,
+                threads=plan["threads"],
+                mem_pattern=plan["mem_pattern"],
+                cpu_arena=plan["cpu_arena"],
+                config=plan["config"],
+                arena_cfg=plan["arena_cfg"],
+                processes=processes,
+            )
         except MeasureError as exc:
             notes.append(f"resident growth not measured: {exc}")
         else:
@@ -346,7 +365,7 @@ def matching_order(peaks: Sequence[int], measured: int, tolerance: float) -> int
     return min(near, key=lambda peak: (off(peak), peak)) if near else None
 
 
-def _in_use_set_at_creation(run, unpacked) -> bool:  # type: ignore[no-untyped-def]
+def _in_use_set_at_creation(run, unpacked) -> bool:
     """Whether run 1's in-use high-water mark is the session's, set before the first node.
 
     The allocator's mark is cumulative over the session, and prepacking at session creation
@@ -365,7 +384,7 @@ def _in_use_set_at_creation(run, unpacked) -> bool:  # type: ignore[no-untyped-d
     return uniform and run.in_use_peak_bytes > unpacked.in_use_peak_bytes
 
 
-def _first_divergence(predicted, run, tolerance: float, peak: int) -> Divergence | None:  # type: ignore[no-untyped-def]
+def _first_divergence(predicted, run, tolerance: float, peak: int) -> Divergence | None:
     """Steps are matched by position (the profile lists kernels in execution order; names of
     nodes onnxruntime's optimizers create, such as ReorderOutput's, vary between sessions);
     None when the two orders do not have the same op types."""
@@ -383,7 +402,7 @@ def _first_divergence(predicted, run, tolerance: float, peak: int) -> Divergence
     return None
 
 
-def _output_mismatches(predicted, run) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+def _output_mismatches(predicted, run) -> tuple[str, ...]:
     bad = []
     for out in run.outputs:
         t = predicted.types.get(out.name)

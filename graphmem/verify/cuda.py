@@ -34,6 +34,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
 from graphmem.errors import UsageError
 
 __all__ = [
@@ -114,7 +115,9 @@ def device_memory_problem(device: int = 0) -> str | None:
     return _read(device)[1]
 
 
-def footprint(before: DeviceMemory, after_session: DeviceMemory, after_run: DeviceMemory, arena_bytes: int) -> CudaFootprint:
+def footprint(
+    before: DeviceMemory, after_session: DeviceMemory, after_run: DeviceMemory, arena_bytes: int
+) -> CudaFootprint:
     """Bytes a session took on the GPU outside its arena, from three readings.
 
     ``before``: before the session was created; ``after_session``: after;
@@ -145,7 +148,9 @@ def footprint(before: DeviceMemory, after_session: DeviceMemory, after_run: Devi
         basis = "device"
         session_bytes = after_session.used - before.used
         run_bytes = after_run.used - before.used
-        caveats.append("device-wide figures: memory other processes allocated or freed on this GPU meanwhile is counted in")
+        caveats.append(
+            "device-wide figures: memory other processes allocated or freed on this GPU meanwhile is counted in"
+        )
     if before.context_active is not None:
         context_included: bool | None = not before.context_active
     elif basis == "process":
@@ -407,5 +412,7 @@ def _cu_error(driver: ctypes.CDLL, status: int) -> str:
 
 def _short(exc: BaseException) -> str:
     """A loader error on one line, library paths reduced to file names."""
-    text = " ".join(str(exc).split()).replace(": cannot open shared object file: No such file or directory", " not found")
+    text = " ".join(str(exc).split()).replace(
+        ": cannot open shared object file: No such file or directory", " not found"
+    )
     return re.sub(r"/\S+/([^/\s:]+\.so[.\d]*)", r"\1", text)

@@ -12,16 +12,20 @@ import math
 import os
 import resource
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from graphmem.optable import is_default_domain
 from graphmem.errors import MeasureError, UnboundDimError, UsageError
+from graphmem.optable import is_default_domain
 
 # Range for integer inputs whose consumers give no bound (masks, flags, ...).
 DEFAULT_INT_RANGE = (0, 2)
+
+#: One onnxruntime feed: a tensor, a sequence input's tensors, or None (an optional without a value).
+Feed = np.ndarray | list[np.ndarray] | None
 
 
 def make_feeds(
@@ -30,9 +34,9 @@ def make_feeds(
     *,
     seed: int = 0,
     int_range: tuple[int, int] | None = None,
-    shapes: Mapping[str, Sequence[int]] | None = None,
-    values: Mapping[str, Sequence[int]] | None = None,
-) -> dict[str, np.ndarray]:
+    shapes: Mapping[str, Sequence[Any] | None] | None = None,  # a shape, a sequence's element shapes, none
+    values: Mapping[str, Sequence[int | float]] | None = None,
+) -> dict[str, Feed]:
     """Random arrays for every graph input that is not an initializer.
 
     Symbolic dimensions are resolved through ``dims``; an unbound one raises
@@ -66,14 +70,15 @@ def make_feeds(
             sequences.append((value, _sequence_elements(value, shapes)))
             continue
         dtype = input_dtype(value)
-        shape = tuple(shapes[value.name]) if shapes and value.name in shapes else input_shape(value, dims)
+        given = shapes.get(value.name) if shapes else None
+        shape = tuple(given) if given is not None else input_shape(value, dims)
         wanted.append((value, dtype, shape))
     fresh = [(dtype, shape) for value, dtype, shape in wanted if not (values and value.name in values)]
     fresh += [(dtype, shape) for _, (dtype, elements) in sequences for shape in elements]
     check_allocation(sum(generation_bytes(dtype, shape) for dtype, shape in fresh), "random inputs")
-    feeds: dict[str, np.ndarray] = dict.fromkeys(absent)  # type: ignore[arg-type]
+    feeds: dict[str, Feed] = dict.fromkeys(absent)
     for value, (dtype, elements) in sequences:  # a list of arrays: onnxruntime's feed for a sequence
-        feeds[value.name] = [random_array(rng, dtype, shape, DEFAULT_INT_RANGE) for shape in elements]  # type: ignore[assignment]
+        feeds[value.name] = [random_array(rng, dtype, shape, DEFAULT_INT_RANGE) for shape in elements]
     for value, dtype, shape in wanted:
         if values and value.name in values:
             feeds[value.name] = np.asarray(values[value.name], dtype=dtype).reshape(shape)
@@ -132,10 +137,11 @@ def _is_tensor_sequence(value: onnx.ValueInfoProto) -> bool:
 
 
 def _sequence_elements(
-    value: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[object]] | None
+    value: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[Any] | None] | None
 ) -> tuple[np.dtype, tuple[tuple[int, ...], ...]]:
     """A sequence input's element dtype and the element shapes ``--shape NAME=[…]`` gives."""
-    if not shapes or value.name not in shapes:
+    given = shapes.get(value.name) if shapes else None
+    if given is None:
         raise MeasureError(f"input {value.name!r} is a sequence of tensors: give its elements' shapes, "
                            f"e.g. --shape {value.name}=[2x3,4x3]; cannot make a feed")
     elem = value.type.sequence_type.elem_type.tensor_type.elem_type
@@ -143,10 +149,12 @@ def _sequence_elements(
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
     except (KeyError, TypeError, ValueError) as exc:
         raise MeasureError(f"input {value.name!r} has unsupported element type {elem}") from exc
-    return dtype, tuple(tuple(int(d) for d in e) for e in shapes[value.name])  # type: ignore[union-attr]
+    return dtype, tuple(tuple(int(d) for d in e) for e in given)
 
 
-def _optional_held(value: onnx.ValueInfoProto, shapes: Mapping[str, object] | None) -> onnx.ValueInfoProto | None:
+def _optional_held(
+    value: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[Any] | None] | None
+) -> onnx.ValueInfoProto | None:
     """An optional input as the value it holds (a tensor or a sequence of tensors, fed as one),
     or None for ``--shape NAME=none``; MeasureError without a binding."""
     if not shapes or value.name not in shapes:
@@ -163,7 +171,9 @@ def _optional_held(value: onnx.ValueInfoProto, shapes: Mapping[str, object] | No
 def input_dtype(value: onnx.ValueInfoProto) -> np.dtype:
     """The numpy dtype of a tensor graph input; MeasureError for non-tensors."""
     if value.type.WhichOneof("value") != "tensor_type":
-        raise MeasureError(f"input {value.name!r} is not a tensor ({value.type.WhichOneof('value')}); cannot make a feed")
+        raise MeasureError(
+            f"input {value.name!r} is not a tensor ({value.type.WhichOneof('value')}); cannot make a feed"
+        )
     elem_type = value.type.tensor_type.elem_type
     try:
         return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
@@ -205,7 +215,9 @@ def safe_int_range(graph: onnx.GraphProto, name: str, dims: Mapping[str, int]) -
     return (0, max(1, min(known)))
 
 
-def random_array(rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], int_range: tuple[int, int]) -> np.ndarray:
+def random_array(
+    rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], int_range: tuple[int, int]
+) -> np.ndarray:
     """One random array of ``dtype`` and ``shape``; integers drawn from ``int_range``."""
     if dtype == np.bool_:
         return np.asarray(rng.random(shape) < 0.5, dtype=np.bool_)
@@ -257,7 +269,9 @@ def _dim_size(dim: onnx.TensorShapeProto.Dimension, dims: Mapping[str, int], whe
     kind = dim.WhichOneof("value")
     if kind == "dim_value":
         if dim.dim_value < 0:
-            raise UnboundDimError(f"{where}: the file gives the dim as {dim.dim_value}; set the input's shape with --shape")
+            raise UnboundDimError(
+                f"{where}: the file gives the dim as {dim.dim_value}; set the input's shape with --shape"
+            )
         return int(dim.dim_value)
     if kind == "dim_param":
         if dim.dim_param not in dims:

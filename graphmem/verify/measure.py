@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
+from graphmem.errors import ExternalDataError, MeasureError, ModelLoadError, RuntimeUnavailableError, UsageError
 from graphmem.tempdirs import private_dir
 from graphmem.verify import cuda as cuda_memory
-from graphmem.errors import ExternalDataError, MeasureError, ModelLoadError, RuntimeUnavailableError, UsageError
 from graphmem.verify.providers import (
     CUDA,
     choose_provider,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     import onnxruntime
 
     from graphmem.verify.cuda import CudaFootprint
+    from graphmem.verify.feeds import Feed
 
 NODE_EVENT_SUFFIX = "_kernel_time"
 
@@ -180,7 +181,7 @@ class Measurement:
 
 def measure(
     model: onnx.ModelProto | str | Path,
-    feeds: dict[str, np.ndarray],
+    feeds: Mapping[str, Feed],
     *,
     provider: str = "cpu",
     graph_opt: str = "none",
@@ -275,14 +276,17 @@ def session_source(model: onnx.ModelProto | str | Path, workdir: Path, *, limit:
     external = next((tensor.name for tensor in _all_tensors(model.graph) if _is_external(tensor)), None)
     if external is not None:
         raise ExternalDataError(
-            f"initializer {external!r} refers to external data the in-memory model cannot locate; pass the model's path instead"
+            f"initializer {external!r} refers to external data the in-memory model cannot locate; pass the model's "
+            "path instead"
         )
     if model.ByteSize() < limit:
         return model.SerializeToString()
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     path = workdir / "model.onnx"
-    onnx.save_model(copy, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="model.onnx.data")
+    onnx.save_model(
+        copy, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="model.onnx.data"
+    )
     return str(path)
 
 
@@ -307,7 +311,9 @@ def split_runs(events: Sequence[Mapping[str, Any]], runs: int) -> list[tuple[Nod
         if event.get("cat") == "Session" and event.get("name") == "model_run"
     )
     if len(spans) != runs:
-        raise MeasureError(f"profile holds {len(spans)} model_run events for {runs} runs; the profiler may have dropped events")
+        raise MeasureError(
+            f"profile holds {len(spans)} model_run events for {runs} runs; the profiler may have dropped events"
+        )
     grouped: list[list[Mapping[str, Any]]] = [[] for _ in spans]
     for event in events:
         if event.get("cat") != "Node" or not str(event.get("name", "")).endswith(NODE_EVENT_SUFFIX):
@@ -413,7 +419,9 @@ def allocator_run(
 def output_info(name: str, value: Any) -> OutputInfo:
     """Shape, dtype and size of one value returned by ``session.run``."""
     if isinstance(value, np.ndarray):
-        return OutputInfo(name=name, shape=tuple(int(d) for d in value.shape), dtype=str(value.dtype), nbytes=int(value.nbytes))
+        return OutputInfo(
+            name=name, shape=tuple(int(d) for d in value.shape), dtype=str(value.dtype), nbytes=int(value.nbytes)
+        )
     return OutputInfo(name=name, shape=None, dtype=type(value).__name__, nbytes=0)
 
 
@@ -441,7 +449,10 @@ def _register_env_arena(arena_cfg: Mapping[str, int]) -> None:
 
 
 def _create_session(
-    source: str | bytes, options: onnxruntime.SessionOptions, provider: str, provider_opts: Mapping[str, str] | None = None,
+    source: str | bytes,
+    options: onnxruntime.SessionOptions,
+    provider: str,
+    provider_opts: Mapping[str, str] | None = None,
 ) -> onnxruntime.InferenceSession:
     """A session on ``provider``; MeasureError if ORT fails or silently falls back."""
     from graphmem.ort.runtime import create_session
@@ -457,7 +468,9 @@ def _create_session(
     return session
 
 
-def _run_session(session: onnxruntime.InferenceSession, feeds: Mapping[str, np.ndarray], runs: int) -> list[tuple[OutputInfo, ...]]:
+def _run_session(
+    session: onnxruntime.InferenceSession, feeds: Mapping[str, Feed], runs: int
+) -> list[tuple[OutputInfo, ...]]:
     """Run ``runs`` times; describe each run's outputs, then release them.
 
     Outputs live in the session's arena: holding them would inflate the next

@@ -136,7 +136,7 @@ def _probe_cuda_session() -> tuple[list[str], str]:
             try:
                 session = ort.InferenceSession(model, options, providers=session_providers(CUDA))
                 providers = list(session.get_providers())
-            except Exception as exc:  # onnxruntime raises bare Exception subclasses
+            except Exception as exc:  # noqa: BLE001 - onnxruntime raises bare Exception subclasses
                 providers = []
                 os.write(2, f"[E:graphmem probe] {exc}\n".encode())
         finally:

@@ -193,5 +193,9 @@ def order_lines(v: Verification) -> list[str]:
     head = f"  execution order: onnxruntime picks one of the orders per session (peaks {peaks} B)"
     if v.order_matched is None:
         return [f"{head}; this session's {v.measured_bytes:,} B matches none of them"]
-    which = "the largest, as predicted" if v.order_matched == v.predicted_bytes else "not the largest, which is the prediction"
+    which = (
+        "the largest, as predicted"
+        if v.order_matched == v.predicted_bytes
+        else "not the largest, which is the prediction"
+    )
     return [f"{head}; this session ran the order of peak {v.order_matched:,} B ({which})"]

@@ -22,11 +22,15 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from graphmem.errors import MeasureError, UsageError
 from graphmem.verify.measure import Measurement
+
+if TYPE_CHECKING:
+    from graphmem.verify.feeds import Feed
 
 __all__ = ["ArenaHeld", "ResidentMeasurement", "arena_held", "measure_resident", "RUNS", "PROCESSES"]
 
@@ -80,7 +84,7 @@ def arena_held(m: Measurement, provider: str | None = None) -> ArenaHeld:
 
 def measure_resident(
     path: str | Path,
-    feeds: Mapping[str, np.ndarray],
+    feeds: Mapping[str, Feed],
     *,
     graph_opt: str = "none",
     threads: int = 1,
@@ -100,7 +104,8 @@ def measure_resident(
     created, grown = [], []
     with tempfile.TemporaryDirectory(prefix="graphmem-rss-") as tmp:
         data = Path(tmp) / "feeds.npz"
-        np.savez(data, **dict(feeds))
+        arrays = {k: v for k, v in feeds.items() if isinstance(v, np.ndarray)}  # all of them: checked above
+        np.savez(data, allow_pickle=True, **arrays)  # allow_pickle: numpy's default (named for the types)
         spec = {
             "path": str(path), "feeds": str(data), "level": graph_opt, "threads": threads, "mem_pattern": mem_pattern,
             "cpu_arena": cpu_arena, "config": dict(config or {}), "arena_cfg": dict(arena_cfg or {}), "runs": runs,
@@ -109,7 +114,9 @@ def measure_resident(
         # into this private folder, removed with it
         env = {**os.environ, "TMPDIR": tmp}
         for _ in range(processes):
-            done = subprocess.run([sys.executable, str(_CHILD), json.dumps(spec)], capture_output=True, text=True, env=env)
+            done = subprocess.run(
+                [sys.executable, str(_CHILD), json.dumps(spec)], capture_output=True, text=True, env=env
+            )
             if done.returncode != 0:
                 tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
                 raise MeasureError(f"the fresh process measuring resident memory failed: {tail}")

@@ -15,13 +15,16 @@ if TYPE_CHECKING:
     import numpy as np
     import onnx
 
+    from graphmem.verify.feeds import Feed
+
 __all__ = ["run_every_output", "runtime_types", "runtime_shapes"]
 
 
-def run_every_output(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run_every_output(model: onnx.ModelProto, feeds: Mapping[str, Feed]) -> dict[str, np.ndarray]:
     """Run ``model`` once with every node output exposed; tensor name -> value (a copy is run:
     ``model`` is not modified)."""
     import onnx
+
     from graphmem.ort.runtime import onnxruntime as _runtime
 
     ort = _runtime()

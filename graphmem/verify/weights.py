@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from graphmem.model.dtypes import is_float
 from graphmem.errors import ExternalDataError
+from graphmem.model.dtypes import is_float
 from graphmem.verify.feeds import check_allocation, check_seed, generation_bytes
 
 __all__ = ["with_random_weights", "missing_weights"]

@@ -15,19 +15,27 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.host import host_line
 from graphmem.model.dtypes import dtype_name
-from graphmem.analysis.timeline import MemoryTimeline, memory_timeline
 from graphmem.units import format_bytes, format_count
+from graphmem.views.chart import peak_window, step_bins
 from graphmem.views.report import approximation_effects, approximation_summary
 from graphmem.views.svg import bars_svg, timeline_svg
-from graphmem.views.chart import peak_window, step_bins
 
 if TYPE_CHECKING:
     from graphmem.analysis import Analysis
     from graphmem.views.layers import LayerRow
 
-__all__ = ["render_report", "report_html", "layer_table_rows", "MAX_BINS", "ZOOM_STEPS", "MAX_LAYER_ROWS", "TOP_TENSORS"]
+__all__ = [
+    "render_report",
+    "report_html",
+    "layer_table_rows",
+    "MAX_BINS",
+    "ZOOM_STEPS",
+    "MAX_LAYER_ROWS",
+    "TOP_TENSORS",
+]
 
 #: A section a caller adds to the page: its heading and its HTML (escaped by the caller).
 Section = tuple[str, str]
@@ -168,7 +176,9 @@ def _figures(a: Analysis) -> str:
         _row("no reuse", act.no_reuse_bytes, "every op output in its own buffer" + top),
     ]
     if act.in_use_peak_bytes is not None:
-        rows.append(_row("with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)"))
+        rows.append(
+            _row("with scratch", act.in_use_peak_bytes, "arena in-use high, kernel scratch included (chunk bytes)")
+        )
         rows.append(_row("largest scratch", act.scratch_bytes, "one kernel's temporary buffers"))
     rows += [
         _row("inputs", a.io.inputs_bytes),
@@ -187,7 +197,9 @@ def _timeline(a: Analysis, t: MemoryTimeline) -> str:
     act = a.activations
     base = a.weights.bytes + a.io.inputs_bytes
     out = [
-        timeline_svg(t, bins, peak_bytes=act.peak_bytes, peak_node=act.peak_node, caption="activation memory per execution step"),
+        timeline_svg(
+            t, bins, peak_bytes=act.peak_bytes, peak_node=act.peak_node, caption="activation memory per execution step"
+        ),
         f'<p class="note">Bytes onnxruntime has requested and still holds after each step (the figures behind the activations peak); '
         f"bands: the largest buffers live at the peak, over the steps they are held. Weights and inputs "
         f"({format_bytes(base)}) are held the whole run and not drawn. Hover a column for its node and exact bytes.</p>",
@@ -200,7 +212,7 @@ def _timeline(a: Analysis, t: MemoryTimeline) -> str:
     return "\n".join(out)
 
 
-def _shape(shape) -> str:  # type: ignore[no-untyped-def]
+def _shape(shape) -> str:
     if shape is None:
         return "?"
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
@@ -219,7 +231,11 @@ def _live_at_peak(a: Analysis, t: MemoryTimeline) -> str:
         ty = a.types.get(name)
         dtype = dtype_name(ty.dtype) if ty is not None else "?"
         writer = t.labels[tensor.writer] if tensor is not None else t.labels[life.first]
-        reader = t.labels[tensor.last_reader] if tensor is not None and tensor.last_reader is not None else "(none: held to the end)"
+        reader = (
+            t.labels[tensor.last_reader]
+            if tensor is not None and tensor.last_reader is not None
+            else "(none: held to the end)"
+        )
         released = t.labels[life.last] if life.last is not None else "end of run"
         hover = f"requested at step {life.first + 1:,} ({t.labels[life.first]}); released after {released}"
         rows.append(
@@ -232,8 +248,10 @@ def _live_at_peak(a: Analysis, t: MemoryTimeline) -> str:
     rest = ""
     if len(held) > TOP_TENSORS:
         rest = f'<tr><td colspan="3">{len(held) - TOP_TENSORS} more buffers</td><td class="n">{format_bytes(total - shown)}</td><td class="n">{total - shown:,}</td><td colspan="2"></td></tr>'
-    head = ('<tr><th>tensor (held at the peak)</th><th>shape</th><th>dtype</th><th class="n">size</th><th class="n">bytes</th>'
-            "<th>written by</th><th>last read by</th></tr>")
+    head = (
+        '<tr><th>tensor (held at the peak)</th><th>shape</th><th>dtype</th><th class="n">size</th><th class="n">bytes</th>'
+        "<th>written by</th><th>last read by</th></tr>"
+    )
     note = (f'<p class="note">{len(held)} buffers are held at step {ps + 1:,} ({escape(t.labels[ps])}), '
             f"{total:,} B in all = the activations peak. A buffer onnxruntime reuses holds the tensor written last; "
             "hover a row for when its buffer was requested and released.</p>")
@@ -244,7 +262,12 @@ def _flops(a: Analysis) -> str:
     f = a.flops
     items = sorted(f.by_op_type.items(), key=lambda kv: -kv[1])
     total = max(f.flops, 1)
-    bars = bars_svg([(op, n, f"{format_count(n)} ({n / total:.1%})", f"{op}: {format_count(n)} FLOPs ({n:,}), {n / total:.1%}") for op, n in items[:20]])
+    bars = bars_svg(
+        [
+            (op, n, f"{format_count(n)} ({n / total:.1%})", f"{op}: {format_count(n)} FLOPs ({n:,}), {n / total:.1%}")
+            for op, n in items[:20]
+        ]
+    )
     rows = "".join(
         f'<tr><td>{escape(op)}</td><td class="n">{format_count(n)}</td><td class="n">{n:,}</td><td class="n">{n / total:.1%}</td></tr>'
         for op, n in items
@@ -253,7 +276,9 @@ def _flops(a: Analysis) -> str:
     unsupported = ""
     if f.unsupported:
         ops = ", ".join(f"{k} ×{v}" for k, v in sorted(f.unsupported.items()))
-        unsupported = f'<p class="exact no">FLOPs unsupported (not counted, so the total is a lower bound): {escape(ops)}</p>'
+        unsupported = (
+            f'<p class="exact no">FLOPs unsupported (not counted, so the total is a lower bound): {escape(ops)}</p>'
+        )
     return bars + table + unsupported
 
 
@@ -262,7 +287,9 @@ def _layers(rows: Sequence[LayerRow], note: str, a: Analysis) -> str:
     body = []
     for r in rows:
         cls = ' class="peak"' if r.live_at_peak else ""
-        hover = f"{r.nodes} node(s); {r.flops:,} FLOPs; output {r.output_bytes:,} B" + ("; live at the peak" if r.live_at_peak else "")
+        hover = f"{r.nodes} node(s); {r.flops:,} FLOPs; output {r.output_bytes:,} B" + (
+            "; live at the peak" if r.live_at_peak else ""
+        )
         body.append(
             f'<tr{cls} title="{escape(hover)}"><td class="name">{escape(r.name)}</td><td class="name">{escape(r.op_type)}</td>'
             f'<td>{escape(_shape(r.output_shape))}</td><td class="n">{format_count(r.params)}</td>'
@@ -293,6 +320,12 @@ def layer_table_rows(a: Analysis, *, most: int = MAX_LAYER_ROWS) -> tuple[list[L
             break
         best, depth_used = grouped, depth
     if best is not None:
-        return best, f"{len(rows):,} nodes, folded into {len(best):,} name scopes of depth {depth_used} (graphmem layers --group {depth_used})."
+        return (
+            best,
+            f"{len(rows):,} nodes, folded into {len(best):,} name scopes of depth {depth_used} (graphmem layers --group {depth_used}).",
+        )
     top = sorted(group_rows(rows, 1, a.flops.flops), key=lambda r: r.output_bytes, reverse=True)[:most]
-    return top, f"{len(rows):,} nodes: the {most} name scopes of depth 1 with the largest outputs (graphmem layers --group 1 --sort memory)."
+    return (
+        top,
+        f"{len(rows):,} nodes: the {most} name scopes of depth 1 with the largest outputs (graphmem layers --group 1 --sort memory).",
+    )

@@ -57,7 +57,7 @@ def layer_rows(
     return rows[:top] if top else rows
 
 
-def _node_rows(a, g, order, types, flops, bodies, *, prefix, times, total, seen, out) -> None:  # type: ignore[no-untyped-def]
+def _node_rows(a, g, order, types, flops, bodies, *, prefix, times, total, seen, out) -> None:
     """Rows of one graph's nodes; a control-flow node is followed by the rows of the bodies it
     ran (``If_3/then/MatMul``), their FLOPs counted over every execution (``times``)."""
     weights = g.model.weights

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graphmem.errors import UsageError, one_line
-from graphmem.tempdirs import signals_held
 from graphmem.gate.budgets import Budgets, apply_gate, evaluate, lookup
+from graphmem.tempdirs import signals_held
 from graphmem.views.formats import check_format, render_peak
 
 #: Control characters other than newline and tab, and the invisible bidirectional controls.
@@ -67,7 +67,9 @@ def write_atomic(
     """
     for source in inputs:
         if _same_file(path, source):
-            raise UsageError(f"{option} {path}: is an input of this command ('{source}', or a link to it); it is never written over")
+            raise UsageError(
+                f"{option} {path}: is an input of this command ('{source}', or a link to it); it is never written over"
+            )
     path = Path(os.path.realpath(path))
     if any(path == Path(os.path.realpath(x)) for x in inputs):
         raise UsageError(f"{option} {path}: is an input of this command; it is never written over")
@@ -103,7 +105,7 @@ def write_atomic(
         raise
 
 
-def _open(target: Path | int, binary: bool):  # type: ignore[no-untyped-def]
+def _open(target: Path | int, binary: bool):
     return open(target, "wb") if binary else open(target, "w", encoding="utf-8", newline="")
 
 

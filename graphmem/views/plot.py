@@ -166,7 +166,9 @@ def _subtitle(a: Analysis) -> str:
     return f"{dims} · graph-opt {a.model.graph_opt} · {a.activations.runtime}"
 
 
-def timeline_figure(a: Analysis, t: MemoryTimeline, *, max_bins: int = MAX_BINS, picture: ArenaPicture | None = None) -> Figure:
+def timeline_figure(
+    a: Analysis, t: MemoryTimeline, *, max_bins: int = MAX_BINS, picture: ArenaPicture | None = None
+) -> Figure:
     """The memory timeline of one analysis (see the module doc). A run longer than
     ``max_bins`` steps is drawn in bins (each its highest step, the peak exact) with a second
     panel showing every step of the :data:`ZOOM_STEPS` around the peak; ``picture``, when
@@ -190,12 +192,14 @@ def timeline_figure(a: Analysis, t: MemoryTimeline, *, max_bins: int = MAX_BINS,
         _draw_timeline(top, a, t, step_bins(t, max_bins), baseline=True)
         start, stop = peak_window(t, ZOOM_STEPS)
         _draw_timeline(zoom, a, t, step_bins(t, ZOOM_STEPS, start=start, stop=stop), baseline=False, legend=False)
-        zoom.set_title(f"every step around the peak: steps {start + 1:,}–{stop:,}", fontsize=9, loc="left", color="#555555")
+        zoom.set_title(
+            f"every step around the peak: steps {start + 1:,}–{stop:,}", fontsize=9, loc="left", color="#555555"
+        )
         top.axvspan(start, stop, color=WARN_COLOUR, alpha=0.08, linewidth=0)
     else:
         _draw_timeline(axes[0], a, t, step_bins(t, max_bins), baseline=True)
-    if arena:
-        draw_arena(axes[-1], picture)  # type: ignore[arg-type]
+    if picture is not None and arena:
+        draw_arena(axes[-1], picture)
     _footer(fig, a)
     return fig
 
@@ -215,15 +219,20 @@ def draw_arena(ax: Axes, p: ArenaPicture) -> None:
     n = p.steps
     width = 2 * n
     if p.reserved:
-        ax.add_patch(_rect(0, 0, width, p.reserved, RESERVED_COLOUR, f"reserved at creation ({format_bytes(p.reserved)})"))
+        ax.add_patch(
+            _rect(0, 0, width, p.reserved, RESERVED_COLOUR, f"reserved at creation ({format_bytes(p.reserved)})")
+        )
     seen: set[str] = set()
     for span, base in p.stacked():
         group = ArenaPicture.group(span)
         label = None
         if group not in seen:
             seen.add(group)
-            label = {"creation": "regions taken at session creation", "run 1": "regions taken in run 1",
-                     "steady": f"regions taken from run 2 (memory pattern's block: {format_bytes(p.pattern_bytes)})"}[group]
+            label = {
+                "creation": "regions taken at session creation",
+                "run 1": "regions taken in run 1",
+                "steady": f"regions taken from run 2 (memory pattern's block: {format_bytes(p.pattern_bytes)})",
+            }[group]
         ax.add_patch(_rect(span.start, base, width - span.start, span.size, REGION_COLOURS[group], label))
     xs = list(range(n + 1))
     ax.step(xs, [p.reserved + v for v in (*p.requested, p.requested[-1])], where="post", color="#222222", linewidth=1.0,
@@ -234,7 +243,9 @@ def draw_arena(ax: Axes, p: ArenaPicture) -> None:
     top = max(p.held)
     _byte_axis(ax, top)
     ax.set_xlim(0, width)
-    ax.set_xlabel(f"execution step: run 1 (steps 1–{n:,}) | steady state (run {p.steady_run} on, steps 1–{n:,})", fontsize=9)
+    ax.set_xlabel(
+        f"execution step: run 1 (steps 1–{n:,}) | steady state (run {p.steady_run} on, steps 1–{n:,})", fontsize=9
+    )
     ax.set_ylabel("bytes held by the arena")
     ax.set_title(
         f"where the held memory comes from: before run 1 {format_bytes(p.before_run_bytes)}, over run 1 "
@@ -249,7 +260,9 @@ def _rect(x: float, y: float, w: float, h: float, colour: str, label: str | None
     return Rectangle((x, y), w, h, facecolor=colour, edgecolor="white", linewidth=0.6, label=label)
 
 
-def _draw_timeline(ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin], *, baseline: bool, legend: bool = True) -> None:
+def _draw_timeline(
+    ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin], *, baseline: bool, legend: bool = True
+) -> None:
     act = a.activations
     steps = len(t.requested)
     first, stop = bins[0].first, bins[-1].last + 1
@@ -266,11 +279,21 @@ def _draw_timeline(ax: Axes, a: Analysis, t: MemoryTimeline, bins: Sequence[Bin]
         )
         below = top
     requested = [b.requested for b in bins]
-    ax.fill_between(x, _post(below), _post(requested), step="post", linewidth=0, color=OTHER_COLOUR, label="other live buffers")
+    ax.fill_between(
+        x, _post(below), _post(requested), step="post", linewidth=0, color=OTHER_COLOUR, label="other live buffers"
+    )
     if grouped:  # how far below its highest step a bin's steps go
         ax.fill_between(x, _post([b.requested_low for b in bins]), _post(requested), step="post",
                         linewidth=0, color="#000000", alpha=0.10, label="range within a bin")
-    ax.step(x, _post(requested), where="post", color="#222222", linewidth=1.1, label="requested (onnxruntime arena)", gid="requested")
+    ax.step(
+        x,
+        _post(requested),
+        where="post",
+        color="#222222",
+        linewidth=1.1,
+        label="requested (onnxruntime arena)",
+        gid="requested",
+    )
     if t.lower_bound is not None:
         ax.step(x, _post([b.lower_bound or 0 for b in bins]), where="post", color=LOWER_COLOUR, linewidth=1.0,
                 linestyle=(0, (4, 2)), label="lower bound (any placement)", gid="lower_bound")
@@ -310,7 +333,9 @@ def _baseline(ax: Axes, a: Analysis, top: int, first: int, stop: int) -> float:
     height = base if to_scale else top * 0.18
     if height <= 0:
         return 0.0
-    ax.axhspan(-height, 0, facecolor=BASELINE_COLOUR, edgecolor="#C9B98F", linewidth=0, hatch=None if to_scale else "///")
+    ax.axhspan(
+        -height, 0, facecolor=BASELINE_COLOUR, edgecolor="#C9B98F", linewidth=0, hatch=None if to_scale else "///"
+    )
     label = (
         f"weights {format_bytes(a.weights.bytes)} + inputs {format_bytes(a.io.inputs_bytes)}: held all run"
         + ("" if to_scale else " (band not to scale)")
@@ -321,7 +346,9 @@ def _baseline(ax: Axes, a: Analysis, top: int, first: int, stop: int) -> float:
 
 
 def _footer(fig: Figure, a: Analysis) -> None:
-    total = f"total at the peak = weights + activations peak + inputs = {format_bytes(a.total_bytes)} ({a.total_bytes:,} B)"
+    total = (
+        f"total at the peak = weights + activations peak + inputs = {format_bytes(a.total_bytes)} ({a.total_bytes:,} B)"
+    )
     _footer_note(fig, _not_exact(a), total)
 
 
@@ -330,38 +357,64 @@ def _footer_note(fig: Figure, warning: str | None, info: str) -> None:
     "exact" line with ``info``."""
     import textwrap
 
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     width_chars = int(fig.get_figwidth() * 12.5)  # about 12 characters of bold 9-point text per inch
+    style: dict[str, Any]
     if warning:
-        text, style = "\n".join(textwrap.wrap(warning, width_chars)), {"color": WARN_COLOUR, "fontsize": 9, "fontweight": "bold"}
+        text, style = (
+            "\n".join(textwrap.wrap(warning, width_chars)),
+            {"color": WARN_COLOUR, "fontsize": 9, "fontweight": "bold"},
+        )
     else:
         text = "\n".join(textwrap.wrap("exact: every buffer planned from resolved shapes · " + info, width_chars))
         style = {"color": "#555555", "fontsize": 8}
     fig.text(0.01, 0.005, text, ha="left", va="bottom", **style)
     lines = text.count("\n") + 1
     share = (0.17 * lines + 0.08) / fig.get_figheight()  # inches of text over the figure's height
-    fig.get_layout_engine().set(rect=(0, share, 1, 1 - share))
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):  # every figure here is made constrained (_figure)
+        engine.set(rect=(0, share, 1, 1 - share))
 
 
-def diff_figure(old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: MemoryTimeline, *, max_bins: int = MAX_BINS) -> Figure:
+def diff_figure(
+    old: Analysis, t_old: MemoryTimeline, new: Analysis, t_new: MemoryTimeline, *, max_bins: int = MAX_BINS
+) -> Figure:
     """Two timelines overlaid, each with its peak marked (x: each run's own steps)."""
     fig = _figure()
     ax = fig.add_subplot()
-    fig.suptitle(f"Activation memory: {Path(old.model.path).name} vs {Path(new.model.path).name}", fontsize=13, x=0.01, ha="left")
+    fig.suptitle(
+        f"Activation memory: {Path(old.model.path).name} vs {Path(new.model.path).name}", fontsize=13, x=0.01, ha="left"
+    )
     ax.set_title(_subtitle(new), fontsize=9, loc="left", color="#555555")
     highest, longest = 1, 1
     for a, t, colour, name, gid in ((old, t_old, "#4C72B0", "old", "old"), (new, t_new, "#DD8452", "new", "new")):
         if not t.requested:
             continue
         bins = step_bins(t, max_bins)
-        ax.step(_edges(bins), _post([b.requested for b in bins]), where="post", color=colour, linewidth=1.3,
-                label=f"{name}: {Path(a.model.path).name}, peak {format_bytes(a.activations.peak_bytes)} ({a.activations.peak_bytes:,} B) at '{short_name(a.activations.peak_node, 40)}'",
-                gid=gid)
+        ax.step(
+            _edges(bins),
+            _post([b.requested for b in bins]),
+            where="post",
+            color=colour,
+            linewidth=1.3,
+            label=f"{name}: {Path(a.model.path).name}, peak {format_bytes(a.activations.peak_bytes)} "
+            f"({a.activations.peak_bytes:,} B) at '{short_name(a.activations.peak_node, 40)}'",
+            gid=gid,
+        )
         ax.plot([t.peak_step + 0.5], [a.activations.peak_bytes], marker="o", color=colour, markersize=6)
         highest = max(highest, a.activations.peak_bytes)
         longest = max(longest, len(t.requested))
     change = new.activations.peak_bytes - old.activations.peak_bytes
     pct = f" ({change / old.activations.peak_bytes:+.1%})" if old.activations.peak_bytes else ""
-    ax.text(0.99, 0.02, f"peak change {'+' if change >= 0 else '-'}{format_bytes(abs(change))}{pct}", transform=ax.transAxes, ha="right", fontsize=9)
+    ax.text(
+        0.99,
+        0.02,
+        f"peak change {'+' if change >= 0 else '-'}{format_bytes(abs(change))}{pct}",
+        transform=ax.transAxes,
+        ha="right",
+        fontsize=9,
+    )
     _byte_axis(ax, highest)
     ax.set_xlim(0, longest)
     ax.set_xlabel("execution step")
@@ -410,9 +463,14 @@ def training_figure(e: TrainingEstimate) -> Figure:
     top_span = next(p for p in tl.phases if p.name == e.peak_phase)
     peak_x = top_span.peak_at + (width / 2 if top_span.name == "optimizer" else 0.5)
     ax.annotate(
-        f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\nin {e.peak_phase}, at '{short_name(top_span.at, 48)}'",
-        xy=(peak_x, e.step_peak_bytes), xytext=(0.02, 0.90), textcoords="axes fraction",
-        fontsize=8.5, va="top", arrowprops={"arrowstyle": "->", "color": WARN_COLOUR, "linewidth": 0.8},
+        f"step peak {format_bytes(e.step_peak_bytes)} ({e.step_peak_bytes:,} B)\n"
+        f"in {e.peak_phase}, at '{short_name(top_span.at, 48)}'",
+        xy=(peak_x, e.step_peak_bytes),
+        xytext=(0.02, 0.90),
+        textcoords="axes fraction",
+        fontsize=8.5,
+        va="top",
+        arrowprops={"arrowstyle": "->", "color": WARN_COLOUR, "linewidth": 0.8},
         bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": WARN_COLOUR, "linewidth": 0.8},
     )
     _byte_axis(ax, max(tl.totals))

@@ -72,7 +72,10 @@ def peak_table(a: Analysis, *, default_level: Any = None) -> str:
         f"{format_count(f.macs)} MACs (1 MAC = 2 FLOPs); work per run, not a rate"
     )
     if f.int_ops:
-        lines.append(f"  {'integer ops':<18} {format_count(f.int_ops):>12} {f.int_ops:>16,}  quantized kernels and shape arithmetic")
+        lines.append(
+            f"  {'integer ops':<18} {format_count(f.int_ops):>12} {f.int_ops:>16,}  quantized kernels and shape "
+            "arithmetic"
+        )
     if p is not None:
         fallback = ", ".join(f"{op} {n}" for op, n in p.no_cuda_kernel.items()) or "none"
         lines.append(
@@ -99,7 +102,9 @@ def _unknowns(a: Analysis) -> list[str]:
         out.append("  they are not in the figures above, which are therefore lower estimates.")
         out += [f"  cause: {c.detail}" for c in a.shapes.causes[:3]]
         if len(a.shapes.causes) > 3:
-            out.append(f"  (+{len(a.shapes.causes) - 3} more nodes that cannot take their inputs: shapes.causes in --json)")
+            out.append(
+                f"  (+{len(a.shapes.causes) - 3} more nodes that cannot take their inputs: shapes.causes in --json)"
+            )
     else:
         out.append(f"  shapes: all {a.shapes.tensors} tensors resolved")
     if a.flops.unsupported:

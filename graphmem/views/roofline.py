@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from graphmem.optable import MS_DOMAIN, OpTable, default_domain_ops
-from graphmem.views.devices import Device, device_json
 from graphmem.units import format_bytes, format_count
+from graphmem.views.devices import Device, device_json
 
 if TYPE_CHECKING:
     from graphmem.analysis.result import Analysis
@@ -253,7 +253,7 @@ def _traffic(a: Analysis, nid: int) -> tuple[dict[str, int], int]:
     if is_default_domain(node.domain) and node.op_type in VIEW_OPS:
         return {}, 0
     written = sum(tensor_size(a.types.get(o)) or 0 for o in dict.fromkeys(node.output) if o)
-    reads = {}
+    reads: dict[str, int] = {}
     data = node.input[0] if node.input else ""
     data_read = _DATA_READ.of(node)
     for name in node_inputs(g, nid):

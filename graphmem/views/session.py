@@ -41,7 +41,9 @@ def session_lines(s: Any) -> list[str]:
     lines.append("    resident = " + " + ".join(f"{k} {format_bytes(v)}" for k, v in parts.items()))
     changed = _changed(s.options)
     if changed:
-        lines.append("    options: " + ", ".join(f"{k}={v}" for k, v in changed.items()) + " (others onnxruntime's defaults)")
+        lines.append(
+            "    options: " + ", ".join(f"{k}={v}" for k, v in changed.items()) + " (others onnxruntime's defaults)"
+        )
     else:
         lines.append("    options: onnxruntime's defaults")
     if s.exact:

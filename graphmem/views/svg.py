@@ -58,7 +58,9 @@ def _n(v: float) -> str:
     return f"{v:.1f}".rstrip("0").rstrip(".")
 
 
-def _text(x: float, y: float, s: str, *, anchor: str = "start", size: int = 11, fill: str = "#333", extra: str = "") -> str:
+def _text(
+    x: float, y: float, s: str, *, anchor: str = "start", size: int = 11, fill: str = "#333", extra: str = ""
+) -> str:
     return f'<text x="{_n(x)}" y="{_n(y)}" font-size="{size}" text-anchor="{anchor}" fill="{fill}"{extra}>{escape(s)}</text>'
 
 
@@ -122,8 +124,12 @@ def timeline_svg(
     in_use = [b.in_use or 0 for b in bins] if t.in_use is not None else None
     top = max(requested + (in_use or []))
     ticks = byte_ticks(top)
-    f = Frame(width=width, height=height, left=72, right=16, top=16, bottom=44, x0=first, x1=stop, y1=ticks[-1] * 1.04 or 1)
-    out = [f'<svg class="chart timeline" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" font-family="sans-serif">']
+    f = Frame(
+        width=width, height=height, left=72, right=16, top=16, bottom=44, x0=first, x1=stop, y1=ticks[-1] * 1.04 or 1
+    )
+    out = [
+        f'<svg class="chart timeline" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" font-family="sans-serif">'
+    ]
     if caption:
         out.append(f"<title>{escape(caption)}</title>")
     out += _byte_axis(f, ticks)
@@ -138,23 +144,37 @@ def timeline_svg(
         )
         legend.append((colour, f"{short_name(band.label, 52)} ({format_bytes(band.bytes)})"))
         below = above
-    out.append(f'<path class="band other" d="{_area_path(f, bins, below, requested)}" fill="{OTHER_COLOUR}" stroke="none"><title>other live buffers</title></path>')
+    out.append(
+        f'<path class="band other" d="{_area_path(f, bins, below, requested)}" fill="{OTHER_COLOUR}" stroke="none"><title>other live buffers</title></path>'
+    )
     legend.append((OTHER_COLOUR, "other live buffers"))
     if len(bins) < bins[-1].last + 1 - bins[0].first:  # how far below its highest step a bin's steps go
-        out.append(f'<path class="range" d="{_area_path(f, bins, [b.requested_low for b in bins], requested)}" fill="#000" fill-opacity="0.10" stroke="none"><title>range of the steps within each bin</title></path>')
+        out.append(
+            f'<path class="range" d="{_area_path(f, bins, [b.requested_low for b in bins], requested)}" fill="#000" fill-opacity="0.10" stroke="none"><title>range of the steps within each bin</title></path>'
+        )
         legend.append(("rgba(0,0,0,0.25)", "range of the steps within a bin"))
-    out.append(f'<path class="curve requested" d="{_step_path(f, bins, requested)}" fill="none" stroke="{REQUESTED_COLOUR}" stroke-width="1.3"/>')
+    out.append(
+        f'<path class="curve requested" d="{_step_path(f, bins, requested)}" fill="none" stroke="{REQUESTED_COLOUR}" stroke-width="1.3"/>'
+    )
     if t.lower_bound is not None:
-        out.append(f'<path class="curve lower-bound" d="{_step_path(f, bins, [b.lower_bound or 0 for b in bins])}" fill="none" stroke="{LOWER_COLOUR}" stroke-width="1.1" stroke-dasharray="5 3"/>')
+        out.append(
+            f'<path class="curve lower-bound" d="{_step_path(f, bins, [b.lower_bound or 0 for b in bins])}" fill="none" stroke="{LOWER_COLOUR}" stroke-width="1.1" stroke-dasharray="5 3"/>'
+        )
     if in_use is not None:
-        out.append(f'<path class="curve in-use" d="{_step_path(f, bins, in_use)}" fill="none" stroke="{IN_USE_COLOUR}" stroke-width="1.1" stroke-dasharray="1.5 2"/>')
+        out.append(
+            f'<path class="curve in-use" d="{_step_path(f, bins, in_use)}" fill="none" stroke="{IN_USE_COLOUR}" stroke-width="1.1" stroke-dasharray="1.5 2"/>'
+        )
     base = height - f.bottom
     out.append(f'<line x1="{f.left}" x2="{width - f.right}" y1="{base}" y2="{base}" stroke="#777"/>')
     for s in _step_ticks(first, stop):
         out.append(f'<line x1="{_n(f.x(s))}" x2="{_n(f.x(s))}" y1="{base}" y2="{base + 4}" stroke="#777"/>')
         out.append(_text(f.x(s), base + 16, f"{s:,}", anchor="middle", size=10))
     grouped = len(bins) < stop - first
-    axis = f"execution step ({stop - first:,} steps" + (f", {len(bins):,} bins, each at its highest step" if grouped else "") + ")"
+    axis = (
+        f"execution step ({stop - first:,} steps"
+        + (f", {len(bins):,} bins, each at its highest step" if grouped else "")
+        + ")"
+    )
     out.append(_text(f.left + (width - f.left - f.right) / 2, height - 6, axis, anchor="middle", size=11))
     out += _hover_columns(f, t, bins)
     ps = t.peak_step
@@ -166,7 +186,16 @@ def timeline_svg(
         )
         label = f"peak {format_bytes(peak_bytes)} ({peak_bytes:,} B) at {short_name(peak_node, 60)}"
         right = cx > f.left + (width - f.left - f.right) * 0.6
-        out.append(_text(cx + (-8 if right else 8), max(cy - 8, 12), label, anchor="end" if right else "start", size=11, fill=PEAK_COLOUR))
+        out.append(
+            _text(
+                cx + (-8 if right else 8),
+                max(cy - 8, 12),
+                label,
+                anchor="end" if right else "start",
+                size=11,
+                fill=PEAK_COLOUR,
+            )
+        )
     out.append("</svg>")
     return "".join(out) + _legend_html(legend, in_use is not None, lower=t.lower_bound is not None)
 
@@ -177,7 +206,11 @@ def _hover_columns(f: Frame, t: MemoryTimeline, bins: Sequence[Bin]) -> list[str
     y0, y1 = f.top, f.height - f.bottom
     for b in bins:
         x0, x1 = f.x(b.first), f.x(b.last + 1)
-        steps = f"step {b.first + 1:,}" if b.first == b.last else f"steps {b.first + 1:,}–{b.last + 1:,} (highest at {b.at + 1:,})"
+        steps = (
+            f"step {b.first + 1:,}"
+            if b.first == b.last
+            else f"steps {b.first + 1:,}–{b.last + 1:,} (highest at {b.at + 1:,})"
+        )
         lines = [
             f"{steps}: {t.labels[b.at]} ({t.op_types[b.at]})",
             f"requested {format_bytes(b.requested)} ({b.requested:,} B)",
@@ -201,11 +234,17 @@ def _legend_html(items: Sequence[tuple[str, str]], in_use: bool, *, lower: bool 
     lines = [
         f'<li><span class="swatch" style="background:{c}"></span>{escape(label)}</li>' for c, label in items
     ]
-    lines.append(f'<li><span class="line" style="border-color:{REQUESTED_COLOUR}"></span>requested (onnxruntime arena)</li>')
+    lines.append(
+        f'<li><span class="line" style="border-color:{REQUESTED_COLOUR}"></span>requested (onnxruntime arena)</li>'
+    )
     if lower:
-        lines.append(f'<li><span class="line dashed" style="border-color:{LOWER_COLOUR}"></span>lower bound (any placement)</li>')
+        lines.append(
+            f'<li><span class="line dashed" style="border-color:{LOWER_COLOUR}"></span>lower bound (any placement)</li>'
+        )
     if in_use:
-        lines.append(f'<li><span class="line dotted" style="border-color:{IN_USE_COLOUR}"></span>in use with kernel scratch (arena chunks)</li>')
+        lines.append(
+            f'<li><span class="line dotted" style="border-color:{IN_USE_COLOUR}"></span>in use with kernel scratch (arena chunks)</li>'
+        )
     return '<ul class="legend">' + "".join(lines) + "</ul>"
 
 
@@ -217,12 +256,16 @@ def bars_svg(rows: Sequence[tuple[str, int, str, str]], *, width: int = 720) -> 
     bar, gap, label_w = 16, 4, 170
     height = len(rows) * (bar + gap) + 8
     top = max(r[1] for r in rows)
-    out = [f'<svg class="chart bars" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" font-family="sans-serif">']
+    out = [
+        f'<svg class="chart bars" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" font-family="sans-serif">'
+    ]
     for i, (label, value, shown, hover) in enumerate(rows):
         y = 4 + i * (bar + gap)
         w = max(1.0, value / top * (width - label_w - 110))
         out.append(_text(label_w - 6, y + bar - 4, short_name(label, 26), anchor="end", size=11))
-        out.append(f'<rect x="{label_w}" y="{y}" width="{_n(w)}" height="{bar}" fill="#6BAED6" data-value="{value}"><title>{escape(hover)}</title></rect>')
+        out.append(
+            f'<rect x="{label_w}" y="{y}" width="{_n(w)}" height="{bar}" fill="#6BAED6" data-value="{value}"><title>{escape(hover)}</title></rect>'
+        )
         out.append(_text(label_w + w + 6, y + bar - 4, shown, size=10, fill="#555"))
     out.append("</svg>")
     return "".join(out)
@@ -241,8 +284,20 @@ def sweep_svg(
     xs = [p[0] for p in points]
     top = max([p[1] for p in points] + [y for _, y in fitted])
     ticks = byte_ticks(int(top))
-    f = Frame(width=width, height=height, left=72, right=16, top=12, bottom=40, x0=0, x1=max(xs) * 1.05, y1=ticks[-1] * 1.04 or 1)
-    out = [f'<svg class="chart sweep" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" font-family="sans-serif">']
+    f = Frame(
+        width=width,
+        height=height,
+        left=72,
+        right=16,
+        top=12,
+        bottom=40,
+        x0=0,
+        x1=max(xs) * 1.05,
+        y1=ticks[-1] * 1.04 or 1,
+    )
+    out = [
+        f'<svg class="chart sweep" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" font-family="sans-serif">'
+    ]
     out += _byte_axis(f, ticks)
     base = height - f.bottom
     out.append(f'<line x1="{f.left}" x2="{width - f.right}" y1="{base}" y2="{base}" stroke="#777"/>')
@@ -251,10 +306,16 @@ def sweep_svg(
     out.append(_text(f.left + (width - f.left - f.right) / 2, height - 6, dim, anchor="middle", size=11))
     if fitted:
         d = "M" + "L".join(f"{_n(f.x(x))},{_n(f.y(y))}" for x, y in fitted)
-        out.append(f'<path class="fit" d="{d}" fill="none" stroke="#DD8452" stroke-width="1.3" stroke-dasharray="6 3"><title>fit of the total</title></path>')
+        out.append(
+            f'<path class="fit" d="{d}" fill="none" stroke="#DD8452" stroke-width="1.3" stroke-dasharray="6 3"><title>fit of the total</title></path>'
+        )
     for value, total, act, hover in points:
-        out.append(f'<circle class="total" cx="{_n(f.x(value))}" cy="{_n(f.y(total))}" r="4" fill="#222" data-value="{value}" data-bytes="{total}"><title>{escape(hover)}</title></circle>')
-        out.append(f'<circle class="activations" cx="{_n(f.x(value))}" cy="{_n(f.y(act))}" r="3.5" fill="#6BAED6" data-value="{value}" data-bytes="{act}"><title>{dim}={value}: activations peak {format_bytes(act)} ({act:,} B)</title></circle>')
+        out.append(
+            f'<circle class="total" cx="{_n(f.x(value))}" cy="{_n(f.y(total))}" r="4" fill="#222" data-value="{value}" data-bytes="{total}"><title>{escape(hover)}</title></circle>'
+        )
+        out.append(
+            f'<circle class="activations" cx="{_n(f.x(value))}" cy="{_n(f.y(act))}" r="3.5" fill="#6BAED6" data-value="{value}" data-bytes="{act}"><title>{dim}={value}: activations peak {format_bytes(act)} ({act:,} B)</title></circle>'
+        )
     out.append("</svg>")
     return "".join(out)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Mapping
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from graphmem.errors import UsageError
 from graphmem.host import HostProfile, resolve_host
@@ -96,7 +96,7 @@ def symbolic_peak(model: Model, bound: Mapping[str, int], *, grid: tuple[int, ..
         grid = grid[:4]
     points = [dict(zip(free, values)) for values in itertools.product(grid, repeat=len(free))]
     check = {d: CHECK_VALUE for d in free}
-    rows = {name: [] for name in FIGURES}
+    rows: dict[str, list[int]] = {name: [] for name in FIGURES}
     for dims in (*points, check):
         a = analyze_model(model, AnalysisRequest(bindings=Bindings.of(dims={**bound, **dims}), host=host))
         figures = {

@@ -18,7 +18,8 @@ it follows, and the kernel facts are in :mod:`graphmem.ort.cuda.rules`.
    whose every fp16 neighbour is such a node is forced to float32 as well (never a CUDA node);
    then the duplicate-Cast remover. :func:`graphmem.ort.insert_cast.insert_fp16_casts` does it
    with the partition given; the Casts' tensors live in the CPU arena.
-4. Copies (``optimizer/transformer_memcpy.cc``, TransformGraph step 7, after the Casts): a MemcpyFromHost node for each value written in
+4. Copies (``optimizer/transformer_memcpy.cc``, TransformGraph step 7, after the Casts): a MemcpyFromHost node for each
+value written in
    CPU memory and read by a CUDA kernel in device memory (and for a graph input read on both
    sides), a MemcpyToHost node for each value written on the device and read on CPU; they are
    new nodes, numbered after the others. Graph inputs read on the device only are copied by the
@@ -38,12 +39,12 @@ from dataclasses import dataclass, replace
 
 import onnx
 
-from graphmem.optable import DEFAULT_DOMAIN, OpTable, domain_table, normalize_domain
 from graphmem.model.graph import OpGraph
 from graphmem.model.loading import Model
+from graphmem.model.types import TensorType
+from graphmem.optable import DEFAULT_DOMAIN, OpTable, domain_table, normalize_domain
 from graphmem.ort.cuda.rules import FP16_LIKE, cpu_inputs, has_kernel, output_memory
 from graphmem.shapes.infer import op_schema
-from graphmem.model.types import TensorType
 
 __all__ = ["CudaPlacement", "place_cuda", "placement_errors", "run_order", "session_problems", "since_version"]
 
@@ -106,7 +107,8 @@ def place_cuda(
         if device.get(nid) == CPU and fp16_inlined_without_kernel(model, n, types)
     )
     casts = insert_fp16_casts(model, order, types, runtime if runtime is not None else types, device=device)
-    cast_model, inserted = model, ()
+    cast_model = model
+    inserted: tuple[int, ...] = ()
     if casts.casts:
         inserted = tuple(nid for nid in casts.model.node_ids if nid not in device)
         device.update({nid: CPU for nid in inserted})  # AddCastNode(..., kCpuExecutionProvider)
@@ -121,7 +123,7 @@ def place_cuda(
     )
 
 
-def _dtype_of(types: Mapping[str, TensorType]):  # type: ignore[no-untyped-def]
+def _dtype_of(types: Mapping[str, TensorType]):
     def dtype(name: str) -> int:
         t = types.get(name) if name else None
         return t.dtype if t is not None else 0
@@ -129,7 +131,7 @@ def _dtype_of(types: Mapping[str, TensorType]):  # type: ignore[no-untyped-def]
     return dtype
 
 
-def _cuda_capable(model: Model, node: onnx.NodeProto, dtype) -> bool:  # type: ignore[no-untyped-def]
+def _cuda_capable(model: Model, node: onnx.NodeProto, dtype) -> bool:
     """GetCapability: a registered kernel, and none of its attribute-based refusals (:data:`_TAKES`)."""
     version = since_version(model, node)
     if not has_kernel(node.domain, node.op_type, version, tuple(dtype(x) for x in node.input)):
@@ -140,11 +142,11 @@ def _cuda_capable(model: Model, node: onnx.NodeProto, dtype) -> bool:  # type: i
     return takes({a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}, node)
 
 
-def _cast_takes(attrs: dict, node: onnx.NodeProto) -> bool:  # type: ignore[type-arg]
+def _cast_takes(attrs: dict, node: onnx.NodeProto) -> bool:
     return attrs.get("to") != onnx.TensorProto.STRING
 
 
-def _conv_transpose_takes(attrs: dict, node: onnx.NodeProto) -> bool:  # type: ignore[type-arg]
+def _conv_transpose_takes(attrs: dict, node: onnx.NodeProto) -> bool:
     pads = list(attrs.get("pads", ()))
     half = len(pads) // 2
     symmetric = pads[:half] == pads[half:]
@@ -152,11 +154,11 @@ def _conv_transpose_takes(attrs: dict, node: onnx.NodeProto) -> bool:  # type: i
     return symmetric and auto_pad not in (b"SAME_UPPER", b"SAME_LOWER")
 
 
-def _rnn_takes(default: list[bytes]) -> Callable[[dict, onnx.NodeProto], bool]:  # type: ignore[type-arg]
+def _rnn_takes(default: list[bytes]) -> Callable[[dict, onnx.NodeProto], bool]:
     """RNNNeedFallbackToCPU (cuda_execution_provider.cc), negated, for a cell whose default
     activations (one direction) are ``default``."""
 
-    def takes(attrs: dict, node: onnx.NodeProto) -> bool:  # type: ignore[type-arg]
+    def takes(attrs: dict, node: onnx.NodeProto) -> bool:
         if any(k in attrs for k in ("activation_alpha", "activation_beta", "clip")):
             return False
         acts = [a.lower() for a in attrs.get("activations", [])]
@@ -172,7 +174,7 @@ def _rnn_takes(default: list[bytes]) -> Callable[[dict, onnx.NodeProto], bool]: 
 
 #: The CUDA kernels GetCapability refuses for some attributes -> whether it takes the node
 #: (attribute name -> value, the node).
-_TAKES: OpTable[Callable[[dict, onnx.NodeProto], bool]] = OpTable(domain_table(DEFAULT_DOMAIN, {  # type: ignore[type-arg]
+_TAKES: OpTable[Callable[[dict, onnx.NodeProto], bool]] = OpTable(domain_table(DEFAULT_DOMAIN, {
     "Cast": _cast_takes,
     "ConvTranspose": _conv_transpose_takes,
     "LSTM": _rnn_takes([b"Sigmoid", b"Tanh", b"Tanh"]),
@@ -181,13 +183,13 @@ _TAKES: OpTable[Callable[[dict, onnx.NodeProto], bool]] = OpTable(domain_table(D
 }))
 
 
-def _cpu_preferred(model, g, order, candidates, dtype) -> set[int]:  # type: ignore[no-untyped-def]
+def _cpu_preferred(model, g, order, candidates, dtype) -> set[int]:
     """GetCpuPreferredNodes, in its sequential form (every node it reaches comes later in the
     topological order than the one that reached it)."""
     cpu_values: set[str] = set()
     pending: set[int] = set()
 
-    def reach(nid: int, outputs) -> None:  # type: ignore[no-untyped-def]
+    def reach(nid: int, outputs) -> None:
         for out in outputs:
             if out:
                 cpu_values.add(out)
@@ -212,7 +214,7 @@ def _cpu_preferred(model, g, order, candidates, dtype) -> set[int]:  # type: ign
     return moved
 
 
-def _all_inputs_on_cpu(model, node, kernel_cpu, cpu_values, dtype) -> bool:  # type: ignore[no-untyped-def]
+def _all_inputs_on_cpu(model, node, kernel_cpu, cpu_values, dtype) -> bool:
     for i, name in enumerate(node.input):
         if dtype(name) in FP16_LIKE:
             return False
@@ -402,9 +404,9 @@ def session_problems(model: Model) -> list[str]:
     """Every :func:`placement_errors` of ``model``'s CUDA session, and whether its two-stream run
     order is a topological order of the session graph; empty when all holds."""
     from graphmem.model.graph import build_graph
+    from graphmem.ort.inference import infer_types
     from graphmem.ort.order import ort_order
     from graphmem.shapes.infer import ORT_STATIC
-    from graphmem.ort.inference import infer_types
 
     g = build_graph(model)
     order = ort_order(g)

@@ -170,14 +170,20 @@ def session_calls(
     above 127 bytes has a buffer of its own, by ``sizes``)."""
     calls: list[SystemCall] = []
     if initializer_block:
-        calls.append(SystemCall(kind="malloc", key="initializer-block", size=initializer_block, align=_ALIGNED, touch=0))
+        calls.append(
+            SystemCall(kind="malloc", key="initializer-block", size=initializer_block, align=_ALIGNED, touch=0)
+        )
     known = sizes or {}
     gone = set(released)
     last = {weight: i for i, (_, _, weight) in enumerate(packed)}
     for i, (key, n, weight) in enumerate(packed):
         if n > 0:
             calls.append(SystemCall(kind="malloc", key=key, size=n, align=_ALIGNED))
-        if last[weight] == i and weight in gone and known.get(weight, SMALL_INITIALIZER_MAX + 1) > SMALL_INITIALIZER_MAX:
+        if (
+            last[weight] == i
+            and weight in gone
+            and known.get(weight, SMALL_INITIALIZER_MAX + 1) > SMALL_INITIALIZER_MAX
+        ):
             calls.append(SystemCall(kind="free", key=f"init:{weight}"))
     return calls
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from graphmem.errors import UsageError
 
@@ -190,7 +191,8 @@ def parse_session_options(
 
 def _apply(given: Mapping[str, str], *, graph_opt: str, default_threads: int, base: SessionOptions) -> SessionOptions:
     by_key = {v: k for k, v in _KEYS.items() if k != "graph_optimization_level"}
-    changes: dict[str, object] = {"graph_optimization_level": GRAPH_OPT_LEVELS[graph_opt]}
+    # each parsed by _value to its SessionOptions field's type
+    changes: dict[str, Any] = {"graph_optimization_level": GRAPH_OPT_LEVELS[graph_opt]}
     for key, text in given.items():
         if key in _REFUSED:
             raise UsageError(f"--session-option {key}: not emulated ({_REFUSED[key]})")
@@ -201,12 +203,17 @@ def _apply(given: Mapping[str, str], *, graph_opt: str, default_threads: int, ba
         changes[name] = _value(name, key, text)
     if changes.get("intra_op_num_threads", base.intra_op_num_threads) == 0:
         changes["intra_op_num_threads"] = default_threads
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return replace(base, **changes)
 
 
 def _value(name: str, key: str, text: str) -> object:
     """The typed value of option ``key`` (field ``name``) from its text."""
-    if name in ("enable_cpu_mem_arena", "enable_mem_pattern", "disable_prepacking", "use_device_allocator_for_initializers"):
+    if name in (
+        "enable_cpu_mem_arena",
+        "enable_mem_pattern",
+        "disable_prepacking",
+        "use_device_allocator_for_initializers",
+    ):
         flags = {"1": True, "0": False, "true": True, "false": False}
         if text.lower() not in flags:
             raise UsageError(f"--session-option {key}={text}: expected 0 or 1 (or true/false)")

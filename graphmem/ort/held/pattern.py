@@ -5,7 +5,8 @@ Run 1 of a session with ``enable_mem_pattern`` traces every buffer its frame all
 ``MemPatternPlanner`` per device (``ort_value_pattern_planner.cc``). Each traced allocation gets
 an offset in one block: of the gaps between live blocks (in offset order) and the free end of
 the block so far, the one that fits and wastes the least (the first of equals), else the end of
-the live blocks, growing the block; the block's size is the highest end ever reached. From run 2 on, for the same input shapes, the frame allocates that block once and
+the live blocks, growing the block; the block's size is the highest end ever reached. From run 2 on, for the same input
+shapes, the frame allocates that block once and
 places the traced tensors in it. Like every planner here it knows nothing of ONNX.
 """
 

@@ -127,7 +127,7 @@ def _gemm_b(trans_attr: str) -> PrepackRule:
     ``MlasGemmPackBSize(N, K)`` buffer; any other shape or element type is not packed (measured:
     a 3-D or 1-D B, float16 MatMul, double Gemm)."""
 
-    def rule(node, idx, w):  # type: ignore[no-untyped-def]
+    def rule(node, idx, w):
         if idx != 1 or w.dtype != FLOAT or len(w.dims) != 2:
             return _NOT_PACKED
         trans = bool(attr(node, trans_attr, 0)) if trans_attr else False
@@ -138,7 +138,7 @@ def _gemm_b(trans_attr: str) -> PrepackRule:
     return rule
 
 
-def _lstm(node, idx, w):  # type: ignore[no-untyped-def]
+def _lstm(node, idx, w):
     """LSTM<float>: W (input 1, [D, 4H, I]) and R (input 2, [D, 4H, H]) each packed for every
     direction into one reserved buffer of D × ``MlasGemmPackBSize(4H, K)``
     (``providers/cpu/rnn/deep_cpu_lstm.cc``, ``TryPackWeights``; measured)."""
@@ -150,7 +150,7 @@ def _lstm(node, idx, w):  # type: ignore[no-untyped-def]
     return (Packed(nbytes=d * mlas_pack_b_size(n, k)),), True
 
 
-def _gru(node, idx, w):  # type: ignore[no-untyped-def]
+def _gru(node, idx, w):
     """GRU<float> (``providers/cpu/rnn/deep_cpu_gru.cc``): W (input 1, [D, 3H, I]) packed as one
     D × ``MlasGemmPackBSize(3H, I)`` buffer; R (input 2, [D, 3H, H]) as the update/reset part
     D × ``MlasGemmPackBSize(2H, H)`` and the hidden part D × ``MlasGemmPackBSize(H, H)``
@@ -164,7 +164,7 @@ def _gru(node, idx, w):  # type: ignore[no-untyped-def]
     return (Packed(nbytes=d * mlas_pack_b_size(2 * h, h)), Packed(nbytes=d * mlas_pack_b_size(h, h))), True
 
 
-def _attention(node, idx, w):  # type: ignore[no-untyped-def]
+def _attention(node, idx, w):
     """com.microsoft Attention<float> (``contrib_ops/cpu/bert/attention.cc``, ``PrePack``): the
     2-D weights (input 1, [input hidden, q+k+v hidden]) packed per head into three reserved
     buffers, num_heads × ``MlasGemmPackBSize(head size, input hidden)`` each for Q, K and V
@@ -181,7 +181,7 @@ def _attention(node, idx, w):  # type: ignore[no-untyped-def]
     return (bufs, True) if all(b.nbytes for b in bufs) else _NOT_PACKED
 
 
-def _conv_transpose(node, idx, w):  # type: ignore[no-untyped-def]
+def _conv_transpose(node, idx, w):
     """ConvTranspose<float> (``providers/cpu/nn/conv_transpose.cc``, ``PrePack``): the filter
     (input 1, rank > 2) transposed per group into an arena chunk (``alloc->Alloc``) of
     4 · K · N · group bytes, K = dims[0] / group, N = the product of the other dims; not for
@@ -337,7 +337,7 @@ def _use_counts(graph: OpGraph) -> dict[str, int]:
     weights = graph.model.weights
     counts: dict[str, int] = {}
 
-    def visit(nodes) -> None:  # type: ignore[no-untyped-def]
+    def visit(nodes) -> None:
         for node in nodes:
             for x in node.input:
                 if x in weights:
@@ -350,7 +350,7 @@ def _use_counts(graph: OpGraph) -> dict[str, int]:
     for out in graph.model.outputs:
         if out in weights:
             counts[out] = counts.get(out, 0) + 1
-    for nid, names in graph.implicit.items():  # an outer-scope read keeps the initializer
+    for names in graph.implicit.values():  # an outer-scope read keeps the initializer
         for x in names:
             if x in weights:
                 counts.setdefault(x, 0)

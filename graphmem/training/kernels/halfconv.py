@@ -42,7 +42,6 @@ from onnx import TensorProto
 from graphmem.errors import InvariantError
 from graphmem.host import HostProfile
 from graphmem.training.kernels import workspace
-from graphmem.training.saved import OpView
 from graphmem.training.kernels.workspace import (
     BATCH_ELEMENT,
     P4K,
@@ -55,6 +54,7 @@ from graphmem.training.kernels.workspace import (
     _size,
     brgemm_bwd_data_scratchpad,
 )
+from graphmem.training.saved import OpView
 
 __all__ = [
     "brgemm_bwd_w_scratchpad",
@@ -71,7 +71,8 @@ HALF = (TensorProto.BFLOAT16, TensorProto.FLOAT16)
 def half_kernels_known(dtype: int, flags: frozenset[str]) -> bool:
     """Whether the kernels of the module doc are the ones oneDNN picks on a CPU with ``flags``:
     bf16 convolutions on ``avx512_core_amx`` (AMX tiles with bf16), f16 on ``avx512_core_fp16``."""
-    # oneDNN v3.12 src/cpu/x64/cpu_isa_traits.hpp, mayiuse: avx512_core_amx = amx_tile + amx_int8 + amx_bf16; avx512_core_fp16 = avx512_fp16
+    # oneDNN v3.12 src/cpu/x64/cpu_isa_traits.hpp, mayiuse: avx512_core_amx = amx_tile + amx_int8 + amx_bf16;
+    # avx512_core_fp16 = avx512_fp16
     if dtype == TensorProto.BFLOAT16:
         return {"amx_tile", "amx_int8", "amx_bf16"} <= flags
     return dtype == TensorProto.FLOAT16 and "avx512_fp16" in flags
@@ -114,7 +115,8 @@ def jit_bf16_weights_scratchpad(op: OpView, threads: int) -> int | None:
     bf16), one f32 reduction buffer of the 16x16-padded weights and bias (a bf16 gradient is
     reduced in f32 even on one minibatch thread) and one barrier context (4096 B, page-aligned);
     each entry aligned as ``registry_t::book`` does."""
-    # oneDNN v3.12 src/cpu/x64/jit_avx512_core_bf16_conv_kernel.cpp, jit_avx512_core_bf16_conv_bwd_weights_kernel_f32_t::init_conf and init_scratchpad
+    # oneDNN v3.12 src/cpu/x64/jit_avx512_core_bf16_conv_kernel.cpp,
+    # jit_avx512_core_bf16_conv_bwd_weights_kernel_f32_t::init_conf and init_scratchpad
     x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
     groups = op.attr("group", 1)
     if x is None or w is None or y is None or len(w) != 4 or groups < threads:
@@ -174,7 +176,9 @@ def _bwd_w_balance(jcp: dict, nthr: int, physical_cores: int) -> tuple[int, int,
         thr_src_sp = thr_mb * (src_spatial // os_chunks) // jcp["sh"] // jcp["sw"]
         thr_dst_sp = thr_mb * (dst_spatial // os_chunks)
         thr_ic = thr_ic_b * ic_job
-        thr_oc = _div_up(oc_chunks, oc_job * nthr_oc_b) * oc_job  # (sic) thr_oc_b = div_up(oc_chunks, nb_oc_job * nthr_oc_b)
+        thr_oc = (
+            _div_up(oc_chunks, oc_job * nthr_oc_b) * oc_job
+        )  # (sic) thr_oc_b = div_up(oc_chunks, nb_oc_job * nthr_oc_b)
         src_v = f(2) * src_coef * f(thr_g) * f(thr_ic) * f(thr_src_sp)
         dst_v = f(2) * dst_coef * f(thr_g) * f(thr_oc) * f(thr_dst_sp)
         wei_v = f(4) * wei_coef * f(thr_g) * f(thr_oc) * f(thr_ic) * f(ks)
@@ -371,7 +375,9 @@ def _filter_dims(op: OpView) -> tuple[int, ...]:
     """The filter's dims, known for every conv :func:`_covered` accepts (else a bug: InvariantError)."""
     w = _shape(op, op.input(1))
     if w is None:
-        raise InvariantError(f"Conv '{op.node.name}': its filter shape is unknown, yet the half-precision rules took it")
+        raise InvariantError(
+            f"Conv '{op.node.name}': its filter shape is unknown, yet the half-precision rules took it"
+        )
     return w
 
 

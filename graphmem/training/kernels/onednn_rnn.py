@@ -39,7 +39,8 @@ GATES = 4  # LSTM
 
 
 def _booked(nbytes: int, alignment: int = 128) -> int:
-    # oneDNN v3.12 src/common/memory_tracking.hpp, registry_t::book: capacity = size + max(alignment, 128); nothing for 0 bytes
+    # oneDNN v3.12 src/common/memory_tracking.hpp, registry_t::book: capacity = size + max(alignment, 128); nothing for
+    # 0 bytes
     return nbytes + max(alignment, 128) if nbytes else 0
 
 
@@ -116,7 +117,8 @@ def _space(parts: tuple[int, ...]) -> int:
 
 
 def _forward(steps: int, batch: int, size: int, hidden: int, threads: int, amx_cpu: bool, l2: int) -> int:
-    # oneDNN v3.12 src/cpu/x64/rnn/rnn_brgemm_utils.cpp, rnn_brgemm_t<forward>::configure_brgemm: M = mb, N = dhc, K1 = slc, K2 = sic
+    # oneDNN v3.12 src/cpu/x64/rnn/rnn_brgemm_utils.cpp, rnn_brgemm_t<forward>::configure_brgemm: M = mb, N = dhc, K1 =
+    # slc, K2 = sic
     m, n, k1, k2 = batch, hidden, size, hidden
     amx = amx_cpu and _amx_blocks_ok(k1, k2)
     n_block = 64 if amx and n % 64 == 0 else 32  # brgemm_calc_n_block: 64 on AMX, else 2 * simd_w
@@ -164,7 +166,8 @@ def _backward(steps: int, batch: int, size: int, hidden: int, threads: int, amx_
     if wei_amx or src_amx:  # is_cell_amx: the brgemm isa is the greater of the two
         total += _booked(threads * max(wei_m_block, src_m_block) * max(w_block, 32) * 4)
     total += _booked((max(wei_k_blocks, src_k_blocks) + 1) * threads * BATCH_ELEMENT)
-    # rnn_brgemm_t<backward>::init_scratchpad: key_rnn_gates_blocked, key_rnn_src_layer_trans, key_rnn_src_iter_trans (bf16)
+    # rnn_brgemm_t<backward>::init_scratchpad: key_rnn_gates_blocked, key_rnn_src_layer_trans, key_rnn_src_iter_trans
+    # (bf16)
     total += _booked(threads * wk * w_block * 2)
     for rows in (size, hidden):  # global_transpose = mb > 1
         total += _booked((rows if batch > 1 else threads * min(wei_m_block, rows)) * wk * 2)

@@ -58,7 +58,7 @@ from onnx import TensorProto
 
 from graphmem.host import HostProfile
 from graphmem.model.program import tensor_size
-from graphmem.optable import OpTable
+from graphmem.model.types import is_concrete
 from graphmem.training.autocast import CAST_MARK, is_cast
 from graphmem.training.kernels.onednn_rnn import has_brgemm_bf16, lstm_bf16_scratchpad, lstm_bf16_weights
 from graphmem.training.saved import OpView, good_ld, lstm_workspace_bytes
@@ -90,9 +90,9 @@ def _size(op: OpView, name: str) -> int:
 
 def _shape(op: OpView, name: str) -> tuple[int, ...] | None:
     t = op.type(name)
-    if t is None or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+    if t is None or not is_concrete(t.shape):
         return None
-    return tuple(t.shape)  # type: ignore[arg-type]
+    return t.shape
 
 
 def conv_uses_onednn(op: OpView) -> bool:
@@ -117,7 +117,8 @@ def _blocked(op: OpView, name: str) -> int:
     ONEDNN_VERBOSE shows ``dst:f32:ap:blocked:aBcd16b`` for ``oc1`` and ``oc24``). A grouped
     conv is not padded (``ok_to_pad_channels`` needs one group; it tries 8- and 4-wide blocks
     instead): kept at the old whole-``BLOCK`` figure, measured."""
-    # oneDNN v3.12 src/cpu/x64/jit_avx512_common_conv_kernel.cpp, jit_avx512_common_conv_fwd_kernel::init_conf: ok_to_pad_channels = ngroups == 1; oc = rnd_up(oc, simd_w)
+    # oneDNN v3.12 src/cpu/x64/jit_avx512_common_conv_kernel.cpp, jit_avx512_common_conv_fwd_kernel::init_conf:
+    # ok_to_pad_channels = ngroups == 1; oc = rnd_up(oc, simd_w)
     shape, size = _shape(op, name), _size(op, name)
     if shape is None or len(shape) < 2 or not shape[1]:
         return size
@@ -168,7 +169,8 @@ def _padded_weight_grad(op: OpView) -> int:
     """The weight gradient in oneDNN's layout, ``gOIhw16i16o``: each group's ``O/g x I/g`` padded
     to ``SIMD_W x SIMD_W``; ideep allocates it (``convolution_backward_weights::compute_impl``)
     and ATen keeps it until ``mkldnn_convolution_backward_weights`` returns."""
-    # oneDNN v3.12 src/cpu/x64/jit_avx512_common_conv_kernel.cpp, jit_avx512_common_conv_bwd_weights_kernel_f32_t::init_conf
+    # oneDNN v3.12 src/cpu/x64/jit_avx512_common_conv_kernel.cpp,
+    # jit_avx512_common_conv_bwd_weights_kernel_f32_t::init_conf
     w = _shape(op, op.input(1))
     if w is None or len(w) < 3:
         return _size(op, op.input(1))
@@ -187,14 +189,16 @@ BATCH_ELEMENT = 40
 
 def _booked(nbytes: int, alignment: int = P4K) -> int:
     """What ``registry_t::book`` adds for one entry: its bytes plus its alignment (at least 128)."""
-    # oneDNN v3.12 src/common/memory_tracking.hpp, registry_t::book: capacity = size + get_alignment(max(data_align, perf_align))
+    # oneDNN v3.12 src/common/memory_tracking.hpp, registry_t::book: capacity = size + get_alignment(max(data_align,
+    # perf_align))
     return nbytes + max(alignment, 128) if nbytes else 0
 
 
 def _batch_elements(threads: int, kernel_volume: int) -> int:
     """``key_brgemm_primitive_batch``: per thread, the batch of one brgemm call (at most the kernel's
     volume) in ``brgemm_batch_element_t``, rounded up to whole pages."""
-    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: adjusted_batch_size = div_up(rnd_up(gemm_batch_size * sc_size, P4K), sc_size)
+    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: adjusted_batch_size =
+    # div_up(rnd_up(gemm_batch_size * sc_size, P4K), sc_size)
     per_thread = -(-_rnd_up(kernel_volume * BATCH_ELEMENT, P4K) // BATCH_ELEMENT) * BATCH_ELEMENT
     return _booked(threads * per_thread)
 
@@ -233,23 +237,29 @@ def brgemm_bwd_data_scratchpad(op: OpView, threads: int) -> int:
     kernel = w[2:]
     groups = op.attr("group", 1)
     if all(s == 1 for s in strides):
-        # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd.cpp, pd_t::init: scratchpad.book(key_nested, fwd_pd_->scratchpad_registry())
-        # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_utils.cpp, init_scratchpad: only key_brgemm_primitive_batch (uses_batch_elements)
+        # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd.cpp, pd_t::init: scratchpad.book(key_nested,
+        # fwd_pd_->scratchpad_registry())
+        # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_utils.cpp, init_scratchpad: only key_brgemm_primitive_batch
+        # (uses_batch_elements)
         return _booked(_batch_elements(threads, math.prod(kernel)), 128)
-    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: l_ovf/r_ovf/t_ovf/b_ovf; odp/ohp/owp = o + both overflows
+    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: l_ovf/r_ovf/t_ovf/b_ovf; odp/ohp/owp = o + both
+    # overflows
     padded = 1
     for k, (i, o, s, pad) in enumerate(zip(x[2:], y[2:], strides, pads)):
         end = (o - 1) * s + kernel[k] - (i + pad)  # calculate_end_padding
         padded *= o + max(0, kernel[k] - 1 - pad) // s + max(0, kernel[k] - 1 - end) // s
     dy_elem = _size(op, op.outputs[0]) // max(math.prod(y), 1)
     dx_elem = _size(op, op.input(0)) // max(math.prod(x), 1)
-    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: inp_buffer_size = rnd_up(odp*ohp*owp*ngroups*nb_oc*oc_block, P4K); oc_block = oc for f32 (vnni_block 1)
+    # oneDNN v3.12 src/cpu/x64/jit_brgemm_conv_bwd_utils.cpp, init_conf: inp_buffer_size =
+    # rnd_up(odp*ohp*owp*ngroups*nb_oc*oc_block, P4K); oc_block = oc for f32 (vnni_block 1)
     total = _booked(threads * _rnd_up(padded * y[1], P4K) * dy_elem)
-    # init_conf: inp_buffer_mask_size = rnd_up(nb_id*nb_ih*nb_iw*ngroups*nb_oc, P4K): one page while the blocks are <= 4096
+    # init_conf: inp_buffer_mask_size = rnd_up(nb_id*nb_ih*nb_iw*ngroups*nb_oc, P4K): one page while the blocks are <=
+    # 4096
     total += _booked(threads * _rnd_up(groups, P4K))
     total += _batch_elements(threads, math.prod(kernel))
     if x[-1] % strides[-1]:  # has_uneven_iw: exec_trans
-        # init_conf: out_buffer_size = rnd_up(iw_block * stride_w * ic_without_padding, P4K); iw_block <= sp = rnd_up(iw, stride_w)
+        # init_conf: out_buffer_size = rnd_up(iw_block * stride_w * ic_without_padding, P4K); iw_block <= sp =
+        # rnd_up(iw, stride_w)
         total += _booked(threads * _rnd_up(_rnd_up(x[-1], strides[-1]) * strides[-1] * x[1], P4K) * dx_elem)
     return total
 
@@ -258,7 +268,8 @@ def _jit_dw_weights(op: OpView) -> bool:
     """Whether ``jit_uni_dw``'s weight-gradient kernel takes this depthwise conv: 2-D, undilated,
     ``kw <= 3``, ``stride_w <= kw``, each pad at most half the kernel, a pad above 1 a multiple
     of the stride, and the input at least as tall as the kernel."""
-    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_conf: the VDISPATCH checks and boundaries_ok
+    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_conf: the
+    # VDISPATCH checks and boundaries_ok
     x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
     if x is None or w is None or y is None or len(x) != 4 or len(y) != 4 or _dilated(op):
         return False
@@ -275,7 +286,8 @@ def jit_dw_threads(op: OpView, threads: int) -> int:
     · nthr_oh``), searched as ``partition_nthr_nxc`` does (prioritize_threading): the most threads
     used, then the least imbalance, over channel blocks of 16 (4 per kernel call), minibatch and
     output-row blocks; in float32 like the C++."""
-    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::partition_nthr_nxc
+    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp,
+    # jit_uni_dw_conv_bwd_weights_kernel_t::partition_nthr_nxc
     x, w, y = _shape(op, op.input(0)), _shape(op, op.input(1)), _shape(op, op.outputs[0])
     if x is None or w is None or y is None:
         return threads
@@ -307,7 +319,8 @@ def jit_dw_weights_scratchpad(op: OpView, threads: int) -> int:
     """``jit_uni_dw``'s nhwc weight-gradient scratchpad: fp32 reduction buffers, one per thread
     but the first (every thread's for a bfloat16 gradient), of the weight with its groups padded
     to 16 and of the bias (an fp32 gradient on one thread: none)."""
-    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_scratchpad (harness_nxc): buff_count = nthr - 1
+    # oneDNN v3.12 src/cpu/x64/jit_uni_dw_conv_kernel_utils.cpp, jit_uni_dw_conv_bwd_weights_kernel_t::init_scratchpad
+    # (harness_nxc): buff_count = nthr - 1
     w, t = _shape(op, op.input(1)), op.type(op.input(1))
     if w is None:
         return 0
@@ -418,7 +431,8 @@ def lstm_scratchpad_bytes(steps: int, batch: int, hidden: int, *, forward: bool)
     scratch (``[B, good_ld(H)]`` each), and a final page rounding (the empty ``scratch_cell``
     registered after them); booked with a page of alignment. Then three weight-pointer arrays and
     the bias-pointer array, each one pointer (bias: 4 per fp32 element) + 128 alignment."""
-    # oneDNN v3.12 src/cpu/rnn/rnn_utils.hpp, set_rnn_conf: merge_gemm_layer, n_iter_scratch_gates, scratch_gates/ht/diff_ht sizes
+    # oneDNN v3.12 src/cpu/rnn/rnn_utils.hpp, set_rnn_conf: merge_gemm_layer, n_iter_scratch_gates,
+    # scratch_gates/ht/diff_ht sizes
     merged = not forward or batch < 128
     parts = ((steps if merged else 1) * batch * good_ld(4 * hidden) * 4,  # scratch_gates
              batch * good_ld(hidden) * 4,  # scratch_ht (proj_ht_ld = good_ld(dhc))
@@ -428,7 +442,8 @@ def lstm_scratchpad_bytes(steps: int, batch: int, hidden: int, *, forward: bool)
     offset = 0
     for part in parts:
         offset = _rnd_up(offset, P4K) + part
-    # oneDNN v3.12 src/cpu/rnn/ref_rnn.cpp, pd_t::init_scratchpad: key_rnn_space (perf_align 4096), 3 x book<float *>(1), book<void *>(1 * 4)
+    # oneDNN v3.12 src/cpu/rnn/ref_rnn.cpp, pd_t::init_scratchpad: key_rnn_space (perf_align 4096), 3 x book<float
+    # *>(1), book<void *>(1 * 4)
     return _booked(offset) + 3 * _booked(8, 128) + _booked(4 * 8, 128)
 
 
@@ -494,7 +509,9 @@ def lstm_backward(op: OpView, host: HostProfile) -> int:
         # by the second its saved output, final states and workspace are released (its weight
         # gradients too, when they are added into a persistent .grad) while the second's input
         # gradient is a new buffer added into the first's
-        released = (steps * batch * hidden + 2 * batch * hidden) * elem + lstm_workspace_bytes(steps, batch, size, hidden, elem)
+        released = (steps * batch * hidden + 2 * batch * hidden) * elem + lstm_workspace_bytes(
+            steps, batch, size, hidden, elem
+        )
         dw = (4 * hidden * (size + hidden) + 2 * 4 * hidden) * _elem_of(op, op.input(1))  # autocast: half
         dx = _size(op, op.input(0)) if op.grad(0) else 0
         if op.weight_grads_kept:
@@ -540,7 +557,7 @@ def gru_forward(op: OpView, host: HostProfile) -> int:
     steps, batch = (x[1], x[0]) if op.attr("layout", 0) else (x[0], x[1])
     elem = _size(op, op.input(0)) // max(math.prod(x), 1)
     if _gru_gate_elem(op) != elem:
-        return _gru_autocast_forward(op)
+        return _gru_autocast_forward(op, x, hidden)
     if op.attr("direction", b"forward") in (b"bidirectional", "bidirectional"):
         return (steps * batch * (2 + 3) * hidden + 2 * batch * hidden) * elem
     return (steps * batch * 3 * hidden + batch * hidden) * elem
@@ -551,7 +568,7 @@ def _gru_gate_elem(op: OpView) -> int:
     return _elem_of(op, op.input(1)) if _shape(op, op.input(1)) else _elem_of(op, op.input(0))
 
 
-def _gru_autocast_forward(op: OpView) -> int:
+def _gru_autocast_forward(op: OpView, x: tuple[int, ...], hidden: int) -> int:
     """:func:`gru_forward` under autocast: the gates are half (``linear_ih``'s ``[T, B, 3H]``
     among them) and no hidden state is saved in the state's dtype (each step's half cast is:
     :func:`graphmem.training.saved.gru`), so every step's output waits in ``FullLayer``'s
@@ -564,8 +581,7 @@ def _gru_autocast_forward(op: OpView) -> int:
     reverse direction's gates beside the result; at the reverse direction's ``linear_ih``, both
     directions' gates (``step_inputs`` still views the first) and the cast, before the result.
     Without an ``initial_h`` in the graph, nn.GRU's zero state lives through the call."""
-    x, hidden = _shape(op, op.input(0)), op.attr("hidden_size")
-    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x  # type: ignore[index]
+    steps, batch, size = (x[1], x[0], x[2]) if op.attr("layout", 0) else x
     elem, gate = _elem_of(op, op.input(0)), _gru_gate_elem(op)
     gates = steps * batch * 3 * hidden * gate
     states = steps * batch * hidden * elem  # one direction's step outputs, or its stack
@@ -685,7 +701,8 @@ def half_mean_copies(op: OpView, host: HostProfile) -> int:
     """ReduceMean of a float16/bfloat16 tensor on CPU sums in fp32: an fp32 result and an fp32
     copy of the input, both alive while the sum runs (measured: ``aten::mean`` of a bf16
     [1, 64, 10000] allocates 128, 256 and 2,560,000 B). An fp32 input makes neither."""
-    # aten/src/ATen/native/ReduceOps.cpp mean_out: result.to(kFloat), then sum_out(..., kFloat), whose make_reduction_from_out_ty casts self to kFloat on CPU
+    # aten/src/ATen/native/ReduceOps.cpp mean_out: result.to(kFloat), then sum_out(..., kFloat), whose
+    # make_reduction_from_out_ty casts self to kFloat on CPU
     x, y = op.type(op.input(0)), op.type(op.outputs[0]) if op.outputs else None
     if x is None or y is None or x.dtype not in (TensorProto.FLOAT16, TensorProto.BFLOAT16):
         return 0

@@ -18,7 +18,7 @@ caller's outputs are released (what ``graphmem verify`` does); a caller that kee
 outputs while run *k+1* runs holds them too. The process is assumed to create the session and
 run it: one that frees large buffers in between moves the arena's later regions (glibc's mmap
 threshold rises) and can change which of two equal free chunks a request takes
-(``docs/held-arena-rules.md``).
+(``docs/pages/held-arena-rules.md``).
 
 "Exact, or says why": ``approximations`` names every reason a figure may differ from the
 measurement (an activation figure that is not exact, control flow not replayed through the arena,

@@ -3,7 +3,7 @@ in fresh onnxruntime sessions (:class:`graphmem.batch.advise.Advice`).
 
 For each option set (the current one first, then the advice's lines in rank order):
 
-* the arena: one fresh process (``_arena_child.py``, run by path: it imports only numpy and
+* the arena: one fresh process (``_rss_child.py`` given a ``profile_dir``, run by path: it imports only numpy and
   onnxruntime before its session runs) creates a profiled session under those options, runs it
   :data:`graphmem.verify.resident.RUNS` times, and the profiler's ``mem_arena_held`` gives the
   held bytes before run 1, over run 1 and over the last run (:func:`graphmem.verify.resident.arena_held`'s
@@ -49,7 +49,7 @@ FIGURES = {
     "arena_steady_bytes": ARENA_TOLERANCE,
     "resident_bytes": RESIDENT_TOLERANCE,
 }
-_CHILD = Path(__file__).with_name("_arena_child.py")
+_CHILD = Path(__file__).with_name("_rss_child.py")  # with profile_dir: the arena, profiled
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
